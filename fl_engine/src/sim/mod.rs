@@ -1,0 +1,322 @@
+//! In-process simulation of a study: N sites, one server, the FL4Health protocol.
+//!
+//! Each round: the server configures the round, every site trains (in parallel; each site
+//! draws from its own ChaCha stream derived from (seed, round, site), so thread scheduling
+//! never changes a number), the server aggregates, then every site validates the model it
+//! would use after this round. Three checkpoints are kept: the latest models; the best
+//! global model by example-weighted validation loss (server side); and each site's best
+//! model by its own validation loss (site side). The complete state serialises, so a
+//! study stopped after round k and restored finishes bit-identically.
+mod central;
+mod checkpoint;
+mod report;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+pub use central::pooled_site;
+pub use checkpoint::{CheckpointKind, Checkpoints, GlobalCheckpoint, LocalCheckpoint};
+pub use report::{mean_ci95, RunSummary};
+
+use crate::data::SiteData;
+use crate::error::{EngineError, Result};
+use crate::metrics::MetricSummary;
+use crate::model::{ModelSpec, Net};
+use crate::params::ParameterSet;
+use crate::strategy::{
+    Aggregator, ClientStrategy, FitRes, ServerStrategy, Site, SiteSnapshot, StrategyConfig,
+    WeightedMean,
+};
+use crate::train::{evaluate, TrainConfig};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SimulationConfig {
+    pub study: String,
+    pub model: ModelSpec,
+    pub strategy: StrategyConfig,
+    pub train: TrainConfig,
+    pub rounds: u64,
+    pub seed: u64,
+    /// Fresh optimiser state every round (default: keep it across rounds, as FL4Health).
+    pub reset_optimizer_each_round: bool,
+}
+
+/// What one round produced.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RoundRecord {
+    pub round: u64,
+    pub train_loss: Vec<f64>,
+    pub val: Vec<MetricSummary>,
+    /// `sum_k n_k loss_k / sum_k n_k` over validation sets.
+    pub weighted_val_loss: f64,
+}
+
+/// Everything needed to resume a study exactly.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SimulationState {
+    pub round: u64,
+    pub global: ParameterSet,
+    pub server: serde_json::Value,
+    pub clients: Vec<serde_json::Value>,
+    pub sites: Vec<SiteSnapshot>,
+    pub checkpoints: Checkpoints,
+    pub history: Vec<RoundRecord>,
+}
+
+pub struct Simulation {
+    config: SimulationConfig,
+    sites: Vec<Site>,
+    clients: Vec<Box<dyn ClientStrategy>>,
+    server: Box<dyn ServerStrategy>,
+    global: ParameterSet,
+    round: u64,
+    checkpoints: Checkpoints,
+    history: Vec<RoundRecord>,
+}
+
+/// Independent stream ids for the random draws of one run (SplitMix64 finaliser).
+pub fn stream_seed(seed: u64, a: u64, b: u64) -> u64 {
+    let mut z =
+        seed ^ a.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ b.wrapping_mul(0xD1B5_4A32_D192_ED03);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Seed of site `k`'s 80/20 train/validation split in a run with `seed` (shared by the
+/// federated runs and the pooled Central baseline so both see the same rows).
+pub fn split_seed(seed: u64, k: usize) -> u64 {
+    stream_seed(seed, k as u64, u64::MAX)
+}
+
+impl Simulation {
+    /// A study with the default (example-weighted mean) aggregator.
+    pub fn new(config: SimulationConfig, data: Vec<SiteData>) -> Result<Self> {
+        Self::with_aggregator(config, data, Box::new(WeightedMean))
+    }
+
+    /// A study whose averaging step is `aggregator` (e.g. a DP aggregator).
+    pub fn with_aggregator(
+        config: SimulationConfig,
+        data: Vec<SiteData>,
+        aggregator: Box<dyn Aggregator>,
+    ) -> Result<Self> {
+        if data.is_empty() {
+            return Err(EngineError::InvalidConfig(
+                "a study needs at least one site".into(),
+            ));
+        }
+        if let Some(s) = data.iter().find(|s| s.train.is_empty() || s.val.is_empty()) {
+            return Err(EngineError::ZeroSamples(s.name.clone()));
+        }
+        config.strategy.check_model(&config.model)?;
+        let shared = config.strategy.shared();
+        let global = Net::new(&config.model, stream_seed(config.seed, u64::MAX, 0))?
+            .parameters()?
+            .select(&shared);
+        let mut sites = Vec::with_capacity(data.len());
+        let mut clients = Vec::with_capacity(data.len());
+        for (k, d) in data.into_iter().enumerate() {
+            let mut site = Site::new(
+                d,
+                &config.model,
+                config.train.clone(),
+                stream_seed(config.seed, k as u64, 0),
+            )?;
+            site.reset_optimizer = config.reset_optimizer_each_round;
+            sites.push(site);
+            clients.push(config.strategy.client()?);
+        }
+        let server = config.strategy.server(sites.len(), aggregator)?;
+        let checkpoints = Checkpoints::new(sites.len());
+        Ok(Self {
+            config,
+            sites,
+            clients,
+            server,
+            global,
+            round: 0,
+            checkpoints,
+            history: vec![],
+        })
+    }
+
+    pub fn config(&self) -> &SimulationConfig {
+        &self.config
+    }
+
+    pub fn round(&self) -> u64 {
+        self.round
+    }
+
+    pub fn global(&self) -> &ParameterSet {
+        &self.global
+    }
+
+    pub fn history(&self) -> &[RoundRecord] {
+        &self.history
+    }
+
+    pub fn checkpoints(&self) -> &Checkpoints {
+        &self.checkpoints
+    }
+
+    pub fn site_names(&self) -> Vec<String> {
+        self.sites.iter().map(|s| s.name().to_string()).collect()
+    }
+
+    /// Run rounds until the configured number is reached.
+    pub fn run(&mut self) -> Result<()> {
+        while self.round < self.config.rounds {
+            self.run_round()?;
+        }
+        Ok(())
+    }
+
+    /// One round: fit, aggregate, validate, checkpoint.
+    pub fn run_round(&mut self) -> Result<&RoundRecord> {
+        let round = self.round + 1;
+        let ins = self.server.configure_fit(round, &self.global);
+        let seed = self.config.seed;
+        let results: Vec<FitRes> = self
+            .sites
+            .par_iter_mut()
+            .zip(self.clients.par_iter_mut())
+            .enumerate()
+            .map(|(k, (site, client))| {
+                let mut rng = ChaCha8Rng::seed_from_u64(stream_seed(seed, k as u64, round));
+                client.fit(site, &ins, &mut rng)
+            })
+            .collect::<Result<_>>()?;
+        if let Some(next) = self
+            .server
+            .aggregate_fit(round, &self.global, &results, 0)?
+        {
+            self.global = next;
+        }
+        let global = &self.global;
+        let val: Vec<(MetricSummary, ParameterSet)> = self
+            .sites
+            .par_iter_mut()
+            .zip(self.clients.par_iter_mut())
+            .map(|(site, client)| {
+                let loss = site.train.loss.clone();
+                let val_data = site.data.val.clone();
+                let net = client.evaluation_net(site, global)?;
+                Ok((evaluate(net, &val_data, &loss)?, net.parameters()?))
+            })
+            .collect::<Result<_>>()?;
+        let n: Vec<f64> = self.sites.iter().map(|s| s.data.val.len() as f64).collect();
+        let weighted_val_loss = val
+            .iter()
+            .zip(&n)
+            .map(|((m, _), n)| m.loss * n)
+            .sum::<f64>()
+            / n.iter().sum::<f64>();
+        self.checkpoints
+            .offer_global(round, weighted_val_loss, &self.global);
+        for (k, (m, params)) in val.iter().enumerate() {
+            self.checkpoints.offer_local(k, round, m.loss, params);
+        }
+        self.round = round;
+        self.history.push(RoundRecord {
+            round,
+            train_loss: results.iter().map(|r| r.report.mean_loss).collect(),
+            val: val.into_iter().map(|(m, _)| m).collect(),
+            weighted_val_loss,
+        });
+        self.history.last().ok_or(EngineError::NoUpdates)
+    }
+
+    /// A standalone copy of site `k`'s model under checkpoint `kind`.
+    pub fn checkpoint_net(&mut self, kind: CheckpointKind, k: usize) -> Result<Net> {
+        let site = self
+            .sites
+            .get_mut(k)
+            .ok_or_else(|| EngineError::InvalidConfig(format!("no site {k}")))?;
+        let client = &mut self.clients[k];
+        match kind {
+            CheckpointKind::Latest => client.evaluation_net(site, &self.global)?.duplicate(),
+            CheckpointKind::BestGlobal => {
+                let ckpt = self
+                    .checkpoints
+                    .best_global
+                    .as_ref()
+                    .ok_or(EngineError::NoUpdates)?;
+                let net = client.evaluation_net(site, &self.global)?.duplicate()?;
+                net.load(&ckpt.params)?;
+                Ok(net)
+            }
+            CheckpointKind::BestLocal => {
+                let ckpt = self.checkpoints.best_local[k]
+                    .as_ref()
+                    .ok_or(EngineError::NoUpdates)?;
+                Net::with_parameters(&self.config.model, &ckpt.params)
+            }
+        }
+    }
+
+    /// Test metrics of every site under checkpoint `kind`, each on its own test set.
+    pub fn test(&mut self, kind: CheckpointKind) -> Result<Vec<MetricSummary>> {
+        (0..self.sites.len())
+            .map(|k| {
+                let net = self.checkpoint_net(kind, k)?;
+                evaluate(&net, &self.sites[k].data.test, &self.sites[k].train.loss)
+            })
+            .collect()
+    }
+
+    /// Serialisable image of the whole study.
+    pub fn snapshot(&self) -> Result<SimulationState> {
+        Ok(SimulationState {
+            round: self.round,
+            global: self.global.clone(),
+            server: self.server.save_state()?,
+            clients: self
+                .clients
+                .iter()
+                .map(|c| c.save_state())
+                .collect::<Result<_>>()?,
+            sites: self
+                .sites
+                .iter()
+                .map(Site::snapshot)
+                .collect::<Result<_>>()?,
+            checkpoints: self.checkpoints.clone(),
+            history: self.history.clone(),
+        })
+    }
+
+    /// Rebuild a study from its configuration, its sites' data and a snapshot.
+    pub fn restore(
+        config: SimulationConfig,
+        data: Vec<SiteData>,
+        state: SimulationState,
+    ) -> Result<Self> {
+        let mut sim = Simulation::new(config, data)?;
+        if state.sites.len() != sim.sites.len() || state.clients.len() != sim.clients.len() {
+            return Err(EngineError::InvalidConfig(
+                "snapshot was taken with a different number of sites".into(),
+            ));
+        }
+        sim.global.check_compatible(&state.global)?;
+        state.global.ensure_finite()?;
+        sim.global = state.global;
+        sim.round = state.round;
+        sim.server.load_state(state.server)?;
+        for ((site, client), (snap, cstate)) in sim
+            .sites
+            .iter_mut()
+            .zip(sim.clients.iter_mut())
+            .zip(state.sites.into_iter().zip(state.clients))
+        {
+            site.restore(snap)?;
+            client.load_state(cstate)?;
+        }
+        sim.checkpoints = state.checkpoints;
+        sim.history = state.history;
+        Ok(sim)
+    }
+}

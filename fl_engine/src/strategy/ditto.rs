@@ -1,0 +1,149 @@
+//! Ditto (Li et al. 2021, arXiv:2012.04221).
+//!
+//! Each site trains the global model w exactly as FedAvg and, on the same mini-batches, a
+//! personal model v on `L_k(v) + (lambda / 2) ||v - w_t||^2`, where w_t is the global model
+//! received this round (two backward passes per step, as in FL4Health). Only w is sent; v
+//! and its optimiser stay at the site and v is what the site evaluates. v starts from the
+//! first global model the site receives.
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use super::{ClientStrategy, FitIns, FitRes, Site};
+use crate::error::{EngineError, Result};
+use crate::model::{ModelSpec, Net};
+use crate::params::ParameterSet;
+use crate::train::{steps_in, train_step, Batcher, Optimizer, Proximal, TrainReport};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DittoConfig {
+    /// Pull of the personal model towards the global one.
+    pub lambda: f32,
+}
+
+impl Default for DittoConfig {
+    fn default() -> Self {
+        Self { lambda: 0.01 }
+    }
+}
+
+struct Personal {
+    net: Net,
+    optimizer: Optimizer,
+}
+
+#[derive(Serialize, Deserialize)]
+struct PersonalState {
+    spec: ModelSpec,
+    params: ParameterSet,
+    optimizer: Optimizer,
+}
+
+pub struct DittoClient {
+    config: DittoConfig,
+    personal: Option<Personal>,
+}
+
+impl DittoClient {
+    pub fn new(config: DittoConfig) -> Result<Self> {
+        if !(config.lambda >= 0.0 && config.lambda.is_finite()) {
+            return Err(EngineError::InvalidConfig(format!(
+                "Ditto lambda must be >= 0, got {}",
+                config.lambda
+            )));
+        }
+        Ok(Self {
+            config,
+            personal: None,
+        })
+    }
+}
+
+impl ClientStrategy for DittoClient {
+    fn fit(&mut self, site: &mut Site, ins: &FitIns, rng: &mut ChaCha8Rng) -> Result<FitRes> {
+        if site.data.train.is_empty() {
+            return Err(EngineError::ZeroSamples(site.name().to_string()));
+        }
+        site.begin_round()?;
+        site.net.load(&ins.params)?;
+        if self.personal.is_none() {
+            let net = site.net.duplicate()?;
+            self.personal = Some(Personal {
+                net,
+                optimizer: Optimizer::new(site.train.optimizer.clone())?,
+            });
+        }
+        let personal = self.personal.as_mut().ok_or(EngineError::NoUpdates)?;
+        if site.reset_optimizer {
+            personal.optimizer = Optimizer::new(site.train.optimizer.clone())?;
+        }
+        let cfg = &site.train;
+        cfg.validate()?;
+        let steps = steps_in(cfg.budget, site.data.train.len(), cfg.batch_size);
+        let prox = Proximal {
+            center: &ins.params,
+            mu: self.config.lambda,
+        };
+        let mut batcher = Batcher::new(&site.data.train, cfg.batch_size)?;
+        let mut total = 0.0f64;
+        for _ in 0..steps {
+            let (x, y) = batcher.next_batch(rng)?;
+            total += train_step(&site.net, &mut site.optimizer, &cfg.loss, &x, y, &[], rng)? as f64;
+            train_step(
+                &personal.net,
+                &mut personal.optimizer,
+                &cfg.loss,
+                &x,
+                y,
+                &[&prox],
+                rng,
+            )?;
+        }
+        Ok(FitRes {
+            site: site.name().to_string(),
+            num_examples: site.data.train.len(),
+            params: site.net.parameters()?,
+            extras: ParameterSet::new(),
+            report: TrainReport {
+                steps,
+                mean_loss: if steps > 0 { total / steps as f64 } else { 0.0 },
+            },
+        })
+    }
+
+    fn evaluation_net<'a>(
+        &'a mut self,
+        site: &'a mut Site,
+        global: &ParameterSet,
+    ) -> Result<&'a Net> {
+        site.net.load(global)?;
+        Ok(match &self.personal {
+            Some(p) => &p.net,
+            // before the first round the personal model would be the global one
+            None => &site.net,
+        })
+    }
+
+    fn save_state(&self) -> Result<serde_json::Value> {
+        let state = match &self.personal {
+            None => None,
+            Some(p) => Some(PersonalState {
+                spec: p.net.spec().clone(),
+                params: p.net.parameters()?,
+                optimizer: p.optimizer.clone(),
+            }),
+        };
+        Ok(serde_json::to_value(state)?)
+    }
+
+    fn load_state(&mut self, state: serde_json::Value) -> Result<()> {
+        let state: Option<PersonalState> = serde_json::from_value(state)?;
+        self.personal = match state {
+            None => None,
+            Some(s) => Some(Personal {
+                net: Net::with_parameters(&s.spec, &s.params)?,
+                optimizer: s.optimizer,
+            }),
+        };
+        Ok(())
+    }
+}

@@ -1,0 +1,247 @@
+//! The local step loop.
+//!
+//! A step is: forward on one mini-batch, task loss, candle backward, then for each variable
+//! (in canonical name order) the gradient is read out, the strategy's local objective terms
+//! add their analytic gradients (proximal pull, control-variate correction), and the
+//! optimiser updates the values in place. Adding `mu (w - w_g)` directly is exactly the
+//! gradient of `(mu/2)||w - w_g||^2` and saves building that graph on every step.
+//!
+//! Mini-batches follow PyTorch's `DataLoader(shuffle=True, drop_last=False)`: a fresh
+//! permutation per pass, the last batch may be short. Every random draw (shuffling,
+//! dropout) comes from the caller's seeded ChaCha stream.
+use candle_core::Tensor;
+use rand::seq::SliceRandom;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use super::loss::{scalar, LossKind};
+use super::optim::{Optimizer, OptimizerConfig};
+use crate::data::Dataset;
+use crate::error::{EngineError, Result};
+use crate::metrics::MetricSummary;
+use crate::model::Net;
+use crate::params::ParameterSet;
+
+/// How much local work one round does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Budget {
+    Steps(usize),
+    Epochs(usize),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrainConfig {
+    pub optimizer: OptimizerConfig,
+    pub budget: Budget,
+    pub batch_size: usize,
+    pub loss: LossKind,
+}
+
+impl TrainConfig {
+    pub fn validate(&self) -> Result<()> {
+        self.optimizer.validate()?;
+        if self.batch_size == 0 {
+            return Err(EngineError::InvalidConfig(
+                "batch size must be positive".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Number of optimiser steps `budget` means for `n` training rows.
+pub fn steps_in(budget: Budget, n: usize, batch_size: usize) -> usize {
+    match budget {
+        Budget::Steps(s) => s,
+        Budget::Epochs(e) => e * n.div_ceil(batch_size.max(1)),
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TrainReport {
+    pub steps: usize,
+    /// Mean task loss over the steps (without the objective terms).
+    pub mean_loss: f64,
+}
+
+/// An extra term of a site's local objective, given by its gradient.
+pub trait LocalObjective: Sync {
+    /// Add this term's gradient with respect to parameter `name` (current values `param`).
+    fn add_gradient(&self, name: &str, param: &[f32], grad: &mut [f32]);
+}
+
+/// `(mu / 2) ||w - center||^2` over the parameters named in `center` (FedProx, Ditto).
+pub struct Proximal<'a> {
+    pub center: &'a ParameterSet,
+    pub mu: f32,
+}
+
+impl LocalObjective for Proximal<'_> {
+    fn add_gradient(&self, name: &str, param: &[f32], grad: &mut [f32]) {
+        if let Some(c) = self.center.get(name) {
+            for ((g, p), c) in grad.iter_mut().zip(param).zip(&c.values) {
+                *g += self.mu * (p - c);
+            }
+        }
+    }
+}
+
+/// A constant added to the gradient of the parameters it names (SCAFFOLD's `c - c_k`).
+pub struct Correction<'a> {
+    pub delta: &'a ParameterSet,
+}
+
+impl LocalObjective for Correction<'_> {
+    fn add_gradient(&self, name: &str, _param: &[f32], grad: &mut [f32]) {
+        if let Some(d) = self.delta.get(name) {
+            grad.iter_mut().zip(&d.values).for_each(|(g, d)| *g += d);
+        }
+    }
+}
+
+/// Shuffled mini-batches over one dataset, reshuffling at the end of every pass.
+pub struct Batcher<'a> {
+    data: &'a Dataset,
+    order: Vec<usize>,
+    cursor: usize,
+    batch_size: usize,
+    x: Vec<f32>,
+    y: Vec<u32>,
+}
+
+impl<'a> Batcher<'a> {
+    pub fn new(data: &'a Dataset, batch_size: usize) -> Result<Self> {
+        if data.is_empty() || batch_size == 0 {
+            return Err(EngineError::Data(
+                "cannot draw batches from an empty dataset".into(),
+            ));
+        }
+        let order = (0..data.len()).collect();
+        // cursor at the end forces a shuffle before the first batch
+        Ok(Self {
+            data,
+            order,
+            cursor: data.len(),
+            batch_size,
+            x: vec![],
+            y: vec![],
+        })
+    }
+
+    /// Next batch as `(features [b, d], labels)`.
+    pub fn next_batch(&mut self, rng: &mut ChaCha8Rng) -> Result<(Tensor, &[u32])> {
+        if self.cursor >= self.order.len() {
+            self.order.shuffle(rng);
+            self.cursor = 0;
+        }
+        let end = (self.cursor + self.batch_size).min(self.order.len());
+        self.data
+            .gather(&self.order[self.cursor..end], &mut self.x, &mut self.y);
+        self.cursor = end;
+        let x = Tensor::from_slice(
+            &self.x,
+            (self.y.len(), self.data.n_features()),
+            &candle_core::Device::Cpu,
+        )?;
+        Ok((x, &self.y))
+    }
+}
+
+/// One optimiser step on one batch; returns the task loss.
+pub fn train_step(
+    net: &Net,
+    opt: &mut Optimizer,
+    loss: &LossKind,
+    x: &Tensor,
+    y: &[u32],
+    terms: &[&dyn LocalObjective],
+    rng: &mut ChaCha8Rng,
+) -> Result<f32> {
+    let logits = net.forward(x, Some(rng))?;
+    let loss_t = loss.compute(&logits, y)?;
+    let value = scalar(&loss_t)?;
+    if !value.is_finite() {
+        return Err(EngineError::NonFinite("training loss".into()));
+    }
+    let grads = loss_t.backward()?;
+    opt.begin_step();
+    for (name, var) in net.vars() {
+        // like PyTorch, a parameter outside the graph (no gradient) is left alone
+        let Some(g) = grads.get(var.as_tensor()) else {
+            continue;
+        };
+        let mut g = g.flatten_all()?.to_vec1::<f32>()?;
+        let mut p = var.as_tensor().flatten_all()?.to_vec1::<f32>()?;
+        for t in terms {
+            t.add_gradient(name, &p, &mut g);
+        }
+        opt.update(name, &mut p, &mut g)?;
+        if p.iter().any(|v| !v.is_finite()) {
+            return Err(EngineError::NonFinite(name.clone()));
+        }
+        var.set(&Tensor::from_vec(p, var.shape(), var.device())?)?;
+    }
+    Ok(value)
+}
+
+/// Train `net` on `data` for the configured budget.
+pub fn train_local(
+    net: &Net,
+    opt: &mut Optimizer,
+    data: &Dataset,
+    cfg: &TrainConfig,
+    terms: &[&dyn LocalObjective],
+    rng: &mut ChaCha8Rng,
+) -> Result<TrainReport> {
+    cfg.validate()?;
+    let steps = steps_in(cfg.budget, data.len(), cfg.batch_size);
+    let mut batcher = Batcher::new(data, cfg.batch_size)?;
+    let mut total = 0.0f64;
+    for _ in 0..steps {
+        let (x, y) = batcher.next_batch(rng)?;
+        total += train_step(net, opt, &cfg.loss, &x, y, terms, rng)? as f64;
+    }
+    Ok(TrainReport {
+        steps,
+        mean_loss: if steps > 0 { total / steps as f64 } else { 0.0 },
+    })
+}
+
+/// Positive-class probabilities (binary) or class probabilities, row-major `[n, classes]`.
+pub fn predict_scores(net: &Net, data: &Dataset) -> Result<Vec<f32>> {
+    if data.is_empty() {
+        return Ok(vec![]);
+    }
+    probabilities(&full_forward(net, data)?)
+}
+
+/// Loss and metrics of `net` on `data`.
+pub fn evaluate(net: &Net, data: &Dataset, loss: &LossKind) -> Result<MetricSummary> {
+    if data.is_empty() {
+        return Err(EngineError::Data(
+            "cannot evaluate on an empty dataset".into(),
+        ));
+    }
+    let logits = full_forward(net, data)?;
+    let loss_value = scalar(&loss.compute(&logits, data.labels())?)? as f64;
+    let scores = probabilities(&logits)?;
+    MetricSummary::from_scores(loss_value, &scores, data.labels(), net.spec().outputs())
+}
+
+fn full_forward(net: &Net, data: &Dataset) -> Result<Tensor> {
+    let x = Tensor::from_slice(
+        data.features(),
+        (data.len(), data.n_features()),
+        &candle_core::Device::Cpu,
+    )?;
+    net.forward(&x, None)
+}
+
+fn probabilities(logits: &Tensor) -> Result<Vec<f32>> {
+    let probs = if logits.dim(1)? == 1 {
+        candle_nn::ops::sigmoid(logits)?
+    } else {
+        candle_nn::ops::softmax(logits, 1)?
+    };
+    Ok(probs.flatten_all()?.to_vec1::<f32>()?)
+}

@@ -1,0 +1,136 @@
+//! Layered configuration: built-in defaults, then an optional TOML file, then `EHDS_*`
+//! environment variables (`__` separates nesting, e.g. `EHDS_AUTH__AUDIENCE`).
+
+use std::{net::SocketAddr, path::PathBuf};
+
+use figment::{
+    providers::{Env, Format, Serialized, Toml},
+    Figment,
+};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    pub listen: SocketAddr,
+    /// The externally visible base URL; defaults to `http://<listen>`.
+    pub public_url: Option<String>,
+    pub data_dir: PathBuf,
+    /// `postgres://...` or `sqlite:...`; without it, a SQLite file in `data_dir`.
+    pub database_url: Option<String>,
+    pub auth: AuthSettings,
+    pub http: HttpSettings,
+    pub hdab: HdabSettings,
+    /// Seconds between sweeps that record permit expiries in the audit trail.
+    pub expiry_sweep_seconds: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthSettings {
+    /// OpenID Connect issuer; discovery at `<issuer>/.well-known/openid-configuration`.
+    /// Ignored in development mode, where the gateway is its own issuer.
+    pub issuer: Option<String>,
+    pub audience: String,
+    /// Allowed JWS algorithms. HMAC algorithms and `none` are refused at start-up.
+    pub algorithms: Vec<String>,
+    pub leeway_seconds: u64,
+    /// Claim holding the caller's roles (dotted path, e.g. `realm_access.roles`).
+    pub roles_claim: String,
+    /// Claim holding the caller's organisation (also the data-holder id for nodes).
+    pub organisation_claim: String,
+    /// Minimum seconds between JWKS refreshes triggered by an unknown `kid`.
+    pub jwks_refresh_min_seconds: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpSettings {
+    pub body_limit_bytes: usize,
+    pub request_timeout_seconds: u64,
+    /// Origins allowed by CORS; empty (the default) disables CORS.
+    pub cors_allowed_origins: Vec<String>,
+}
+
+/// The controller details that GDPR Art. 30 records carry.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HdabSettings {
+    pub name: String,
+    pub contact: String,
+    pub dpo_contact: String,
+    pub member_state: String,
+    pub security_measures: Vec<String>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:8080".parse().expect("valid default address"),
+            public_url: None,
+            data_dir: PathBuf::from("data"),
+            database_url: None,
+            auth: AuthSettings {
+                issuer: None,
+                audience: "ehds-gateway".into(),
+                algorithms: vec!["RS256".into(), "PS256".into(), "ES256".into(), "EdDSA".into()],
+                leeway_seconds: 30,
+                roles_claim: "roles".into(),
+                organisation_claim: "org".into(),
+                jwks_refresh_min_seconds: 10,
+            },
+            http: HttpSettings {
+                body_limit_bytes: 1024 * 1024,
+                request_timeout_seconds: 30,
+                cors_allowed_origins: vec![],
+            },
+            hdab: HdabSettings {
+                name: "Example Health Data Access Body".into(),
+                contact: "hdab@example.eu".into(),
+                dpo_contact: "dpo@example.eu".into(),
+                member_state: "DE".into(),
+                security_measures: vec![
+                    "Authenticated personal accounts (OpenID Connect), role- and permit-scoped authorisation (Cedar policies)".into(),
+                    "Hash-chained, append-only audit trail of every access and change".into(),
+                    "Pseudonymised subjects; opt-out registry keyed by HMAC".into(),
+                    "Federated processing: personal data stays with data holders; only DP-protected aggregates leave".into(),
+                ],
+            },
+            expiry_sweep_seconds: 60,
+        }
+    }
+}
+
+impl Settings {
+    /// Defaults, then `file` (if given, it must exist), then the environment.
+    pub fn load(file: Option<&std::path::Path>) -> anyhow::Result<Self> {
+        let mut fig = Figment::from(Serialized::defaults(Settings::default()));
+        if let Some(path) = file {
+            anyhow::ensure!(
+                path.exists(),
+                "configuration file {} not found",
+                path.display()
+            );
+            fig = fig.merge(Toml::file(path));
+        }
+        let settings: Settings = fig.merge(Env::prefixed("EHDS_").split("__")).extract()?;
+        Ok(settings)
+    }
+
+    pub fn public_url(&self) -> String {
+        self.public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{}", self.listen))
+            .trim_end_matches('/')
+            .to_owned()
+    }
+
+    pub fn database_url(&self) -> String {
+        self.database_url.clone().unwrap_or_else(|| {
+            format!(
+                "sqlite://{}?mode=rwc",
+                self.data_dir.join("ehds-gateway.db").display()
+            )
+        })
+    }
+}

@@ -1,0 +1,390 @@
+//! The audit trail for auditors: filtered export (JSON, JSON Lines, CSV, FHIR R4 AuditEvent
+//! Bundle), chain verification, and the GDPR Art. 30 records of processing. Every read of audit
+//! data is itself audited.
+
+use axum::{
+    extract::State,
+    http::{header, StatusCode},
+    response::{IntoResponse, Response},
+    routing::get,
+    Json, Router,
+};
+use chrono::{DateTime, Months, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::{
+    error::{ApiError, ApiResult, Problem},
+    extract::{ApiQuery, Caller},
+    AppState,
+};
+use crate::{
+    authz::{Action, Resource},
+    domain::{
+        audit::{AuditEntry, ChainVerifier, Outcome, VerifyReport},
+        time, DataCategory, Permit,
+    },
+    store::{AuditFilter, Page, Scope, Tx},
+};
+
+const MAX_EXPORT: i64 = 10_000;
+const VERIFY_PAGE: i64 = 2_000;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/audit/events", get(events))
+        .route("/audit/verify", get(verify))
+        .route("/audit/records-of-processing", get(records_of_processing))
+}
+
+#[derive(Debug, Clone, Copy, Default, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ExportFormat {
+    #[default]
+    Json,
+    Jsonl,
+    Csv,
+    Fhir,
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct EventQuery {
+    pub from: Option<DateTime<Utc>>,
+    pub to: Option<DateTime<Utc>>,
+    pub actor: Option<String>,
+    pub action: Option<String>,
+    pub outcome: Option<Outcome>,
+    pub resource_type: Option<String>,
+    pub resource_id: Option<String>,
+    pub permit_id: Option<String>,
+    /// Return entries after this sequence number (paging).
+    pub after_seq: Option<i64>,
+    /// 1-10000, default 1000.
+    pub limit: Option<i64>,
+    pub format: Option<ExportFormat>,
+}
+
+/// Export audit entries.
+#[utoipa::path(get, path = "/v1/audit/events", tag = "audit", params(EventQuery), security(("bearer" = [])),
+    responses((status = 200, body = Vec<AuditEntry>), (status = 400, body = Problem), (status = 403, body = Problem)))]
+pub async fn events(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiQuery(q): ApiQuery<EventQuery>,
+) -> ApiResult<Response> {
+    let action = Action::AuditRead;
+    state.authorize(&caller, action, &Resource::AuditLog)?;
+    let limit = q.limit.unwrap_or(1000);
+    if !(1..=MAX_EXPORT).contains(&limit) || q.from.zip(q.to).is_some_and(|(f, t)| f >= t) {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+            format!("limit must be within 1-{MAX_EXPORT} and `from` before `to`"),
+        )
+        .action(action.name()));
+    }
+    let filter = AuditFilter {
+        from: q.from.map(time::normalise),
+        to: q.to.map(time::normalise),
+        actor: q.actor,
+        action: q.action,
+        outcome: q.outcome,
+        resource_type: q.resource_type,
+        resource_id: q.resource_id,
+        permit_id: q.permit_id,
+        after_seq: q.after_seq,
+        limit,
+    };
+    let format = q.format.unwrap_or_default();
+    let mut tx = state.store.begin().await?;
+    let entries = tx.list_audit(&filter).await?;
+    tx.append_audit(caller.audit(action, "audit_log", None).detail(json!({
+        "returned": entries.len(), "format": format!("{format:?}").to_lowercase(),
+        "first_seq": entries.first().map(|e| e.seq), "last_seq": entries.last().map(|e| e.seq) })))
+        .await?;
+    tx.commit().await?;
+    let public_url = state.settings.public_url();
+    Ok(match format {
+        ExportFormat::Json => Json(entries).into_response(),
+        ExportFormat::Jsonl => {
+            let mut body = String::new();
+            for e in &entries {
+                body.push_str(&serde_json::to_string(e).map_err(anyhow::Error::from)?);
+                body.push('\n');
+            }
+            ([(header::CONTENT_TYPE, "application/x-ndjson")], body).into_response()
+        }
+        ExportFormat::Csv => (
+            [(header::CONTENT_TYPE, "text/csv; charset=utf-8")],
+            to_csv(&entries)?,
+        )
+            .into_response(),
+        ExportFormat::Fhir => (
+            [(header::CONTENT_TYPE, "application/fhir+json")],
+            Json(fhir_bundle(&entries, &public_url)),
+        )
+            .into_response(),
+    })
+}
+
+fn to_csv(entries: &[AuditEntry]) -> ApiResult<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record([
+        "seq",
+        "recorded_at",
+        "actor_sub",
+        "actor_roles",
+        "actor_organisation",
+        "action",
+        "outcome",
+        "resource_type",
+        "resource_id",
+        "permit_id",
+        "request_id",
+        "http_status",
+        "detail",
+        "prev_hash",
+        "hash",
+    ])
+    .map_err(anyhow::Error::from)?;
+    for e in entries {
+        w.write_record([
+            e.seq.to_string(),
+            time::canonical(&e.recorded_at),
+            e.actor.sub.clone(),
+            e.actor.roles.join(" "),
+            e.actor.organisation.clone().unwrap_or_default(),
+            e.action.clone(),
+            e.outcome.as_str().to_owned(),
+            e.resource_type.clone(),
+            e.resource_id.clone().unwrap_or_default(),
+            e.permit_id.clone().unwrap_or_default(),
+            e.request_id.clone().unwrap_or_default(),
+            e.http_status.map(|s| s.to_string()).unwrap_or_default(),
+            e.detail.to_string(),
+            e.prev_hash.clone(),
+            e.hash.clone(),
+        ])
+        .map_err(anyhow::Error::from)?;
+    }
+    let bytes = w.into_inner().map_err(|e| anyhow::anyhow!("csv: {e}"))?;
+    Ok(String::from_utf8(bytes).map_err(anyhow::Error::from)?)
+}
+
+/// FHIR AuditEvent.action: C/R/U/D/E, following the mapping of the IHE BALP profile.
+fn fhir_action(action: &str) -> &'static str {
+    match action.rsplit('.').next().unwrap_or("") {
+        "create" | "register" | "import" => "C",
+        "read" | "list" | "versions" | "verify" | "records" => "R",
+        "check" | "filter" => "E",
+        _ if action.starts_with("http.") => "E",
+        _ => "U",
+    }
+}
+
+/// One entry as a FHIR R4 AuditEvent (IHE BALP shape): the caller is the requesting agent,
+/// the gateway the observer, the permit the governing policy.
+pub fn fhir_audit_event(e: &AuditEntry, public_url: &str) -> Value {
+    let outcome = match e.outcome {
+        Outcome::Success => "0",
+        Outcome::Denied => "4",
+        Outcome::Failure => "8",
+    };
+    let (type_code, type_display, subtype) = match e.action.as_str() {
+        "optout.filter" => (
+            "110113",
+            "Security Alert",
+            json!({"system": "http://dicom.nema.org/resources/ontology/DCM", "code": "110113", "display": "AuthZconsent"}),
+        ),
+        _ => (
+            "rest",
+            "RESTful Operation",
+            json!({"system": "urn:ehds-gateway:audit-action", "code": e.action}),
+        ),
+    };
+    let type_system = if type_code == "rest" {
+        "http://terminology.hl7.org/CodeSystem/audit-event-type"
+    } else {
+        "http://dicom.nema.org/resources/ontology/DCM"
+    };
+    let roles: Vec<Value> = e
+        .actor
+        .roles
+        .iter()
+        .map(|r| json!({"coding": [{"system": "urn:ehds-gateway:role", "code": r}]}))
+        .collect();
+    let mut agent = json!({
+        "type": {"coding": [{"system": "http://terminology.hl7.org/CodeSystem/v3-ParticipationType", "code": "IRCP", "display": "information recipient"}]},
+        "who": {"identifier": {"system": "urn:ehds-gateway:subject", "value": e.actor.sub}},
+        "requestor": true,
+        "role": roles,
+    });
+    if let Some(p) = &e.permit_id {
+        agent["policy"] = json!([format!("{public_url}/v1/permits/{p}")]);
+    }
+    let mut entities = vec![json!({
+        "what": {"identifier": {"system": "urn:ehds-gateway:audit-chain", "value": e.seq.to_string()}},
+        "type": {"system": "http://terminology.hl7.org/CodeSystem/audit-entity-type", "code": "4", "display": "Other"},
+        "detail": [
+            {"type": "hash", "valueString": e.hash},
+            {"type": "prev_hash", "valueString": e.prev_hash},
+            {"type": "detail", "valueString": e.detail.to_string()},
+        ],
+    })];
+    if let Some(id) = &e.resource_id {
+        entities.push(json!({
+            "what": {"identifier": {"system": format!("urn:ehds-gateway:{}", e.resource_type), "value": id}},
+            "type": {"system": "http://terminology.hl7.org/CodeSystem/audit-entity-type", "code": "2", "display": "System Object"},
+        }));
+    }
+    json!({
+        "resourceType": "AuditEvent",
+        "id": e.id.to_string(),
+        "type": {"system": type_system, "code": type_code, "display": type_display},
+        "subtype": [subtype],
+        "action": fhir_action(&e.action),
+        "recorded": time::canonical(&e.recorded_at),
+        "outcome": outcome,
+        "outcomeDesc": e.detail.get("detail").and_then(Value::as_str).unwrap_or(e.outcome.as_str()),
+        "agent": [agent],
+        "source": {
+            "observer": {"display": "ehds-gateway"},
+            "type": [{"system": "http://terminology.hl7.org/CodeSystem/security-source-type", "code": "4", "display": "Application Server"}],
+        },
+        "entity": entities,
+    })
+}
+
+fn fhir_bundle(entries: &[AuditEntry], public_url: &str) -> Value {
+    json!({
+        "resourceType": "Bundle",
+        "type": "collection",
+        "timestamp": time::canonical(&time::now()),
+        "total": entries.len(),
+        "entry": entries.iter().map(|e| json!({
+            "fullUrl": format!("urn:uuid:{}", e.id),
+            "resource": fhir_audit_event(e, public_url),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// Verify the whole hash chain.
+#[utoipa::path(get, path = "/v1/audit/verify", tag = "audit", security(("bearer" = [])),
+    responses((status = 200, body = VerifyReport), (status = 403, body = Problem)))]
+pub async fn verify(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> ApiResult<Json<VerifyReport>> {
+    let action = Action::AuditVerify;
+    state.authorize(&caller, action, &Resource::AuditLog)?;
+    let mut tx = state.store.begin().await?;
+    let report = verify_chain(&mut *tx).await?;
+    tx.append_audit(caller.audit(action, "audit_log", None).detail(json!({
+        "valid": report.valid, "entries_checked": report.entries_checked, "first_bad": report.first_bad }))).await?;
+    tx.commit().await?;
+    Ok(Json(report))
+}
+
+/// Walks the chain page by page, so memory stays flat however long the trail is.
+pub async fn verify_chain(tx: &mut dyn Tx) -> crate::store::Result<VerifyReport> {
+    let mut verifier = ChainVerifier::default();
+    let mut after = 0;
+    loop {
+        let page = tx
+            .list_audit(&AuditFilter {
+                after_seq: Some(after),
+                limit: VERIFY_PAGE,
+                ..Default::default()
+            })
+            .await?;
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        if !page.iter().all(|e| verifier.feed(e)) {
+            break;
+        }
+    }
+    Ok(verifier.finish())
+}
+
+/// GDPR Art. 30(1) record of one processing activity: a permit.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ProcessingRecord {
+    pub permit_id: String,
+    pub status: String,
+    pub controller: Value,
+    /// Art. 74: the HDAB is controller for permit management and processor for the user in the SPE.
+    pub roles: Value,
+    pub purposes: Vec<String>,
+    pub categories_of_data_subjects: Vec<String>,
+    pub categories_of_personal_data: Vec<Value>,
+    pub recipients: Vec<String>,
+    pub member_states: Vec<String>,
+    pub third_country_transfers: String,
+    pub erasure: Value,
+    pub security_measures: Vec<String>,
+    pub optout_exception: bool,
+    pub terms_version: i64,
+}
+
+fn processing_record(p: &Permit, state: &AppState, now: time::Timestamp) -> ProcessingRecord {
+    let r = p.record();
+    let hdab = &state.settings.hdab;
+    let holders: Vec<String> = p.terms().data_holder_ids().map(|h| h.to_string()).collect();
+    ProcessingRecord {
+        permit_id: r.id.to_string(),
+        status: p.state(now).name().to_owned(),
+        controller: json!({"name": hdab.name, "contact": hdab.contact, "dpo_contact": hdab.dpo_contact,
+                           "member_state": hdab.member_state}),
+        roles: json!({"hdab": "controller for the assessment and permit management; processor for the data user inside the secure processing environment (Art. 74)",
+                      "data_user": {"organisation": r.organisation, "principal_investigator": r.principal_investigator,
+                                    "role": "controller of the processing inside the secure processing environment (Art. 74)"}}),
+        purposes: p.terms().purposes.iter().map(|x| x.as_str().to_owned()).collect(),
+        categories_of_data_subjects: vec![format!(
+            "Natural persons whose electronic health data are held by {} and who had not opted out (Art. 71) at the reference time{}",
+            holders.join(", "),
+            if p.terms().optout_exception.is_some() { " (Art. 71(4) exception recorded)" } else { "" })],
+        categories_of_personal_data: p.terms().categories.iter().map(|g| {
+            let c: DataCategory = g.value;
+            json!({"category": c.as_str(), "article": format!("51(1)({})", c.article_point()), "since": g.added_at})
+        }).collect(),
+        recipients: vec![format!("{} (data user, inside the secure processing environment; only anonymous, DP-protected aggregates leave)", r.organisation)],
+        member_states: p.terms().member_states.iter().map(|m| m.as_str().to_owned()).collect(),
+        third_country_transfers: "none: processing stays in the secure processing environments of the listed member states".into(),
+        erasure: json!({"permit_expires_at": r.expires_at,
+                        "delete_spe_data_by": r.expires_at.checked_add_months(Months::new(6)),
+                        "rule": "data in the secure processing environment are deleted within 6 months of expiry (Art. 68(12))"}),
+        security_measures: hdab.security_measures.clone(),
+        optout_exception: p.terms().optout_exception.is_some(),
+        terms_version: r.terms_version,
+    }
+}
+
+/// GDPR Art. 30 records of processing, one per permit.
+#[utoipa::path(get, path = "/v1/audit/records-of-processing", tag = "audit", security(("bearer" = [])),
+    params(super::applications::ListParams),
+    responses((status = 200, body = Vec<ProcessingRecord>), (status = 403, body = Problem)))]
+pub async fn records_of_processing(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiQuery(params): ApiQuery<super::applications::ListParams>,
+) -> ApiResult<Json<Vec<ProcessingRecord>>> {
+    let action = Action::AuditRecords;
+    state.authorize(&caller, action, &Resource::AuditLog)?;
+    let page: Page = params.page()?;
+    let now = time::now();
+    let mut tx = state.store.begin().await?;
+    let permits = tx.list_permits(&Scope::All, page).await?;
+    let records: Vec<ProcessingRecord> = permits
+        .iter()
+        .map(|p| processing_record(p, &state, now))
+        .collect();
+    tx.append_audit(
+        caller
+            .audit(action, "audit_log", None)
+            .detail(json!({ "returned": records.len() })),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Json(records))
+}

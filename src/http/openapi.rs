@@ -1,0 +1,73 @@
+//! The OpenAPI 3.1 document, generated from the handlers, served at `/openapi.json` with a
+//! reference page at `/docs`. `openapi/openapi.json` in the repository is this document; a test
+//! fails when they drift.
+
+use axum::{routing::get, Json, Router};
+use utoipa::{
+    openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme},
+    Modify, OpenApi,
+};
+use utoipa_scalar::{Scalar, Servable};
+
+use super::{applications, audit, error, health, optouts, permits, AppState};
+use crate::domain;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "ehds-gateway", description = "Governance gateway for federated learning under the European Health Data Space regulation (EU) 2025/327: data access applications, data permits, the Art. 71 opt-out registry and a hash-chained audit trail."),
+    paths(
+        health::healthz, health::readyz,
+        applications::create, applications::list, applications::read, applications::decide, applications::withdraw,
+        permits::list, permits::read, permits::versions, permits::suspend, permits::reinstate, permits::revoke,
+        permits::amend, permits::extend, permits::check_permit,
+        optouts::register, optouts::read, optouts::withdraw, optouts::import, optouts::filter,
+        audit::events, audit::verify, audit::records_of_processing,
+    ),
+    components(schemas(
+        error::Problem, domain::FieldError, domain::Purpose, domain::DataCategory,
+        domain::audit::AuditEntry, domain::audit::VerifyReport, domain::check::DenyReason,
+    )),
+    modifiers(&BearerAuth),
+    tags(
+        (name = "applications", description = "Data access applications (Art. 67-68)"),
+        (name = "permits", description = "Data permits and their lifecycle (Art. 63, 68)"),
+        (name = "opt-outs", description = "The opt-out registry (Art. 71)"),
+        (name = "audit", description = "Audit trail (GDPR Art. 30, EHDS Art. 73)"),
+        (name = "operations", description = "Health and readiness"),
+    )
+)]
+pub struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .build(),
+            ),
+        );
+    }
+}
+
+pub fn spec() -> utoipa::openapi::OpenApi {
+    ApiDoc::openapi()
+}
+
+pub fn spec_json() -> String {
+    spec()
+        .to_pretty_json()
+        .expect("the OpenAPI document serialises")
+        + "\n"
+}
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/openapi.json", get(|| async { Json(spec()) }))
+        .merge(Scalar::with_url("/docs", spec()))
+}

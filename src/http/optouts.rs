@@ -1,0 +1,732 @@
+//! The Art. 71 opt-out registry: registration, withdrawal (history kept), bulk import from NDJSON
+//! or a FHIR R4 Bundle of Consent resources, and the filter data holders run before training.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use axum::{
+    body::Bytes,
+    extract::{rejection::BytesRejection, DefaultBodyLimit, State},
+    http::{header, HeaderMap, StatusCode},
+    routing::{get, post},
+    Json, Router,
+};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+use super::{
+    error::{ApiError, ApiResult, Problem},
+    extract::{ApiJson, ApiPath, ApiQuery, Caller},
+    permits::load_permit,
+    AppState,
+};
+use crate::{
+    authz::{Action, Resource},
+    domain::{
+        optout::{is_excluded, FilterPolicy, NewOptOutEvent, OptOutEvent, OptOutEventKind},
+        time::{self},
+        DataCategory, Errors, FieldError, MemberState, OptOutId, PermitId, PermitState,
+        SubjectPseudonym,
+    },
+    store::Tx,
+};
+
+/// Bulk imports and filters carry whole cohorts.
+const BULK_BODY_LIMIT: usize = 64 * 1024 * 1024;
+/// Record ids of imported opt-outs derive from their source id, so re-importing is idempotent.
+const IMPORT_NAMESPACE: Uuid = Uuid::from_u128(0x6568_6473_2d6f_7074_2d6f_7574_2d69_6d70);
+
+pub fn router(_default_limit: usize) -> Router<AppState> {
+    Router::new()
+        .route("/opt-outs", post(register))
+        .route("/opt-outs/{id}", get(read))
+        .route("/opt-outs/{id}/withdraw", post(withdraw))
+        .route(
+            "/opt-outs/import",
+            post(import).layer(DefaultBodyLimit::max(BULK_BODY_LIMIT)),
+        )
+        .route(
+            "/opt-outs/filter",
+            post(filter).layer(DefaultBodyLimit::max(BULK_BODY_LIMIT)),
+        )
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OptOutRequest {
+    /// The subject's pseudonym (never a national identifier).
+    pub subject_pseudonym: String,
+    pub member_state: String,
+    /// When the opt-out takes effect; defaults to now.
+    pub effective_from: Option<DateTime<Utc>>,
+    /// How the opt-out reached the registry (portal, letter, ...).
+    pub channel: Option<String>,
+    /// Only `all_secondary_use`: Art. 71 covers all secondary use.
+    pub scope: Option<String>,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct OptOutRecordView {
+    pub record_id: OptOutId,
+    /// HMAC of the pseudonym: the registry never stores the pseudonym itself.
+    pub subject_key: String,
+    pub status: OptOutEventKind,
+    pub events: Vec<OptOutEvent>,
+    pub registry_version: i64,
+}
+
+impl OptOutRecordView {
+    fn new(record_id: OptOutId, events: Vec<OptOutEvent>) -> Self {
+        let last = events.last();
+        Self {
+            record_id,
+            subject_key: last.map(|e| e.subject_key.clone()).unwrap_or_default(),
+            status: last.map(|e| e.kind).unwrap_or(OptOutEventKind::Registered),
+            registry_version: last.map(|e| e.seq).unwrap_or_default(),
+            events,
+        }
+    }
+}
+
+fn channel(raw: Option<&str>, default: &str) -> Result<String, FieldError> {
+    let c = raw.unwrap_or(default).trim();
+    if c.is_empty() || c.len() > 64 {
+        return Err(FieldError::new(
+            "channel",
+            "invalid_channel",
+            "channel must be 1-64 characters",
+        ));
+    }
+    Ok(c.to_owned())
+}
+
+/// Register an opt-out.
+#[utoipa::path(post, path = "/v1/opt-outs", tag = "opt-outs", request_body = OptOutRequest, security(("bearer" = [])),
+    responses((status = 201, body = OptOutRecordView), (status = 422, body = Problem)))]
+pub async fn register(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(req): ApiJson<OptOutRequest>,
+) -> ApiResult<(
+    StatusCode,
+    [(header::HeaderName, String); 1],
+    Json<OptOutRecordView>,
+)> {
+    let action = Action::OptOutRegister;
+    state.authorize(&caller, action, &Resource::OptOutRegistry)?;
+    let now = time::now();
+    let mut e = Errors::default();
+    let subject = e.take(
+        "subject_pseudonym",
+        SubjectPseudonym::parse(&req.subject_pseudonym),
+    );
+    let member_state = e.take("member_state", MemberState::parse(&req.member_state));
+    if req
+        .scope
+        .as_deref()
+        .is_some_and(|s| s != crate::domain::optout::SCOPE_ALL_SECONDARY_USE)
+    {
+        e.push(
+            "scope",
+            "invalid_scope",
+            "an Art. 71 opt-out covers `all_secondary_use`",
+        );
+    }
+    let channel = channel(req.channel.as_deref(), "api")
+        .map_err(|f| e.0.push(f))
+        .ok();
+    if !e.0.is_empty() {
+        return Err(ApiError::invalid(e.0).action(action.name()));
+    }
+    let record_id = OptOutId::new();
+    let event = NewOptOutEvent {
+        record_id,
+        subject_key: state.pseudonym_key.subject_key(&subject.expect("checked")),
+        kind: OptOutEventKind::Registered,
+        member_state: member_state.expect("checked"),
+        effective_at: req.effective_from.map(time::normalise).unwrap_or(now),
+        recorded_at: now,
+        channel: channel.expect("checked"),
+    };
+    let mut tx = state.store.begin().await?;
+    let stored = tx.append_optout(event).await?;
+    tx.append_audit(caller.audit(action, "opt_out", Some(record_id.to_string()))
+        .detail(json!({ "registry_version": stored.seq, "effective_at": stored.effective_at, "channel": stored.channel })))
+        .await?;
+    tx.commit().await?;
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, format!("/v1/opt-outs/{record_id}"))],
+        Json(OptOutRecordView::new(record_id, vec![stored])),
+    ))
+}
+
+async fn load_record(tx: &mut dyn Tx, id: OptOutId, action: Action) -> ApiResult<Vec<OptOutEvent>> {
+    let events = tx.optout_record(id).await?;
+    if events.is_empty() {
+        return Err(ApiError::not_found("opt-out", id)
+            .action(action.name())
+            .on("opt_out", id));
+    }
+    Ok(events)
+}
+
+/// Read an opt-out record with its whole history.
+#[utoipa::path(get, path = "/v1/opt-outs/{id}", tag = "opt-outs", security(("bearer" = [])),
+    params(("id" = String, Path, description = "Opt-out record id")),
+    responses((status = 200, body = OptOutRecordView), (status = 404, body = Problem)))]
+pub async fn read(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<OptOutId>,
+) -> ApiResult<Json<OptOutRecordView>> {
+    let action = Action::OptOutRead;
+    state.authorize(&caller, action, &Resource::OptOutRegistry)?;
+    let mut tx = state.store.begin().await?;
+    let events = load_record(&mut *tx, id, action).await?;
+    tx.append_audit(caller.audit(action, "opt_out", Some(id.to_string())))
+        .await?;
+    tx.commit().await?;
+    Ok(Json(OptOutRecordView::new(id, events)))
+}
+
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WithdrawRequest {
+    /// When the withdrawal takes effect; defaults to now.
+    pub effective_at: Option<DateTime<Utc>>,
+    pub channel: Option<String>,
+}
+
+/// Withdraw an opt-out. The registration stays in the history.
+#[utoipa::path(post, path = "/v1/opt-outs/{id}/withdraw", tag = "opt-outs", request_body = WithdrawRequest,
+    security(("bearer" = [])), params(("id" = String, Path, description = "Opt-out record id")),
+    responses((status = 200, body = OptOutRecordView), (status = 409, body = Problem)))]
+pub async fn withdraw(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<OptOutId>,
+    ApiJson(req): ApiJson<WithdrawRequest>,
+) -> ApiResult<Json<OptOutRecordView>> {
+    let action = Action::OptOutWithdraw;
+    state.authorize(&caller, action, &Resource::OptOutRegistry)?;
+    let tag = |e: ApiError| e.action(action.name()).on("opt_out", id);
+    let channel =
+        channel(req.channel.as_deref(), "api").map_err(|f| tag(ApiError::invalid(vec![f])))?;
+    let now = time::now();
+    let mut tx = state.store.begin().await?;
+    let mut events = load_record(&mut *tx, id, action).await?;
+    let last = events.last().expect("non-empty").clone();
+    if last.kind == OptOutEventKind::Withdrawn {
+        return Err(tag(ApiError::new(
+            StatusCode::CONFLICT,
+            "invalid_transition",
+            "the opt-out is already withdrawn",
+        )
+        .with("current_state", json!("withdrawn"))));
+    }
+    let stored = tx
+        .append_optout(NewOptOutEvent {
+            record_id: id,
+            subject_key: last.subject_key,
+            kind: OptOutEventKind::Withdrawn,
+            member_state: last.member_state,
+            effective_at: req.effective_at.map(time::normalise).unwrap_or(now),
+            recorded_at: now,
+            channel,
+        })
+        .await?;
+    tx.append_audit(
+        caller
+            .audit(action, "opt_out", Some(id.to_string()))
+            .detail(json!({ "registry_version": stored.seq, "effective_at": stored.effective_at })),
+    )
+    .await?;
+    tx.commit().await?;
+    events.push(stored);
+    Ok(Json(OptOutRecordView::new(id, events)))
+}
+
+/// One opt-out or withdrawal parsed from an import.
+struct ImportItem {
+    record_id: Option<OptOutId>,
+    subject: SubjectPseudonym,
+    member_state: MemberState,
+    effective_at: Option<chrono::DateTime<chrono::Utc>>,
+    withdrawn: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NdjsonLine {
+    subject_pseudonym: String,
+    member_state: Option<String>,
+    effective_from: Option<DateTime<Utc>>,
+    #[serde(default)]
+    withdrawn: bool,
+    /// The source system's id of the opt-out; makes re-imports idempotent.
+    id: Option<String>,
+}
+
+fn import_id(source: &str) -> OptOutId {
+    OptOutId(Uuid::new_v5(&IMPORT_NAMESPACE, source.as_bytes()))
+}
+
+fn parse_ndjson(body: &str, default_state: &str) -> Result<Vec<ImportItem>, Vec<FieldError>> {
+    let mut errors = Errors::default();
+    let mut items = Vec::new();
+    for (n, line) in body
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let field = format!("line {}", n + 1);
+        let parsed: NdjsonLine = match serde_json::from_str(line) {
+            Ok(v) => v,
+            Err(e) => {
+                errors.push(&field, "invalid_line", e.to_string());
+                continue;
+            }
+        };
+        let subject = errors.take(
+            format!("{field}: subject_pseudonym"),
+            SubjectPseudonym::parse(&parsed.subject_pseudonym),
+        );
+        let state = errors.take(
+            format!("{field}: member_state"),
+            MemberState::parse(parsed.member_state.as_deref().unwrap_or(default_state)),
+        );
+        if let (Some(subject), Some(member_state)) = (subject, state) {
+            items.push(ImportItem {
+                record_id: parsed.id.as_deref().map(import_id),
+                subject,
+                member_state,
+                effective_at: parsed.effective_from.map(time::normalise),
+                withdrawn: parsed.withdrawn,
+            });
+        }
+    }
+    errors.into_result(|| items)
+}
+
+/// Reads a FHIR R4 Bundle of Consent resources: `provision.type` deny is an opt-out, status
+/// `inactive` its withdrawal, `provision.period.start` its effective time.
+fn parse_consent_bundle(
+    body: &[u8],
+    default_state: &str,
+) -> Result<Vec<ImportItem>, Vec<FieldError>> {
+    let bundle: Value = serde_json::from_slice(body)
+        .map_err(|e| vec![FieldError::new("", "malformed_json", e.to_string())])?;
+    if bundle.get("resourceType").and_then(Value::as_str) != Some("Bundle") {
+        return Err(vec![FieldError::new(
+            "resourceType",
+            "not_a_bundle",
+            "expected a FHIR Bundle",
+        )]);
+    }
+    let mut errors = Errors::default();
+    let mut items = Vec::new();
+    let entries = bundle
+        .get("entry")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for (i, entry) in entries.iter().enumerate() {
+        let field = format!("entry[{i}]");
+        let Some(consent) = entry.get("resource") else {
+            errors.push(&field, "missing_resource", "bundle entry has no resource");
+            continue;
+        };
+        if consent.get("resourceType").and_then(Value::as_str) != Some("Consent") {
+            errors.push(
+                &field,
+                "not_a_consent",
+                "only Consent resources can be imported",
+            );
+            continue;
+        }
+        let withdrawn = match consent.get("status").and_then(Value::as_str) {
+            Some("active") => false,
+            Some("inactive") => true,
+            other => {
+                errors.push(
+                    format!("{field}.status"),
+                    "unsupported_consent_status",
+                    format!("status {other:?} is neither `active` nor `inactive`"),
+                );
+                continue;
+            }
+        };
+        let provision = consent.get("provision");
+        if provision
+            .and_then(|p| p.get("type"))
+            .and_then(Value::as_str)
+            != Some("deny")
+        {
+            errors.push(
+                format!("{field}.provision.type"),
+                "not_an_opt_out",
+                "an opt-out is a Consent with provision.type `deny`",
+            );
+            continue;
+        }
+        let policy_ok = consent
+            .get("policyRule")
+            .and_then(|r| r.get("coding"))
+            .and_then(Value::as_array)
+            .is_none_or(|codes| {
+                codes
+                    .iter()
+                    .any(|c| c.get("code").and_then(Value::as_str) == Some("OPTOUT"))
+            });
+        if !policy_ok {
+            errors.push(
+                format!("{field}.policyRule"),
+                "not_an_opt_out",
+                "policyRule must be OPTOUT",
+            );
+            continue;
+        }
+        let patient = consent.get("patient");
+        let pseudonym = patient
+            .and_then(|p| p.get("identifier"))
+            .and_then(|i| i.get("value"))
+            .and_then(Value::as_str)
+            .or_else(|| {
+                patient
+                    .and_then(|p| p.get("reference"))
+                    .and_then(Value::as_str)
+                    .and_then(|r| r.strip_prefix("Patient/"))
+            });
+        let Some(subject) = pseudonym
+            .and_then(|p| errors.take(format!("{field}.patient"), SubjectPseudonym::parse(p)))
+        else {
+            if pseudonym.is_none() {
+                errors.push(
+                    format!("{field}.patient"),
+                    "missing_patient",
+                    "Consent.patient must name the subject's pseudonym",
+                );
+            }
+            continue;
+        };
+        let start = provision
+            .and_then(|p| p.get("period"))
+            .and_then(|p| p.get("start"))
+            .and_then(Value::as_str);
+        let effective_at = match start.map(DateTime::parse_from_rfc3339) {
+            None => None,
+            Some(Ok(t)) => Some(time::normalise(t.with_timezone(&Utc))),
+            Some(Err(e)) => {
+                errors.push(
+                    format!("{field}.provision.period.start"),
+                    "invalid_date",
+                    e.to_string(),
+                );
+                continue;
+            }
+        };
+        let Some(member_state) = errors.take(format!("{field}"), MemberState::parse(default_state))
+        else {
+            continue;
+        };
+        items.push(ImportItem {
+            record_id: consent
+                .get("id")
+                .and_then(Value::as_str)
+                .map(|id| import_id(&format!("Consent/{id}"))),
+            subject,
+            member_state,
+            effective_at,
+            withdrawn,
+        });
+    }
+    errors.into_result(|| items)
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ImportParams {
+    /// Member state of imported opt-outs that do not name one; defaults to the HDAB's.
+    pub member_state: Option<String>,
+    /// Channel recorded for the imported rows.
+    pub channel: Option<String>,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ImportReport {
+    pub registered: usize,
+    pub withdrawn: usize,
+    /// Rows already in the registry (re-imports of the same source ids).
+    pub unchanged: usize,
+    pub registry_version: i64,
+}
+
+/// Bulk import, all or nothing: NDJSON (`application/x-ndjson`) or a FHIR R4 Bundle of Consent
+/// (`application/fhir+json`).
+#[utoipa::path(post, path = "/v1/opt-outs/import", tag = "opt-outs", params(ImportParams), security(("bearer" = [])),
+    request_body(content = String, content_type = "application/x-ndjson"),
+    responses((status = 200, body = ImportReport), (status = 415, body = Problem), (status = 422, body = Problem)))]
+pub async fn import(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiQuery(params): ApiQuery<ImportParams>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult<Json<ImportReport>> {
+    let action = Action::OptOutImport;
+    state.authorize(&caller, action, &Resource::OptOutRegistry)?;
+    let tag = |e: ApiError| e.action(action.name()).on("opt_out_registry", "import");
+    let body = body.map_err(|e| {
+        tag(if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                "the import exceeds the size limit",
+            )
+        } else {
+            ApiError::new(e.status(), "invalid_body", e.body_text())
+        })
+    })?;
+    let default_state = params
+        .member_state
+        .clone()
+        .unwrap_or_else(|| state.settings.hdab.member_state.clone());
+    let channel = channel(params.channel.as_deref(), "import")
+        .map_err(|f| tag(ApiError::invalid(vec![f])))?;
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let media = content_type.split(';').next().unwrap_or("").trim();
+    let items = match media {
+        "application/x-ndjson" | "application/ndjson" => {
+            let text = std::str::from_utf8(&body).map_err(|_| {
+                tag(ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_encoding",
+                    "NDJSON must be UTF-8",
+                ))
+            })?;
+            parse_ndjson(text, &default_state)
+        }
+        "application/fhir+json" | "application/json" => parse_consent_bundle(&body, &default_state),
+        _ => {
+            return Err(tag(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                "send application/x-ndjson or application/fhir+json",
+            )))
+        }
+    }
+    .map_err(|e| tag(ApiError::invalid(e)))?;
+
+    let now = time::now();
+    let mut tx = state.store.begin().await?;
+    let mut report = ImportReport {
+        registered: 0,
+        withdrawn: 0,
+        unchanged: 0,
+        registry_version: 0,
+    };
+    for item in items {
+        let subject_key = state.pseudonym_key.subject_key(&item.subject);
+        let history = tx
+            .optout_events_for(std::slice::from_ref(&subject_key), i64::MAX)
+            .await?;
+        let mut open: BTreeMap<Uuid, bool> = BTreeMap::new();
+        for e in &history {
+            open.insert(e.record_id.0, e.kind == OptOutEventKind::Registered);
+        }
+        let targets: Vec<OptOutId> = if item.withdrawn {
+            match item.record_id {
+                Some(id) => open
+                    .get(&id.0)
+                    .filter(|o| **o)
+                    .map(|_| vec![id])
+                    .unwrap_or_default(),
+                None => open
+                    .iter()
+                    .filter(|(_, o)| **o)
+                    .map(|(id, _)| OptOutId(*id))
+                    .collect(),
+            }
+        } else {
+            match item.record_id {
+                Some(id) if open.contains_key(&id.0) => vec![],
+                Some(id) => vec![id],
+                None => vec![OptOutId::new()],
+            }
+        };
+        if targets.is_empty() {
+            report.unchanged += 1;
+        }
+        for record_id in targets {
+            let stored = tx
+                .append_optout(NewOptOutEvent {
+                    record_id,
+                    subject_key: subject_key.clone(),
+                    kind: if item.withdrawn {
+                        OptOutEventKind::Withdrawn
+                    } else {
+                        OptOutEventKind::Registered
+                    },
+                    member_state: item.member_state.clone(),
+                    effective_at: item.effective_at.unwrap_or(now),
+                    recorded_at: now,
+                    channel: channel.clone(),
+                })
+                .await?;
+            report.registry_version = stored.seq;
+            if item.withdrawn {
+                report.withdrawn += 1
+            } else {
+                report.registered += 1
+            }
+        }
+    }
+    if report.registry_version == 0 {
+        report.registry_version = tx.optout_registry_version().await?;
+    }
+    tx.append_audit(caller.audit(action, "opt_out_registry", Some("import".into()))
+        .detail(json!({ "format": media, "registered": report.registered, "withdrawn": report.withdrawn,
+                        "unchanged": report.unchanged, "registry_version": report.registry_version }))).await?;
+    tx.commit().await?;
+    Ok(Json(report))
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FilterRequest {
+    pub permit_id: PermitId,
+    /// The data holder's subject pseudonyms to check.
+    pub subjects: Vec<String>,
+    /// The categories about to be processed: data added by an amendment is judged at the
+    /// amendment's time. Empty means all of the permit's categories.
+    #[serde(default)]
+    pub categories: Vec<String>,
+    #[serde(default)]
+    pub policy: FilterPolicy,
+    /// Pin an earlier registry version (for reproducible rounds); defaults to the current one.
+    pub registry_version: Option<i64>,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct FilterResponse {
+    pub permit_id: PermitId,
+    pub registry_version: i64,
+    /// The time whose opt-outs bind this processing (permit issue or the amendment adding the data).
+    pub reference_time: chrono::DateTime<chrono::Utc>,
+    pub policy: FilterPolicy,
+    /// True when the permit records the Art. 71(4) exception: nobody is excluded.
+    pub exception_applied: bool,
+    pub checked: usize,
+    /// The pseudonyms to exclude before training.
+    pub exclude: Vec<String>,
+}
+
+/// Which of a data holder's subjects must be excluded from processing under a permit.
+#[utoipa::path(post, path = "/v1/opt-outs/filter", tag = "opt-outs", request_body = FilterRequest,
+    security(("bearer" = [])),
+    responses((status = 200, body = FilterResponse), (status = 403, body = Problem), (status = 409, body = Problem)))]
+pub async fn filter(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(req): ApiJson<FilterRequest>,
+) -> ApiResult<Json<FilterResponse>> {
+    let action = Action::OptOutFilter;
+    let tag = |e: ApiError| e.action(action.name()).on("permit", req.permit_id);
+    let mut tx = state.store.begin().await?;
+    let permit = load_permit(&mut *tx, req.permit_id, action).await?;
+    state
+        .authorize(&caller, action, &Resource::Permit(&permit))
+        .map_err(tag)?;
+    let now = time::now();
+    let permit_state = permit.state(now);
+    if permit_state != PermitState::Active {
+        return Err(tag(ApiError::new(
+            StatusCode::CONFLICT,
+            "permit_not_active",
+            format!(
+                "the permit is {}; no processing may be prepared",
+                permit_state.name()
+            ),
+        )
+        .with("current_state", json!(permit_state.name()))));
+    }
+    let mut e = Errors::default();
+    let subjects: BTreeSet<String> = req
+        .subjects
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| e.take(format!("subjects[{i}]"), SubjectPseudonym::parse(s)))
+        .map(|s| s.as_str().to_owned())
+        .collect();
+    let categories: Vec<DataCategory> = req
+        .categories
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| e.take(format!("categories[{i}]"), DataCategory::parse(s)))
+        .collect();
+    let current = tx.optout_registry_version().await?;
+    let version = req.registry_version.unwrap_or(current);
+    if !(0..=current).contains(&version) {
+        e.push(
+            "registry_version",
+            "unknown_registry_version",
+            format!("the registry is at version {current}"),
+        );
+    }
+    if !e.0.is_empty() {
+        return Err(tag(ApiError::invalid(e.0)));
+    }
+    let holder = caller
+        .principal
+        .organisation
+        .clone()
+        .ok_or_else(|| tag(ApiError::forbidden(action.name())))?;
+    let reference_time = permit.optout_reference_time(&holder, &categories);
+    let exception_applied = permit.terms().optout_exception.is_some();
+    let mut exclude = Vec::new();
+    if !exception_applied {
+        let keys: Vec<(String, String)> = subjects
+            .iter()
+            .map(|s| {
+                (
+                    state
+                        .pseudonym_key
+                        .subject_key(&SubjectPseudonym::parse(s).expect("parsed above")),
+                    s.clone(),
+                )
+            })
+            .collect();
+        let key_list: Vec<String> = keys.iter().map(|(k, _)| k.clone()).collect();
+        let mut by_key: BTreeMap<String, Vec<OptOutEvent>> = BTreeMap::new();
+        for ev in tx.optout_events_for(&key_list, version).await? {
+            by_key.entry(ev.subject_key.clone()).or_default().push(ev);
+        }
+        for (key, subject) in keys {
+            if by_key
+                .get(&key)
+                .is_some_and(|evs| is_excluded(evs, reference_time, now, req.policy))
+            {
+                exclude.push(subject);
+            }
+        }
+    }
+    tx.append_audit(caller.audit(action, "permit", Some(req.permit_id.to_string())).permit(req.permit_id)
+        .detail(json!({ "registry_version": version, "reference_time": reference_time, "policy": req.policy,
+                        "exception_applied": exception_applied, "checked": subjects.len(), "excluded": exclude.len() })))
+        .await?;
+    tx.commit().await?;
+    Ok(Json(FilterResponse {
+        permit_id: req.permit_id,
+        registry_version: version,
+        reference_time,
+        policy: req.policy,
+        exception_applied,
+        checked: subjects.len(),
+        exclude,
+    }))
+}

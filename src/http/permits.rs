@@ -1,0 +1,521 @@
+//! Data permits: reading, the lifecycle (suspend, reinstate, revoke, amend, extend) with
+//! optimistic concurrency (ETag / If-Match), and the governance check.
+
+use axum::{
+    extract::State,
+    http::{header, HeaderMap, HeaderValue, StatusCode},
+    response::{IntoResponse, Response},
+    routing::{get, post},
+    Json, Router,
+};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::{
+    applications::{scope_for, ListParams},
+    error::{ApiError, ApiResult, Problem},
+    extract::{ApiJson, ApiPath, ApiQuery, Caller},
+    AppState,
+};
+use crate::{
+    authz::{Action, Resource},
+    domain::{
+        application::parse_list,
+        check::{check, CheckOutcome, CheckRequest},
+        permit::{Amendment, ChangeError, PermitTerms},
+        time::{self, Timestamp},
+        ApplicationId, BudgetUnit, DataCategory, Epsilon, Errors, MemberState, OrgId, Permit,
+        PermitId, PermitState, Purpose,
+    },
+    store::{PermitVersion, Tx},
+};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/permits", get(list))
+        .route("/permits/{id}", get(read))
+        .route("/permits/{id}/versions", get(versions))
+        .route("/permits/{id}/suspend", post(suspend))
+        .route("/permits/{id}/reinstate", post(reinstate))
+        .route("/permits/{id}/revoke", post(revoke))
+        .route("/permits/{id}/amend", post(amend))
+        .route("/permits/{id}/extend", post(extend))
+        .route("/permits/{id}/check", post(check_permit))
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct BudgetView {
+    pub epsilon_total: f64,
+    pub epsilon_spent: f64,
+    pub epsilon_remaining: f64,
+    pub delta: f64,
+    pub unit: BudgetUnit,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct PermitView {
+    pub id: PermitId,
+    pub application_id: ApplicationId,
+    pub organisation: OrgId,
+    pub principal_investigator: String,
+    pub public_body: bool,
+    pub issued_at: chrono::DateTime<chrono::Utc>,
+    pub valid_from: chrono::DateTime<chrono::Utc>,
+    pub expires_at: chrono::DateTime<chrono::Utc>,
+    pub extended_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// The state now; `expired` is derived from time.
+    pub status: String,
+    pub state: PermitState,
+    pub terms: PermitTerms,
+    pub terms_version: i64,
+    /// The value to send back in `If-Match`.
+    pub etag: String,
+    pub privacy_budget: BudgetView,
+}
+
+impl PermitView {
+    pub fn new(p: &Permit, now: Timestamp) -> Self {
+        let r = p.record();
+        let state = p.state(now);
+        Self {
+            id: r.id,
+            application_id: r.application_id,
+            organisation: r.organisation.clone(),
+            principal_investigator: r.principal_investigator.clone(),
+            public_body: r.public_body,
+            issued_at: r.issued_at,
+            valid_from: r.valid_from,
+            expires_at: r.expires_at,
+            extended_at: r.extended_at,
+            status: state.name().to_owned(),
+            state,
+            terms: r.terms.clone(),
+            terms_version: r.terms_version,
+            etag: etag(p),
+            privacy_budget: BudgetView {
+                epsilon_total: r.terms.privacy_budget.epsilon.value(),
+                epsilon_spent: r.epsilon_spent,
+                epsilon_remaining: p.epsilon_remaining(),
+                delta: r.terms.privacy_budget.delta.value(),
+                unit: r.terms.privacy_budget.unit,
+            },
+        }
+    }
+}
+
+fn etag(p: &Permit) -> String {
+    format!("\"{}\"", p.row_version())
+}
+
+fn with_etag(p: &Permit, body: impl Serialize) -> Response {
+    let mut response = Json(body).into_response();
+    if let Ok(v) = HeaderValue::from_str(&etag(p)) {
+        response.headers_mut().insert(header::ETAG, v);
+    }
+    response
+}
+
+pub async fn load_permit(tx: &mut dyn Tx, id: PermitId, action: Action) -> ApiResult<Permit> {
+    tx.get_permit(id).await?.ok_or_else(|| {
+        ApiError::not_found("permit", id)
+            .action(action.name())
+            .on("permit", id)
+    })
+}
+
+/// List the permits the caller may see.
+#[utoipa::path(get, path = "/v1/permits", tag = "permits", params(ListParams), security(("bearer" = [])),
+    responses((status = 200, body = Vec<PermitView>)))]
+pub async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiQuery(params): ApiQuery<ListParams>,
+) -> ApiResult<Json<Vec<PermitView>>> {
+    state.authorize(&caller, Action::PermitList, &Resource::Service)?;
+    let page = params.page()?;
+    let now = time::now();
+    let mut tx = state.store.begin().await?;
+    let mut visible = Vec::new();
+    for p in tx.list_permits(&scope_for(&caller), page).await? {
+        if state.allows(&caller, Action::PermitRead, &Resource::Permit(&p))? {
+            visible.push(PermitView::new(&p, now));
+        }
+    }
+    tx.append_audit(
+        caller
+            .audit(Action::PermitList, "permit", None)
+            .detail(json!({ "returned": visible.len() })),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Json(visible))
+}
+
+/// Read one permit. The `ETag` header carries its version for `If-Match`.
+#[utoipa::path(get, path = "/v1/permits/{id}", tag = "permits", security(("bearer" = [])),
+    params(("id" = String, Path, description = "Permit id")),
+    responses((status = 200, body = PermitView), (status = 404, body = Problem)))]
+pub async fn read(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<PermitId>,
+) -> ApiResult<Response> {
+    let mut tx = state.store.begin().await?;
+    let p = load_permit(&mut *tx, id, Action::PermitRead).await?;
+    state
+        .authorize(&caller, Action::PermitRead, &Resource::Permit(&p))
+        .map_err(|e| e.on("permit", id))?;
+    tx.append_audit(
+        caller
+            .audit(Action::PermitRead, "permit", Some(id.to_string()))
+            .permit(id),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(with_etag(&p, PermitView::new(&p, time::now())))
+}
+
+/// Every version of the permit's terms, oldest first.
+#[utoipa::path(get, path = "/v1/permits/{id}/versions", tag = "permits", security(("bearer" = [])),
+    params(("id" = String, Path, description = "Permit id")),
+    responses((status = 200, body = Vec<PermitVersion>), (status = 404, body = Problem)))]
+pub async fn versions(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<PermitId>,
+) -> ApiResult<Json<Vec<PermitVersion>>> {
+    let mut tx = state.store.begin().await?;
+    let p = load_permit(&mut *tx, id, Action::PermitVersions).await?;
+    state
+        .authorize(&caller, Action::PermitVersions, &Resource::Permit(&p))
+        .map_err(|e| e.on("permit", id))?;
+    let versions = tx.list_permit_versions(id).await?;
+    tx.append_audit(
+        caller
+            .audit(Action::PermitVersions, "permit", Some(id.to_string()))
+            .permit(id),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Json(versions))
+}
+
+/// Refuses a change made against an outdated read of the permit.
+fn check_if_match(headers: &HeaderMap, p: &Permit, required: bool) -> ApiResult<()> {
+    match headers
+        .get(header::IF_MATCH)
+        .map(|v| v.to_str().unwrap_or(""))
+    {
+        None if required => Err(ApiError::new(
+            StatusCode::PRECONDITION_REQUIRED,
+            "precondition_required",
+            "send the permit's ETag in `If-Match` to change its terms",
+        )),
+        None => Ok(()),
+        Some(v) if v.trim() == "*" || v.split(',').any(|t| t.trim() == etag(p)) => Ok(()),
+        Some(_) => Err(ApiError::new(
+            StatusCode::PRECONDITION_FAILED,
+            "stale_etag",
+            "the permit changed since it was read",
+        )
+        .with("current_etag", json!(etag(p)))),
+    }
+}
+
+/// Loads, authorises, applies `change`, stores and audits: the common path of every transition.
+async fn transition(
+    state: &AppState,
+    caller: &Caller,
+    id: PermitId,
+    headers: &HeaderMap,
+    action: Action,
+    if_match_required: bool,
+    change: impl FnOnce(&mut Permit, Timestamp) -> ApiResult<(Value, Option<String>)>,
+) -> ApiResult<Response> {
+    let mut tx = state.store.begin().await?;
+    let mut permit = load_permit(&mut *tx, id, action).await?;
+    let tag = |e: ApiError| e.action(action.name()).on("permit", id);
+    state
+        .authorize(caller, action, &Resource::Permit(&permit))
+        .map_err(tag)?;
+    check_if_match(headers, &permit, if_match_required).map_err(tag)?;
+    let before = permit.row_version();
+    let now = time::now();
+    let (detail, version_reason) = change(&mut permit, now).map_err(tag)?;
+    tx.update_permit(&permit, before).await?;
+    if let Some(reason) = version_reason {
+        tx.insert_permit_version(&permit, &caller.principal.sub, Some(&reason), now)
+            .await?;
+    }
+    tx.append_audit(caller.audit(action, "permit", Some(id.to_string())).permit(id)
+        .detail(json!({ "from": before, "to": permit.row_version(), "status": permit.state(now).name(), "change": detail })))
+        .await?;
+    tx.commit().await?;
+    Ok(with_etag(&permit, PermitView::new(&permit, now)))
+}
+
+fn required_reason(reason: &str) -> ApiResult<String> {
+    let r = reason.trim();
+    if r.is_empty() {
+        return Err(ApiError::field(
+            "reason",
+            "reason_required",
+            "a reason is required",
+        ));
+    }
+    Ok(r.to_owned())
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReasonRequest {
+    pub reason: String,
+}
+
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OptionalReason {
+    pub reason: Option<String>,
+}
+
+/// Suspend an active permit while a non-compliance procedure runs (Art. 63).
+#[utoipa::path(post, path = "/v1/permits/{id}/suspend", tag = "permits", request_body = ReasonRequest,
+    security(("bearer" = [])), params(("id" = String, Path, description = "Permit id"),
+        ("If-Match" = Option<String>, Header, description = "ETag from the last read")),
+    responses((status = 200, body = PermitView), (status = 409, body = Problem), (status = 412, body = Problem)))]
+pub async fn suspend(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<PermitId>,
+    headers: HeaderMap,
+    ApiJson(req): ApiJson<ReasonRequest>,
+) -> ApiResult<Response> {
+    transition(
+        &state,
+        &caller,
+        id,
+        &headers,
+        Action::PermitSuspend,
+        false,
+        |p, now| {
+            let reason = required_reason(&req.reason)?;
+            p.suspend(reason.clone(), now).map_err(ApiError::conflict)?;
+            Ok((json!({ "reason": reason }), None))
+        },
+    )
+    .await
+}
+
+/// Lift a suspension.
+#[utoipa::path(post, path = "/v1/permits/{id}/reinstate", tag = "permits", request_body = OptionalReason,
+    security(("bearer" = [])), params(("id" = String, Path, description = "Permit id"),
+        ("If-Match" = Option<String>, Header, description = "ETag from the last read")),
+    responses((status = 200, body = PermitView), (status = 409, body = Problem), (status = 412, body = Problem)))]
+pub async fn reinstate(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<PermitId>,
+    headers: HeaderMap,
+    ApiJson(req): ApiJson<OptionalReason>,
+) -> ApiResult<Response> {
+    transition(
+        &state,
+        &caller,
+        id,
+        &headers,
+        Action::PermitReinstate,
+        false,
+        |p, now| {
+            p.reinstate(now).map_err(ApiError::conflict)?;
+            Ok((json!({ "reason": req.reason }), None))
+        },
+    )
+    .await
+}
+
+/// Revoke a permit (Art. 63); final.
+#[utoipa::path(post, path = "/v1/permits/{id}/revoke", tag = "permits", request_body = ReasonRequest,
+    security(("bearer" = [])), params(("id" = String, Path, description = "Permit id"),
+        ("If-Match" = Option<String>, Header, description = "ETag from the last read")),
+    responses((status = 200, body = PermitView), (status = 409, body = Problem), (status = 412, body = Problem)))]
+pub async fn revoke(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<PermitId>,
+    headers: HeaderMap,
+    ApiJson(req): ApiJson<ReasonRequest>,
+) -> ApiResult<Response> {
+    transition(
+        &state,
+        &caller,
+        id,
+        &headers,
+        Action::PermitRevoke,
+        false,
+        |p, now| {
+            let reason = required_reason(&req.reason)?;
+            p.revoke(reason.clone(), now).map_err(ApiError::conflict)?;
+            Ok((json!({ "reason": reason }), None))
+        },
+    )
+    .await
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AmendRequest {
+    pub purposes: Option<Vec<String>>,
+    pub categories: Option<Vec<String>>,
+    pub data_holders: Option<Vec<String>>,
+    pub member_states: Option<Vec<String>>,
+    pub epsilon: Option<f64>,
+    pub conditions: Option<String>,
+    pub reason: String,
+}
+
+fn change_error(e: ChangeError) -> ApiError {
+    match e {
+        ChangeError::Transition(t) => ApiError::conflict(t),
+        ChangeError::Invalid(errors) => ApiError::invalid(errors),
+    }
+}
+
+/// Amend the permit's terms; the previous terms are kept as a version. Requires `If-Match`.
+#[utoipa::path(post, path = "/v1/permits/{id}/amend", tag = "permits", request_body = AmendRequest,
+    security(("bearer" = [])), params(("id" = String, Path, description = "Permit id"),
+        ("If-Match" = String, Header, description = "ETag from the last read")),
+    responses((status = 200, body = PermitView), (status = 409, body = Problem), (status = 412, body = Problem),
+        (status = 422, body = Problem), (status = 428, body = Problem)))]
+pub async fn amend(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<PermitId>,
+    headers: HeaderMap,
+    ApiJson(req): ApiJson<AmendRequest>,
+) -> ApiResult<Response> {
+    transition(&state, &caller, id, &headers, Action::PermitAmend, true, |p, now| {
+        let reason = required_reason(&req.reason)?;
+        let mut e = Errors::default();
+        let change = Amendment {
+            purposes: req.purposes.as_deref().map(|v| parse_list(&mut e, "purposes", v, Purpose::parse)),
+            categories: req.categories.as_deref().map(|v| parse_list(&mut e, "categories", v, DataCategory::parse)),
+            data_holders: req.data_holders.as_deref().map(|v| parse_list(&mut e, "data_holders", v, OrgId::parse)),
+            member_states: req.member_states.as_deref().map(|v| parse_list(&mut e, "member_states", v, MemberState::parse)),
+            epsilon: req.epsilon.and_then(|v| e.take("epsilon", Epsilon::parse(v))),
+            conditions: req.conditions.clone(),
+        };
+        if !e.0.is_empty() {
+            return Err(ApiError::invalid(e.0));
+        }
+        let before = p.terms().clone();
+        p.amend(change, now).map_err(change_error)?;
+        Ok((json!({ "reason": reason, "terms_version": p.record().terms_version, "previous_terms": before }), Some(reason)))
+    }).await
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExtendRequest {
+    pub expires_at: DateTime<Utc>,
+    pub reason: String,
+}
+
+/// Extend the permit once, at least a month before expiry (Art. 68(13)). Requires `If-Match`.
+#[utoipa::path(post, path = "/v1/permits/{id}/extend", tag = "permits", request_body = ExtendRequest,
+    security(("bearer" = [])), params(("id" = String, Path, description = "Permit id"),
+        ("If-Match" = String, Header, description = "ETag from the last read")),
+    responses((status = 200, body = PermitView), (status = 409, body = Problem), (status = 412, body = Problem),
+        (status = 422, body = Problem), (status = 428, body = Problem)))]
+pub async fn extend(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<PermitId>,
+    headers: HeaderMap,
+    ApiJson(req): ApiJson<ExtendRequest>,
+) -> ApiResult<Response> {
+    transition(&state, &caller, id, &headers, Action::PermitExtend, true, |p, now| {
+        let reason = required_reason(&req.reason)?;
+        let old = p.record().expires_at;
+        p.extend(time::normalise(req.expires_at), now).map_err(change_error)?;
+        Ok((json!({ "reason": reason, "previous_expires_at": old, "expires_at": p.record().expires_at }), None))
+    }).await
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CheckBody {
+    pub purpose: String,
+    #[serde(default)]
+    pub categories: Vec<String>,
+    #[serde(default)]
+    pub data_holders: Vec<String>,
+    /// Privacy budget the processing would spend.
+    pub epsilon: Option<f64>,
+}
+
+impl CheckBody {
+    pub fn parse(&self) -> ApiResult<CheckRequest> {
+        let mut e = Errors::default();
+        let purpose = e.take("purpose", Purpose::parse(&self.purpose));
+        let mut list = |field: &str, raw: &[String]| {
+            raw.iter()
+                .enumerate()
+                .filter_map(|(i, s)| e.take(format!("{field}[{i}]"), OrgId::parse(s)))
+                .collect::<Vec<_>>()
+        };
+        let data_holders = list("data_holders", &self.data_holders);
+        let categories = self
+            .categories
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| e.take(format!("categories[{i}]"), DataCategory::parse(s)))
+            .collect();
+        let epsilon = self
+            .epsilon
+            .and_then(|v| e.take("epsilon", Epsilon::parse(v)));
+        e.into_result(|| CheckRequest {
+            purpose: purpose.expect("checked"),
+            categories,
+            data_holders,
+            epsilon,
+        })
+        .map_err(ApiError::invalid)
+    }
+}
+
+/// May this permit cover this processing now? Answers with every failed condition. Federated
+/// rounds call the same function.
+#[utoipa::path(post, path = "/v1/permits/{id}/check", tag = "permits", request_body = CheckBody,
+    security(("bearer" = [])), params(("id" = String, Path, description = "Permit id")),
+    responses((status = 200, body = CheckOutcome), (status = 422, body = Problem)))]
+pub async fn check_permit(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<PermitId>,
+    ApiJson(body): ApiJson<CheckBody>,
+) -> ApiResult<Json<CheckOutcome>> {
+    let action = Action::PermitCheck;
+    let mut tx = state.store.begin().await?;
+    let permit = load_permit(&mut *tx, id, action).await?;
+    let tag = |e: ApiError| e.action(action.name()).on("permit", id);
+    state
+        .authorize(&caller, action, &Resource::Permit(&permit))
+        .map_err(tag)?;
+    let req = body.parse().map_err(tag)?;
+    let outcome = check(&permit, &req, time::now());
+    let mut event = caller
+        .audit(action, "permit", Some(id.to_string()))
+        .permit(id)
+        .detail(
+            json!({ "allowed": outcome.allowed, "reasons": outcome.reasons, "purpose": req.purpose,
+                        "categories": req.categories, "data_holders": req.data_holders,
+                        "epsilon": req.epsilon.map(f64::from) }),
+        );
+    if !outcome.allowed {
+        event.outcome = crate::domain::audit::Outcome::Denied;
+    }
+    tx.append_audit(event).await?;
+    tx.commit().await?;
+    Ok(Json(outcome))
+}

@@ -1,0 +1,189 @@
+//! Builds the application from settings and runs it until a shutdown signal.
+
+use std::{future::Future, path::Path, sync::Arc, time::Duration};
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+
+use crate::{
+    auth::{dev::DevIssuer, Authenticator},
+    authz::Authorizer,
+    configuration::Settings,
+    domain::{
+        audit::{Actor, NewAuditEvent},
+        optout::PseudonymKey,
+        time,
+    },
+    http::{self, AppState},
+    store::{self, Store},
+};
+
+pub struct Application {
+    listener: TcpListener,
+    state: AppState,
+    base_url: String,
+}
+
+const PSEUDONYM_KEY_FILE: &str = "optout-pseudonym.key";
+
+/// The HMAC key of the opt-out registry. Created once; losing it makes the registry unreadable,
+/// so operators must back it up with the database.
+fn load_or_create_pseudonym_key(data_dir: &Path) -> anyhow::Result<PseudonymKey> {
+    use std::io::Write;
+    let path = data_dir.join(PSEUDONYM_KEY_FILE);
+    if path.exists() {
+        let bytes =
+            std::fs::read(&path).with_context(|| format!("Failed to read {}", path.display()))?;
+        anyhow::ensure!(
+            bytes.len() >= 32,
+            "{} is shorter than 32 bytes",
+            path.display()
+        );
+        return Ok(PseudonymKey::new(bytes));
+    }
+    let mut key = vec![0u8; 32];
+    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut key)
+        .map_err(|_| anyhow::anyhow!("no secure randomness available"))?;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(&path)?.write_all(&key)?;
+    tracing::warn!(path = %path.display(), "created a new opt-out pseudonym key; back it up with the database");
+    Ok(PseudonymKey::new(key))
+}
+
+impl Application {
+    pub async fn build(settings: Settings, dev: bool) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(&settings.data_dir)
+            .with_context(|| format!("Failed to create {}", settings.data_dir.display()))?;
+        let listener = TcpListener::bind(settings.listen)
+            .await
+            .with_context(|| format!("Failed to listen on {}", settings.listen))?;
+        let local = listener.local_addr()?;
+        let base_url = settings
+            .public_url
+            .clone()
+            .map(|u| u.trim_end_matches('/').to_owned())
+            .unwrap_or_else(|| format!("http://{local}"));
+        let store = store::connect(&settings.database_url()).await?;
+        let dev_issuer = if dev {
+            Some(Arc::new(DevIssuer::load_or_create(
+                &settings.data_dir,
+                &base_url,
+                &settings.auth.audience,
+            )?))
+        } else {
+            None
+        };
+        let issuer = match &dev_issuer {
+            Some(d) => d.issuer().to_owned(),
+            None => settings.auth.issuer.clone()
+                .context("auth.issuer (EHDS_AUTH__ISSUER) must name the OpenID Connect issuer, or run with --dev")?,
+        };
+        let auth = Authenticator::new(&settings.auth, issuer)?;
+        let pseudonym_key = load_or_create_pseudonym_key(&settings.data_dir)?;
+        let state = AppState {
+            store,
+            auth: Arc::new(auth),
+            authz: Arc::new(Authorizer::new()?),
+            settings: Arc::new(settings),
+            dev: dev_issuer,
+            pseudonym_key,
+        };
+        sweep_expired(state.store.as_ref())
+            .await
+            .context("Failed to record expired permits")?;
+        Ok(Self {
+            listener,
+            state,
+            base_url,
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.listener
+            .local_addr()
+            .map(|a| a.port())
+            .unwrap_or_default()
+    }
+
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    pub async fn run_until_stopped(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
+        let store = self.state.store.clone();
+        let period = Duration::from_secs(self.state.settings.expiry_sweep_seconds.max(1));
+        let sweeper = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(period);
+            loop {
+                tick.tick().await;
+                if let Err(e) = sweep_expired(store.as_ref()).await {
+                    tracing::error!(error = %e, "expiry sweep failed");
+                }
+            }
+        });
+        tracing::info!(url = %self.base_url, dev = self.state.dev.is_some(), backend = self.state.store.backend(), "ehds-gateway listening");
+        let app = http::router(self.state);
+        let served = axum::serve(self.listener, app)
+            .with_graceful_shutdown(shutdown)
+            .await;
+        sweeper.abort();
+        served.context("server error")
+    }
+}
+
+/// Records in the audit trail every expiry that time has made effective. Validity never depends
+/// on this sweep (expiry is derived from time); it makes the expiry visible on the record.
+pub async fn sweep_expired(store: &dyn Store) -> anyhow::Result<usize> {
+    let now = time::now();
+    let mut tx = store.begin().await?;
+    let lapsed = tx.list_lapsed_permits(now).await?;
+    for mut permit in lapsed.iter().cloned() {
+        let before = permit.row_version();
+        if permit.record_expiry(now) {
+            tx.update_permit(&permit, before).await?;
+            tx.append_audit(
+                NewAuditEvent::success(
+                    &Actor::system(),
+                    "permit.expire",
+                    "permit",
+                    Some(permit.id().to_string()),
+                )
+                .permit(permit.id())
+                .detail(serde_json::json!({ "expires_at": permit.record().expires_at })),
+            )
+            .await?;
+        }
+    }
+    tx.commit().await?;
+    Ok(lapsed.len())
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = terminate => {} }
+    tracing::info!("shutting down");
+}

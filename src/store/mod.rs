@@ -1,0 +1,134 @@
+//! Storage: one interface, a PostgreSQL and a SQLite implementation, picked from the database URL.
+//!
+//! Work happens in transactions (`Tx`): a state change and the audit entry that records it are
+//! written in the same transaction, so either both are stored or neither is.
+
+mod postgres;
+mod sql;
+mod sqlite;
+
+use async_trait::async_trait;
+use serde::Serialize;
+
+use crate::domain::{
+    audit::{AuditEntry, NewAuditEvent, Outcome},
+    optout::{NewOptOutEvent, OptOutEvent},
+    permit::PermitTerms,
+    time::Timestamp,
+    Application, ApplicationId, OptOutId, OrgId, Permit, PermitId,
+};
+
+pub use postgres::PgStore;
+pub use sqlite::SqliteStore;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The row changed since it was read (optimistic concurrency).
+    #[error("the record was changed concurrently")]
+    Conflict,
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("stored data is invalid: {0}")]
+    Corrupt(String),
+    #[error(transparent)]
+    Other(#[from] anyhow::Error),
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// Which rows a caller may list: the SQL pre-filter that the policy check then confirms per row.
+#[derive(Debug, Clone)]
+pub enum Scope {
+    All,
+    Organisation(OrgId),
+    DataHolder(OrgId),
+    /// A caller without an organisation sees nothing.
+    Nothing,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Page {
+    pub limit: i64,
+    pub offset: i64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct AuditFilter {
+    pub from: Option<chrono::DateTime<chrono::Utc>>,
+    pub to: Option<chrono::DateTime<chrono::Utc>>,
+    pub actor: Option<String>,
+    pub action: Option<String>,
+    pub outcome: Option<Outcome>,
+    pub resource_type: Option<String>,
+    pub resource_id: Option<String>,
+    pub permit_id: Option<String>,
+    pub after_seq: Option<i64>,
+    pub limit: i64,
+}
+
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct PermitVersion {
+    pub terms_version: i64,
+    pub terms: PermitTerms,
+    pub recorded_at: chrono::DateTime<chrono::Utc>,
+    pub recorded_by: String,
+    pub reason: Option<String>,
+}
+
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    async fn begin(&self) -> Result<Box<dyn Tx>>;
+    async fn ping(&self) -> Result<()>;
+    fn backend(&self) -> &'static str;
+}
+
+#[async_trait]
+pub trait Tx: Send {
+    async fn insert_application(&mut self, app: &Application) -> Result<()>;
+    async fn get_application(&mut self, id: ApplicationId) -> Result<Option<Application>>;
+    async fn list_applications(&mut self, scope: &Scope, page: Page) -> Result<Vec<Application>>;
+    async fn update_application(&mut self, app: &Application) -> Result<()>;
+
+    async fn insert_permit(&mut self, permit: &Permit, by: &str, now: Timestamp) -> Result<()>;
+    async fn get_permit(&mut self, id: PermitId) -> Result<Option<Permit>>;
+    async fn list_permits(&mut self, scope: &Scope, page: Page) -> Result<Vec<Permit>>;
+    /// Permits still recorded as active or suspended whose expiry has passed.
+    async fn list_lapsed_permits(&mut self, now: Timestamp) -> Result<Vec<Permit>>;
+    /// Writes a changed permit if its stored row version is still `expected_row_version`.
+    async fn update_permit(&mut self, permit: &Permit, expected_row_version: i64) -> Result<()>;
+    /// Keeps the current terms as a new version (issue and every amendment).
+    async fn insert_permit_version(
+        &mut self,
+        permit: &Permit,
+        by: &str,
+        reason: Option<&str>,
+        now: Timestamp,
+    ) -> Result<()>;
+    async fn list_permit_versions(&mut self, id: PermitId) -> Result<Vec<PermitVersion>>;
+
+    async fn append_optout(&mut self, event: NewOptOutEvent) -> Result<OptOutEvent>;
+    async fn optout_record(&mut self, id: OptOutId) -> Result<Vec<OptOutEvent>>;
+    async fn optout_events_for(
+        &mut self,
+        subject_keys: &[String],
+        max_seq: i64,
+    ) -> Result<Vec<OptOutEvent>>;
+    async fn optout_registry_version(&mut self) -> Result<i64>;
+
+    async fn append_audit(&mut self, event: NewAuditEvent) -> Result<AuditEntry>;
+    async fn list_audit(&mut self, filter: &AuditFilter) -> Result<Vec<AuditEntry>>;
+
+    async fn commit(self: Box<Self>) -> Result<()>;
+}
+
+/// Opens the store named by `url`: `postgres://` or `postgresql://` for PostgreSQL, `sqlite:`
+/// for SQLite. Runs the backend's migrations.
+pub async fn connect(url: &str) -> anyhow::Result<std::sync::Arc<dyn Store>> {
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        Ok(std::sync::Arc::new(PgStore::connect(url).await?))
+    } else if url.starts_with("sqlite:") {
+        Ok(std::sync::Arc::new(SqliteStore::connect(url).await?))
+    } else {
+        anyhow::bail!("unsupported database URL scheme (expected postgres:// or sqlite:)")
+    }
+}

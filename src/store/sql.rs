@@ -1,0 +1,469 @@
+//! The SQL of the `Tx` interface, written once for both backends. Queries use `$n` placeholders,
+//! which PostgreSQL and sqlx's SQLite driver both accept; column types differ only in the
+//! migrations.
+
+macro_rules! impl_tx {
+    ($tx:ty, $db:ty) => {
+        mod rows {
+            use sqlx::{types::Json, Row};
+            use uuid::Uuid;
+
+            use crate::domain::{
+                audit::{Actor, AuditEntry, Outcome},
+                optout::{OptOutEvent, OptOutEventKind},
+                permit::{PermitRecord, PermitState},
+                Application, ApplicationId, ApplicationStatus, MemberState, OptOutId, OrgId, Permit, PermitId,
+            };
+            use crate::store::{PermitVersion, Result, StoreError};
+
+            type DbRow = <$db as sqlx::Database>::Row;
+
+            fn corrupt(what: &str) -> StoreError {
+                StoreError::Corrupt(what.to_owned())
+            }
+
+            pub fn application(r: &DbRow) -> Result<Application> {
+                let status: String = r.try_get("status")?;
+                Ok(Application {
+                    id: ApplicationId(r.try_get("application_id")?),
+                    applicant_sub: r.try_get("applicant_sub")?,
+                    status: ApplicationStatus::parse(&status).ok_or_else(|| corrupt("application status"))?,
+                    submitted_at: r.try_get("submitted_at")?,
+                    decided_at: r.try_get("decided_at")?,
+                    decided_by: r.try_get("decided_by")?,
+                    decision_reason: r.try_get("decision_reason")?,
+                    permit_id: r.try_get::<Option<Uuid>, _>("permit_id")?.map(PermitId),
+                    request: r.try_get::<Json<_>, _>("request")?.0,
+                })
+            }
+
+            pub fn permit(r: &DbRow) -> Result<Permit> {
+                let status: String = r.try_get("status")?;
+                let since: Option<chrono::DateTime<chrono::Utc>> = r.try_get("status_since")?;
+                let reason: Option<String> = r.try_get("status_reason")?;
+                let expires_at: chrono::DateTime<chrono::Utc> = r.try_get("expires_at")?;
+                let state = match status.as_str() {
+                    "active" => PermitState::Active,
+                    "suspended" => PermitState::Suspended {
+                        since: since.ok_or_else(|| corrupt("suspension time"))?,
+                        reason: reason.unwrap_or_default(),
+                    },
+                    "revoked" => PermitState::Revoked {
+                        at: since.ok_or_else(|| corrupt("revocation time"))?,
+                        reason: reason.unwrap_or_default(),
+                    },
+                    "expired" => PermitState::Expired { at: since.unwrap_or(expires_at) },
+                    _ => return Err(corrupt("permit status")),
+                };
+                let organisation: String = r.try_get("organisation")?;
+                Ok(Permit::restore(PermitRecord {
+                    id: PermitId(r.try_get("permit_id")?),
+                    application_id: ApplicationId(r.try_get("application_id")?),
+                    organisation: OrgId::parse(&organisation).map_err(|_| corrupt("organisation"))?,
+                    principal_investigator: r.try_get("principal_investigator")?,
+                    public_body: r.try_get("public_body")?,
+                    issued_at: r.try_get("issued_at")?,
+                    valid_from: r.try_get("valid_from")?,
+                    expires_at,
+                    extended_at: r.try_get("extended_at")?,
+                    state,
+                    terms: r.try_get::<Json<_>, _>("terms")?.0,
+                    terms_version: r.try_get("terms_version")?,
+                    row_version: r.try_get("row_version")?,
+                    epsilon_spent: r.try_get("epsilon_spent")?,
+                }))
+            }
+
+            pub fn permit_version(r: &DbRow) -> Result<PermitVersion> {
+                Ok(PermitVersion {
+                    terms_version: r.try_get("terms_version")?,
+                    terms: r.try_get::<Json<_>, _>("terms")?.0,
+                    recorded_at: r.try_get("recorded_at")?,
+                    recorded_by: r.try_get("recorded_by")?,
+                    reason: r.try_get("reason")?,
+                })
+            }
+
+            pub fn optout(r: &DbRow) -> Result<OptOutEvent> {
+                let kind: String = r.try_get("kind")?;
+                let state: String = r.try_get("member_state")?;
+                Ok(OptOutEvent {
+                    seq: r.try_get("seq")?,
+                    record_id: OptOutId(r.try_get("record_id")?),
+                    subject_key: r.try_get("subject_key")?,
+                    kind: OptOutEventKind::parse(&kind).ok_or_else(|| corrupt("opt-out kind"))?,
+                    scope: r.try_get("scope")?,
+                    member_state: MemberState::parse(&state).map_err(|_| corrupt("member state"))?,
+                    effective_at: r.try_get("effective_at")?,
+                    recorded_at: r.try_get("recorded_at")?,
+                    channel: r.try_get("channel")?,
+                })
+            }
+
+            /// Decodes an audit row as stored, without judging it: verification is the chain's job,
+            /// so even a tampered row must decode.
+            pub fn audit(r: &DbRow) -> Result<AuditEntry> {
+                let roles: String = r.try_get("actor_roles")?;
+                let outcome: String = r.try_get("outcome")?;
+                let detail: String = r.try_get("detail")?;
+                let status: Option<i32> = r.try_get("http_status")?;
+                Ok(AuditEntry {
+                    seq: r.try_get("seq")?,
+                    id: r.try_get("event_id")?,
+                    recorded_at: r.try_get("recorded_at")?,
+                    actor: Actor {
+                        sub: r.try_get("actor_sub")?,
+                        roles: serde_json::from_str(&roles).unwrap_or_else(|_| vec![roles.clone()]),
+                        organisation: r.try_get("actor_organisation")?,
+                    },
+                    action: r.try_get("action")?,
+                    outcome: Outcome::parse(&outcome).unwrap_or(Outcome::Failure),
+                    resource_type: r.try_get("resource_type")?,
+                    resource_id: r.try_get("resource_id")?,
+                    permit_id: r.try_get("permit_id")?,
+                    request_id: r.try_get("request_id")?,
+                    http_status: status.and_then(|s| u16::try_from(s).ok()),
+                    detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::String(detail)),
+                    prev_hash: r.try_get("prev_hash")?,
+                    hash: r.try_get("hash")?,
+                })
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl crate::store::Tx for $tx {
+            async fn insert_application(&mut self, app: &crate::domain::Application) -> crate::store::Result<()> {
+                sqlx::query(
+                    "insert into application (application_id, organisation, applicant_sub, status, submitted_at, \
+                     decided_at, decided_by, decision_reason, permit_id, request) \
+                     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                )
+                .bind(app.id.0)
+                .bind(app.request.organisation.as_str())
+                .bind(&app.applicant_sub)
+                .bind(app.status.as_str())
+                .bind(app.submitted_at)
+                .bind(app.decided_at)
+                .bind(&app.decided_by)
+                .bind(&app.decision_reason)
+                .bind(app.permit_id.map(|p| p.0))
+                .bind(sqlx::types::Json(&app.request))
+                .execute(&mut *self.tx)
+                .await?;
+                Ok(())
+            }
+
+            async fn get_application(&mut self, id: crate::domain::ApplicationId)
+                -> crate::store::Result<Option<crate::domain::Application>> {
+                let row = sqlx::query("select * from application where application_id = $1")
+                    .bind(id.0)
+                    .fetch_optional(&mut *self.tx)
+                    .await?;
+                row.as_ref().map(rows::application).transpose()
+            }
+
+            async fn list_applications(&mut self, scope: &crate::store::Scope, page: crate::store::Page)
+                -> crate::store::Result<Vec<crate::domain::Application>> {
+                let mut q = sqlx::QueryBuilder::<$db>::new("select * from application");
+                match scope {
+                    crate::store::Scope::All => {}
+                    crate::store::Scope::Nothing => { q.push(" where 1 = 0"); }
+                    crate::store::Scope::Organisation(o) | crate::store::Scope::DataHolder(o) => {
+                        q.push(" where organisation = ").push_bind(o.as_str().to_owned());
+                    }
+                }
+                q.push(" order by submitted_at desc, application_id limit ").push_bind(page.limit)
+                    .push(" offset ").push_bind(page.offset);
+                let found = q.build().fetch_all(&mut *self.tx).await?;
+                found.iter().map(rows::application).collect()
+            }
+
+            async fn update_application(&mut self, app: &crate::domain::Application) -> crate::store::Result<()> {
+                let done = sqlx::query(
+                    "update application set status = $2, decided_at = $3, decided_by = $4, \
+                     decision_reason = $5, permit_id = $6 where application_id = $1 and status = 'submitted'",
+                )
+                .bind(app.id.0)
+                .bind(app.status.as_str())
+                .bind(app.decided_at)
+                .bind(&app.decided_by)
+                .bind(&app.decision_reason)
+                .bind(app.permit_id.map(|p| p.0))
+                .execute(&mut *self.tx)
+                .await?;
+                if done.rows_affected() == 1 { Ok(()) } else { Err(crate::store::StoreError::Conflict) }
+            }
+
+            async fn insert_permit(&mut self, permit: &crate::domain::Permit, by: &str, now: crate::domain::time::Timestamp)
+                -> crate::store::Result<()> {
+                let r = permit.record();
+                let (since, reason) = state_columns(&r.state);
+                sqlx::query(
+                    "insert into permit (permit_id, application_id, organisation, principal_investigator, public_body, \
+                     issued_at, valid_from, expires_at, extended_at, status, status_since, status_reason, terms, \
+                     terms_version, row_version, epsilon_spent) \
+                     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+                )
+                .bind(r.id.0)
+                .bind(r.application_id.0)
+                .bind(r.organisation.as_str())
+                .bind(&r.principal_investigator)
+                .bind(r.public_body)
+                .bind(r.issued_at)
+                .bind(r.valid_from)
+                .bind(r.expires_at)
+                .bind(r.extended_at)
+                .bind(r.state.name())
+                .bind(since)
+                .bind(reason)
+                .bind(sqlx::types::Json(&r.terms))
+                .bind(r.terms_version)
+                .bind(r.row_version)
+                .bind(r.epsilon_spent)
+                .execute(&mut *self.tx)
+                .await?;
+                self.sync_data_holders(permit).await?;
+                self.insert_permit_version(permit, by, None, now).await
+            }
+
+            async fn get_permit(&mut self, id: crate::domain::PermitId)
+                -> crate::store::Result<Option<crate::domain::Permit>> {
+                let row = sqlx::query("select * from permit where permit_id = $1")
+                    .bind(id.0)
+                    .fetch_optional(&mut *self.tx)
+                    .await?;
+                row.as_ref().map(rows::permit).transpose()
+            }
+
+            async fn list_permits(&mut self, scope: &crate::store::Scope, page: crate::store::Page)
+                -> crate::store::Result<Vec<crate::domain::Permit>> {
+                let mut q = sqlx::QueryBuilder::<$db>::new("select * from permit");
+                match scope {
+                    crate::store::Scope::All => {}
+                    crate::store::Scope::Nothing => { q.push(" where 1 = 0"); }
+                    crate::store::Scope::Organisation(o) => {
+                        q.push(" where organisation = ").push_bind(o.as_str().to_owned());
+                    }
+                    crate::store::Scope::DataHolder(o) => {
+                        q.push(" where permit_id in (select permit_id from permit_data_holder where data_holder = ")
+                            .push_bind(o.as_str().to_owned())
+                            .push(")");
+                    }
+                }
+                q.push(" order by issued_at desc, permit_id limit ").push_bind(page.limit)
+                    .push(" offset ").push_bind(page.offset);
+                let found = q.build().fetch_all(&mut *self.tx).await?;
+                found.iter().map(rows::permit).collect()
+            }
+
+            async fn list_lapsed_permits(&mut self, now: crate::domain::time::Timestamp)
+                -> crate::store::Result<Vec<crate::domain::Permit>> {
+                let found = sqlx::query(
+                    "select * from permit where status in ('active', 'suspended') and expires_at <= $1 order by expires_at",
+                )
+                .bind(now)
+                .fetch_all(&mut *self.tx)
+                .await?;
+                found.iter().map(rows::permit).collect()
+            }
+
+            async fn update_permit(&mut self, permit: &crate::domain::Permit, expected_row_version: i64)
+                -> crate::store::Result<()> {
+                let r = permit.record();
+                let (since, reason) = state_columns(&r.state);
+                let done = sqlx::query(
+                    "update permit set expires_at = $3, extended_at = $4, status = $5, status_since = $6, \
+                     status_reason = $7, terms = $8, terms_version = $9, row_version = $10, epsilon_spent = $11 \
+                     where permit_id = $1 and row_version = $2",
+                )
+                .bind(r.id.0)
+                .bind(expected_row_version)
+                .bind(r.expires_at)
+                .bind(r.extended_at)
+                .bind(r.state.name())
+                .bind(since)
+                .bind(reason)
+                .bind(sqlx::types::Json(&r.terms))
+                .bind(r.terms_version)
+                .bind(r.row_version)
+                .bind(r.epsilon_spent)
+                .execute(&mut *self.tx)
+                .await?;
+                if done.rows_affected() != 1 {
+                    return Err(crate::store::StoreError::Conflict);
+                }
+                self.sync_data_holders(permit).await
+            }
+
+            async fn insert_permit_version(&mut self, permit: &crate::domain::Permit, by: &str, reason: Option<&str>,
+                now: crate::domain::time::Timestamp) -> crate::store::Result<()> {
+                let r = permit.record();
+                sqlx::query(
+                    "insert into permit_version (permit_id, terms_version, terms, recorded_at, recorded_by, reason) \
+                     values ($1, $2, $3, $4, $5, $6)",
+                )
+                .bind(r.id.0)
+                .bind(r.terms_version)
+                .bind(sqlx::types::Json(&r.terms))
+                .bind(now)
+                .bind(by)
+                .bind(reason)
+                .execute(&mut *self.tx)
+                .await?;
+                Ok(())
+            }
+
+            async fn list_permit_versions(&mut self, id: crate::domain::PermitId)
+                -> crate::store::Result<Vec<crate::store::PermitVersion>> {
+                let found = sqlx::query("select * from permit_version where permit_id = $1 order by terms_version")
+                    .bind(id.0)
+                    .fetch_all(&mut *self.tx)
+                    .await?;
+                found.iter().map(rows::permit_version).collect()
+            }
+
+            async fn append_optout(&mut self, e: crate::domain::optout::NewOptOutEvent)
+                -> crate::store::Result<crate::domain::optout::OptOutEvent> {
+                self.order_writes().await?;
+                let row = sqlx::query(
+                    "insert into optout_event (record_id, subject_key, kind, scope, member_state, effective_at, \
+                     recorded_at, channel) values ($1, $2, $3, $4, $5, $6, $7, $8) returning *",
+                )
+                .bind(e.record_id.0)
+                .bind(&e.subject_key)
+                .bind(e.kind.as_str())
+                .bind(crate::domain::optout::SCOPE_ALL_SECONDARY_USE)
+                .bind(e.member_state.as_str())
+                .bind(e.effective_at)
+                .bind(e.recorded_at)
+                .bind(&e.channel)
+                .fetch_one(&mut *self.tx)
+                .await?;
+                rows::optout(&row)
+            }
+
+            async fn optout_record(&mut self, id: crate::domain::OptOutId)
+                -> crate::store::Result<Vec<crate::domain::optout::OptOutEvent>> {
+                let found = sqlx::query("select * from optout_event where record_id = $1 order by seq")
+                    .bind(id.0)
+                    .fetch_all(&mut *self.tx)
+                    .await?;
+                found.iter().map(rows::optout).collect()
+            }
+
+            async fn optout_events_for(&mut self, subject_keys: &[String], max_seq: i64)
+                -> crate::store::Result<Vec<crate::domain::optout::OptOutEvent>> {
+                let mut out = Vec::new();
+                for chunk in subject_keys.chunks(500) {
+                    let mut q = sqlx::QueryBuilder::<$db>::new("select * from optout_event where seq <= ");
+                    q.push_bind(max_seq).push(" and subject_key in (");
+                    let mut list = q.separated(", ");
+                    for k in chunk {
+                        list.push_bind(k.clone());
+                    }
+                    q.push(") order by seq");
+                    let found = q.build().fetch_all(&mut *self.tx).await?;
+                    for r in &found {
+                        out.push(rows::optout(r)?);
+                    }
+                }
+                Ok(out)
+            }
+
+            async fn optout_registry_version(&mut self) -> crate::store::Result<i64> {
+                let v: Option<i64> = sqlx::query_scalar("select max(seq) from optout_event")
+                    .fetch_one(&mut *self.tx)
+                    .await?;
+                Ok(v.unwrap_or(0))
+            }
+
+            async fn append_audit(&mut self, event: crate::domain::audit::NewAuditEvent)
+                -> crate::store::Result<crate::domain::audit::AuditEntry> {
+                self.order_writes().await?;
+                let head: Option<(i64, String)> =
+                    sqlx::query_as("select seq, hash from audit_event order by seq desc limit 1")
+                        .fetch_optional(&mut *self.tx)
+                        .await?;
+                let (seq, prev) = head.map(|(s, h)| (s + 1, h))
+                    .unwrap_or((1, crate::domain::audit::GENESIS_HASH.to_owned()));
+                let e = crate::domain::audit::AuditEntry::seal(event, seq, prev, crate::domain::time::now());
+                sqlx::query(
+                    "insert into audit_event (seq, event_id, recorded_at, actor_sub, actor_roles, actor_organisation, \
+                     action, outcome, resource_type, resource_id, permit_id, request_id, http_status, detail, \
+                     prev_hash, hash) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+                )
+                .bind(e.seq)
+                .bind(e.id)
+                .bind(e.recorded_at)
+                .bind(&e.actor.sub)
+                .bind(serde_json::to_string(&e.actor.roles).map_err(anyhow::Error::from)?)
+                .bind(&e.actor.organisation)
+                .bind(&e.action)
+                .bind(e.outcome.as_str())
+                .bind(&e.resource_type)
+                .bind(&e.resource_id)
+                .bind(&e.permit_id)
+                .bind(&e.request_id)
+                .bind(e.http_status.map(i32::from))
+                .bind(e.detail.to_string())
+                .bind(&e.prev_hash)
+                .bind(&e.hash)
+                .execute(&mut *self.tx)
+                .await?;
+                Ok(e)
+            }
+
+            async fn list_audit(&mut self, f: &crate::store::AuditFilter)
+                -> crate::store::Result<Vec<crate::domain::audit::AuditEntry>> {
+                let mut q = sqlx::QueryBuilder::<$db>::new("select * from audit_event where 1 = 1");
+                if let Some(v) = f.from { q.push(" and recorded_at >= ").push_bind(v); }
+                if let Some(v) = f.to { q.push(" and recorded_at < ").push_bind(v); }
+                if let Some(v) = &f.actor { q.push(" and actor_sub = ").push_bind(v.clone()); }
+                if let Some(v) = &f.action { q.push(" and action = ").push_bind(v.clone()); }
+                if let Some(v) = f.outcome { q.push(" and outcome = ").push_bind(v.as_str()); }
+                if let Some(v) = &f.resource_type { q.push(" and resource_type = ").push_bind(v.clone()); }
+                if let Some(v) = &f.resource_id { q.push(" and resource_id = ").push_bind(v.clone()); }
+                if let Some(v) = &f.permit_id { q.push(" and permit_id = ").push_bind(v.clone()); }
+                if let Some(v) = f.after_seq { q.push(" and seq > ").push_bind(v); }
+                q.push(" order by seq limit ").push_bind(f.limit);
+                let found = q.build().fetch_all(&mut *self.tx).await?;
+                found.iter().map(rows::audit).collect()
+            }
+
+            async fn commit(self: Box<Self>) -> crate::store::Result<()> {
+                self.tx.commit().await?;
+                Ok(())
+            }
+        }
+
+        impl $tx {
+            async fn sync_data_holders(&mut self, permit: &crate::domain::Permit) -> crate::store::Result<()> {
+                sqlx::query("delete from permit_data_holder where permit_id = $1")
+                    .bind(permit.id().0)
+                    .execute(&mut *self.tx)
+                    .await?;
+                for holder in permit.terms().data_holder_ids() {
+                    sqlx::query("insert into permit_data_holder (permit_id, data_holder) values ($1, $2)")
+                        .bind(permit.id().0)
+                        .bind(holder.as_str())
+                        .execute(&mut *self.tx)
+                        .await?;
+                }
+                Ok(())
+            }
+        }
+
+        fn state_columns(state: &crate::domain::PermitState)
+            -> (Option<crate::domain::time::Timestamp>, Option<String>) {
+            use crate::domain::PermitState;
+            match state {
+                PermitState::Active => (None, None),
+                PermitState::Suspended { since, reason } => (Some(*since), Some(reason.clone())),
+                PermitState::Revoked { at, reason } => (Some(*at), Some(reason.clone())),
+                PermitState::Expired { at } => (Some(*at), None),
+            }
+        }
+    };
+}
+
+pub(crate) use impl_tx;

@@ -1,0 +1,81 @@
+//! SQLite, the embedded default. One writer at a time: a transaction takes the process-wide
+//! write lock before it begins, so reads that a transaction later turns into writes never hit
+//! SQLITE_BUSY and the audit chain has a single, ordered head.
+
+use std::{str::FromStr, sync::Arc, time::Duration};
+
+use anyhow::Context;
+use async_trait::async_trait;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+use tokio::sync::{Mutex, OwnedMutexGuard};
+
+use super::{Result, Store, Tx};
+
+#[derive(Clone)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+    writer: Arc<Mutex<()>>,
+}
+
+impl SqliteStore {
+    pub async fn connect(url: &str) -> anyhow::Result<Self> {
+        let options = SqliteConnectOptions::from_str(url)
+            .context("Invalid SQLite URL")?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            // The audit trail must survive a power cut, not just a crash.
+            .synchronous(SqliteSynchronous::Full)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(10));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .connect_with(options)
+            .await
+            .context("Failed to open SQLite database")?;
+        sqlx::migrate!("migrations/sqlite")
+            .run(&pool)
+            .await
+            .context("Failed to migrate SQLite")?;
+        Ok(Self {
+            pool,
+            writer: Arc::new(Mutex::new(())),
+        })
+    }
+
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+}
+
+pub struct SqliteTx {
+    tx: sqlx::Transaction<'static, sqlx::Sqlite>,
+    _writer: OwnedMutexGuard<()>,
+}
+
+impl SqliteTx {
+    async fn order_writes(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn begin(&self) -> Result<Box<dyn Tx>> {
+        let guard = self.writer.clone().lock_owned().await;
+        Ok(Box::new(SqliteTx {
+            tx: self.pool.begin().await?,
+            _writer: guard,
+        }))
+    }
+    async fn ping(&self) -> Result<()> {
+        sqlx::query("select 1").execute(&self.pool).await?;
+        Ok(())
+    }
+    fn backend(&self) -> &'static str {
+        "sqlite"
+    }
+}
+
+super::sql::impl_tx!(SqliteTx, sqlx::Sqlite);

@@ -1,0 +1,248 @@
+//! Spawns the real gateway on a random port with a fresh database per test, and speaks HTTP.
+
+use std::{path::PathBuf, sync::Arc};
+
+use ehds_gateway::{auth::dev::DevIssuer, configuration::Settings, startup::Application};
+use reqwest::{header::HeaderMap, StatusCode};
+use serde_json::{json, Value};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+pub struct TestApp {
+    pub base: String,
+    pub client: reqwest::Client,
+    pub dev: Arc<DevIssuer>,
+    pub database_url: String,
+    pub backend: Backend,
+    pub data_dir: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Value,
+    pub text: String,
+}
+
+impl Reply {
+    pub fn code(&self) -> &str {
+        self.body.get("code").and_then(Value::as_str).unwrap_or("")
+    }
+}
+
+/// The PostgreSQL server used for tests; each test gets its own database on it.
+fn postgres_admin_url() -> String {
+    std::env::var("TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+}
+
+pub async fn fresh_postgres_database() -> String {
+    use sqlx::Executor;
+    let admin = postgres_admin_url();
+    let name = format!("ehds_test_{}", uuid::Uuid::new_v4().simple());
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(1)
+        .connect(&admin)
+        .await
+        .expect("PostgreSQL must be running for the test suite (see README)");
+    pool.execute(format!("create database {name}").as_str())
+        .await
+        .expect("create test database");
+    pool.close().await;
+    let (base, _) = admin.rsplit_once('/').expect("database URL has a path");
+    format!("{base}/{name}")
+}
+
+impl TestApp {
+    pub async fn spawn(backend: Backend) -> TestApp {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let database_url = match backend {
+            Backend::Sqlite => format!(
+                "sqlite://{}?mode=rwc",
+                dir.path().join("gateway.db").display()
+            ),
+            Backend::Postgres => fresh_postgres_database().await,
+        };
+        Self::spawn_on(backend, dir, database_url, |_| {}).await
+    }
+
+    pub async fn spawn_on(
+        backend: Backend,
+        dir: tempfile::TempDir,
+        database_url: String,
+        tweak: impl FnOnce(&mut Settings),
+    ) -> TestApp {
+        let mut settings = Settings::default();
+        settings.listen = "127.0.0.1:0".parse().unwrap();
+        settings.data_dir = dir.path().to_path_buf();
+        settings.database_url = Some(database_url.clone());
+        settings.http.body_limit_bytes = 64 * 1024;
+        tweak(&mut settings);
+        let app = Application::build(settings.clone(), true)
+            .await
+            .expect("gateway starts");
+        let base = app.base_url().to_owned();
+        tokio::spawn(app.run_until_stopped(std::future::pending()));
+        let dev = Arc::new(
+            DevIssuer::load_or_create(dir.path(), &base, &settings.auth.audience).unwrap(),
+        );
+        TestApp {
+            base,
+            client: reqwest::Client::new(),
+            dev,
+            database_url,
+            backend,
+            data_dir: dir.path().to_path_buf(),
+            _dir: dir,
+        }
+    }
+
+    pub fn token(&self, sub: &str, roles: &[&str], org: Option<&str>) -> String {
+        let roles: Vec<String> = roles.iter().map(|r| r.to_string()).collect();
+        self.dev.mint(sub, &roles, org, 600).unwrap()
+    }
+
+    pub fn officer(&self) -> String {
+        self.token("officer-1", &["hdab_officer"], Some("hdab-de"))
+    }
+    pub fn researcher(&self) -> String {
+        self.token("alice", &["researcher"], Some("uni-a"))
+    }
+    pub fn auditor(&self) -> String {
+        self.token("audrey", &["auditor"], Some("hdab-de"))
+    }
+    pub fn registrar(&self) -> String {
+        self.token("reg-1", &["optout_registrar"], Some("hdab-de"))
+    }
+    pub fn holder(&self, org: &str) -> String {
+        self.token(&format!("node-{org}"), &["data_holder"], Some(org))
+    }
+
+    pub async fn send(&self, req: reqwest::RequestBuilder) -> Reply {
+        let resp = req.send().await.expect("request reaches the gateway");
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let text = resp.text().await.unwrap_or_default();
+        let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Reply {
+            status,
+            headers,
+            body,
+            text,
+        }
+    }
+
+    pub async fn get(&self, path: &str, token: &str) -> Reply {
+        self.send(
+            self.client
+                .get(format!("{}{path}", self.base))
+                .bearer_auth(token),
+        )
+        .await
+    }
+
+    pub async fn post(&self, path: &str, token: &str, body: &Value) -> Reply {
+        self.send(
+            self.client
+                .post(format!("{}{path}", self.base))
+                .bearer_auth(token)
+                .json(body),
+        )
+        .await
+    }
+
+    pub async fn post_if_match(&self, path: &str, token: &str, etag: &str, body: &Value) -> Reply {
+        self.send(
+            self.client
+                .post(format!("{}{path}", self.base))
+                .bearer_auth(token)
+                .header("if-match", etag)
+                .json(body),
+        )
+        .await
+    }
+
+    /// Audit entries matching `query` (e.g. `outcome=denied`), read as an auditor.
+    pub async fn audit(&self, query: &str) -> Vec<Value> {
+        let r = self
+            .get(
+                &format!("/v1/audit/events?limit=10000&{query}"),
+                &self.auditor(),
+            )
+            .await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        r.body.as_array().cloned().unwrap_or_default()
+    }
+
+    pub async fn apply(&self, body: &Value) -> Reply {
+        self.post("/v1/applications", &self.researcher(), body)
+            .await
+    }
+
+    /// Applies as alice (uni-a) and has the officer approve; returns (application id, permit).
+    pub async fn permit_with(&self, body: &Value, decision: &Value) -> (String, Value) {
+        let created = self.apply(body).await;
+        assert_eq!(created.status, 201, "{}", created.text);
+        let id = created.body["id"].as_str().unwrap().to_owned();
+        let decided = self
+            .post(
+                &format!("/v1/applications/{id}/decision"),
+                &self.officer(),
+                decision,
+            )
+            .await;
+        assert_eq!(decided.status, 200, "{}", decided.text);
+        (id, decided.body["permit"].clone())
+    }
+
+    pub async fn permit(&self) -> Value {
+        self.permit_with(&application(), &json!({"decision": "approve"}))
+            .await
+            .1
+    }
+}
+
+pub fn in_days(days: i64) -> String {
+    (chrono::Utc::now() + chrono::Duration::days(days)).to_rfc3339()
+}
+
+/// A valid application from alice's organisation for two hospitals.
+pub fn application() -> Value {
+    json!({
+        "title": "Federated model of heart-disease risk",
+        "applicant": {"organisation": "uni-a", "public_body": false},
+        "purposes": ["scientific_research"],
+        "research_flags": ["algorithm_training"],
+        "categories": ["ehr_data", "health_determinants"],
+        "data_holders": ["hosp-1", "hosp-2"],
+        "member_states": ["DE", "HU"],
+        "requested_period": {"start": in_days(0), "end": in_days(365)},
+        "privacy_budget": {"epsilon": 8.0, "delta": 1e-5, "unit": "record"},
+        "justification": "Training a risk model across hospitals without moving records.",
+        "declares_no_prohibited_use": true
+    })
+}
+
+/// Runs an async test body once on SQLite and once on PostgreSQL.
+#[macro_export]
+macro_rules! both_backends {
+    ($name:ident) => {
+        mod $name {
+            use super::*;
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                $name($crate::helpers::TestApp::spawn($crate::helpers::Backend::Sqlite).await).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                $name($crate::helpers::TestApp::spawn($crate::helpers::Backend::Postgres).await)
+                    .await
+            }
+        }
+    };
+}

@@ -1,0 +1,12 @@
+//! Black-box API tests: each test spawns the gateway on a random port with a fresh database and
+//! speaks HTTP to it. Tests written with `both_backends!` run on SQLite and on PostgreSQL.
+
+mod helpers;
+
+mod audit;
+mod auth;
+mod lifecycle;
+mod openapi;
+mod optouts;
+mod roles;
+mod validation;
