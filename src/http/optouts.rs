@@ -427,7 +427,7 @@ fn parse_consent_bundle(
                 continue;
             }
         };
-        let Some(member_state) = errors.take(format!("{field}"), MemberState::parse(default_state))
+        let Some(member_state) = errors.take(field.clone(), MemberState::parse(default_state))
         else {
             continue;
         };

@@ -117,13 +117,12 @@ both_backends!(bad_tokens_are_refused_and_audited);
 async fn production_mode_uses_the_external_issuer_and_has_no_local_key() {
     let idp = TestApp::spawn(Backend::Sqlite).await;
     let dir = tempfile::tempdir().unwrap();
-    let mut settings = ehds_gateway::configuration::Settings::default();
-    settings.listen = "127.0.0.1:0".parse().unwrap();
-    settings.data_dir = dir.path().to_path_buf();
-    settings.database_url = Some(format!(
-        "sqlite://{}?mode=rwc",
-        dir.path().join("prod.db").display()
-    ));
+    let mut settings = ehds_gateway::configuration::Settings {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        data_dir: dir.path().to_path_buf(),
+        database_url: Some(format!("sqlite://{}?mode=rwc", dir.path().join("prod.db").display())),
+        ..Default::default()
+    };
     settings.auth.issuer = Some(idp.dev.issuer().to_owned());
     let prod = ehds_gateway::startup::Application::build(settings, false)
         .await

@@ -77,10 +77,12 @@ impl TestApp {
         database_url: String,
         tweak: impl FnOnce(&mut Settings),
     ) -> TestApp {
-        let mut settings = Settings::default();
-        settings.listen = "127.0.0.1:0".parse().unwrap();
-        settings.data_dir = dir.path().to_path_buf();
-        settings.database_url = Some(database_url.clone());
+        let mut settings = Settings {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            data_dir: dir.path().to_path_buf(),
+            database_url: Some(database_url.clone()),
+            ..Default::default()
+        };
         settings.http.body_limit_bytes = 64 * 1024;
         tweak(&mut settings);
         let app = Application::build(settings.clone(), true)

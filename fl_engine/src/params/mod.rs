@@ -6,11 +6,10 @@
 //! aggregators (`to_flat` / `from_flat`) and the canonical bytes behind the digest, so two
 //! processes that agree on names agree on every byte.
 mod arith;
+mod varmap;
 
 use std::collections::BTreeMap;
 
-use candle_core::{Device, Tensor};
-use candle_nn::VarMap;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -204,56 +203,6 @@ impl ParameterSet {
         Ok(ParameterSet { entries })
     }
 
-    /// Snapshot the variables of a `VarMap` (all of them).
-    pub fn from_varmap(varmap: &VarMap) -> Result<ParameterSet> {
-        let data = varmap.data().lock().map_err(|_| poisoned())?;
-        let mut entries = BTreeMap::new();
-        for (name, var) in data.iter() {
-            let t = var.as_tensor();
-            let values = t.flatten_all()?.to_vec1::<f32>()?;
-            entries.insert(
-                name.clone(),
-                TensorData {
-                    shape: t.dims().to_vec(),
-                    values,
-                },
-            );
-        }
-        Ok(ParameterSet { entries })
-    }
-
-    /// Write these values into an existing `VarMap`. All names and shapes are validated
-    /// before any variable changes, so a bad set leaves the model untouched.
-    pub fn write_to_varmap(&self, varmap: &VarMap) -> Result<()> {
-        let data = varmap.data().lock().map_err(|_| poisoned())?;
-        for (name, t) in &self.entries {
-            let var = data
-                .get(name)
-                .ok_or_else(|| EngineError::UnexpectedParameter(name.clone()))?;
-            check_shape(name, var.as_tensor().dims(), &t.shape)?;
-        }
-        for (name, t) in &self.entries {
-            if let Some(var) = data.get(name) {
-                let src = Tensor::from_slice(&t.values, t.shape.as_slice(), var.device())?;
-                var.set(&src)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// A fresh `VarMap` holding these values (on `device`).
-    pub fn to_varmap(&self, device: &Device) -> Result<VarMap> {
-        let varmap = VarMap::new();
-        {
-            let mut data = varmap.data().lock().map_err(|_| poisoned())?;
-            for (name, t) in &self.entries {
-                let tensor = Tensor::from_slice(&t.values, t.shape.as_slice(), device)?;
-                data.insert(name.clone(), candle_core::Var::from_tensor(&tensor)?);
-            }
-        }
-        Ok(varmap)
-    }
-
     /// Canonical bytes: per tensor in name order, name length (u64 LE), name, rank (u64 LE),
     /// dims (u64 LE each), values (f32 LE). Independent of serialisation format.
     pub fn canonical_bytes(&self) -> Vec<u8> {
@@ -289,13 +238,10 @@ pub(crate) fn check_shape(name: &str, expected: &[usize], found: &[usize]) -> Re
     Ok(())
 }
 
-fn poisoned() -> EngineError {
-    EngineError::InvalidConfig("parameter store lock poisoned by a panicked thread".into())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use candle_core::Device;
 
     fn set(pairs: &[(&str, Vec<usize>, Vec<f32>)]) -> ParameterSet {
         let mut p = ParameterSet::new();
