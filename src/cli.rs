@@ -54,6 +54,23 @@ pub enum Command {
     },
     /// Print the OpenAPI document.
     Openapi,
+    /// Data-holder node tools.
+    Node {
+        #[command(subcommand)]
+        command: NodeCommand,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum NodeCommand {
+    /// Convert the UCI Heart Disease files into the example federation's FHIR R4 bundles and
+    /// sample opt-out file.
+    ExampleFederation {
+        #[arg(long, default_value = "fl_engine/data/heart_disease")]
+        uci_dir: PathBuf,
+        #[arg(long, default_value = "examples/federation")]
+        out: PathBuf,
+    },
 }
 
 #[derive(Subcommand)]
@@ -106,6 +123,27 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
             drop(tx);
             println!("{}", serde_json::to_string_pretty(&report)?);
             Ok(if report.valid { 0 } else { 1 })
+        }
+        Command::Node {
+            command: NodeCommand::ExampleFederation { uci_dir, out },
+        } => {
+            let summary = crate::node::example_federation::convert(&uci_dir, &out)?;
+            for site in &summary.sites {
+                println!(
+                    "{} ({}): {} patients, {} bytes -> {}",
+                    site.hospital,
+                    site.member_state,
+                    site.patients,
+                    site.bytes,
+                    site.path.display()
+                );
+            }
+            println!(
+                "{} sample opt-outs -> {}",
+                summary.optouts,
+                summary.optouts_path.display()
+            );
+            Ok(0)
         }
         Command::Openapi => {
             print!("{}", openapi::spec_json());

@@ -101,6 +101,17 @@ impl Default for Settings {
     }
 }
 
+const SETTING_KEYS: [&str; 8] = [
+    "listen",
+    "public_url",
+    "data_dir",
+    "database_url",
+    "auth",
+    "http",
+    "hdab",
+    "expiry_sweep_seconds",
+];
+
 impl Settings {
     /// Defaults, then `file` (if given, it must exist), then the environment.
     pub fn load(file: Option<&std::path::Path>) -> anyhow::Result<Self> {
@@ -113,7 +124,18 @@ impl Settings {
             );
             fig = fig.merge(Toml::file(path));
         }
-        let settings: Settings = fig.merge(Env::prefixed("EHDS_").split("__")).extract()?;
+        // Only variables naming a setting: EHDS_CONFIG names the file, and orchestrators add
+        // variables of their own (Kubernetes service links such as EHDS_GATEWAY_SERVICE_HOST).
+        let env = Env::prefixed("EHDS_").filter(|key| {
+            let top = key
+                .as_str()
+                .split("__")
+                .next()
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            SETTING_KEYS.contains(&top.as_str())
+        });
+        let settings: Settings = fig.merge(env.split("__")).extract()?;
         Ok(settings)
     }
 
@@ -132,5 +154,24 @@ impl Settings {
                 self.data_dir.join("ehds-gateway.db").display()
             )
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn foreign_ehds_variables_are_ignored_and_settings_are_read() {
+        figment::Jail::expect_with(|jail| {
+            jail.set_env("EHDS_CONFIG", "/etc/ehds/config.toml");
+            jail.set_env("EHDS_GATEWAY_SERVICE_HOST", "10.0.0.1");
+            jail.set_env("EHDS_AUTH__AUDIENCE", "hdab-api");
+            jail.set_env("EHDS_LISTEN", "0.0.0.0:9000");
+            let s = Settings::load(None).map_err(|e| e.to_string())?;
+            assert_eq!(s.auth.audience, "hdab-api");
+            assert_eq!(s.listen.port(), 9000);
+            Ok(())
+        });
     }
 }

@@ -11,6 +11,7 @@ pub mod cli;
 pub mod configuration;
 pub mod domain;
 pub mod http;
+pub mod node;
 pub mod startup;
 pub mod store;
 pub mod telemetry;

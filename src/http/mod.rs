@@ -28,7 +28,7 @@ use tower_http::{
     request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer},
     sensitive_headers::SetSensitiveRequestHeadersLayer,
     timeout::TimeoutLayer,
-    trace::TraceLayer,
+    trace::{DefaultOnResponse, TraceLayer},
 };
 
 use crate::{
@@ -149,7 +149,7 @@ pub fn router(state: AppState) -> Router {
                 .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
                     let id = req.headers().get(REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("");
                     tracing::info_span!("request", method = %req.method(), uri = %req.uri().path(), request_id = %id)
-                }))
+                }).on_response(DefaultOnResponse::new().level(tracing::Level::INFO)))
                 .layer(PropagateRequestIdLayer::new(REQUEST_ID))
                 .layer(CompressionLayer::new())
                 .layer(TimeoutLayer::with_status_code(

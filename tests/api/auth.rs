@@ -120,7 +120,10 @@ async fn production_mode_uses_the_external_issuer_and_has_no_local_key() {
     let mut settings = ehds_gateway::configuration::Settings {
         listen: "127.0.0.1:0".parse().unwrap(),
         data_dir: dir.path().to_path_buf(),
-        database_url: Some(format!("sqlite://{}?mode=rwc", dir.path().join("prod.db").display())),
+        database_url: Some(format!(
+            "sqlite://{}?mode=rwc",
+            dir.path().join("prod.db").display()
+        )),
         ..Default::default()
     };
     settings.auth.issuer = Some(idp.dev.issuer().to_owned());

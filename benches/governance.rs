@@ -1,0 +1,820 @@
+//! Governance-check benchmark: latency and throughput of `POST /v1/permits/{id}/check` on SQLite
+//! and PostgreSQL, with the baselines that say where the time goes.
+//!
+//! For each backend it starts the real gateway in-process on a loopback port with a fresh
+//! database, issues one permit, warms up, and then measures, each at concurrency 1 and 16:
+//!
+//! * `GET /healthz`: HTTP round trip through the full middleware stack, no token, no database;
+//! * `POST /v1/permits/{id}/check` as the data holder: token verification, policy decision,
+//!   permit read and one hash-chained audit append in one transaction;
+//! * the token verification alone (`Authenticator::authenticate`, in-process, no HTTP);
+//! * the policy decision alone (`Authorizer::is_allowed` for the check, Cedar, in-process);
+//! * store transactions without HTTP: `get_permit` + commit (read-only baseline),
+//!   `append_audit` + commit (one chained entry), and `get_permit` + `append_audit` + commit
+//!   (the store work of one check).
+//!
+//! Every loop is bounded by a request count and by a time limit. At the end the whole audit chain
+//! is verified, so the concurrent appends are shown to have kept it intact.
+//!
+//! Run: `cargo bench -p ehds-gateway --bench governance`
+//!
+//! Environment (all optional):
+//! * `EHDS_BENCH_REQUESTS`: operations per measurement (default 2000);
+//! * `EHDS_BENCH_SECONDS`: time bound per measurement (default 10);
+//! * `EHDS_BENCH_WARMUP`: warm-up requests per endpoint (default 200);
+//! * `EHDS_BENCH_BACKENDS`: `sqlite,postgres` (default both);
+//! * `TEST_POSTGRES_URL`: administrative PostgreSQL URL (default
+//!   `postgres://postgres@127.0.0.1:5432/postgres`); a database is created per run and dropped.
+//!
+//! A positional argument `sqlite` or `postgres` also selects the backend.
+
+use std::{
+    future::Future,
+    path::Path,
+    sync::{
+        atomic::{AtomicUsize, Ordering},
+        Arc,
+    },
+    time::{Duration, Instant},
+};
+
+use anyhow::{bail, Context};
+use ehds_gateway::{
+    auth::{dev::DevIssuer, Authenticator},
+    authz::{Action, Authorizer, Resource},
+    configuration::Settings,
+    domain::{
+        audit::{Actor, ChainVerifier, NewAuditEvent},
+        PermitId,
+    },
+    startup::Application,
+    store::{AuditFilter, Store},
+};
+use serde_json::{json, Value};
+
+const CONCURRENCY: [usize; 2] = [1, 16];
+
+struct Config {
+    requests: usize,
+    limit: Duration,
+    warmup: usize,
+    backends: Vec<Backend>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    fn name(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        }
+    }
+}
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+impl Config {
+    fn from_env() -> Self {
+        let mut names: Vec<String> = std::env::args()
+            .skip(1)
+            .filter(|a| !a.starts_with('-'))
+            .collect();
+        if names.is_empty() {
+            names = std::env::var("EHDS_BENCH_BACKENDS")
+                .unwrap_or_else(|_| "sqlite,postgres".into())
+                .split(',')
+                .map(|s| s.trim().to_owned())
+                .collect();
+        }
+        let backends = names
+            .iter()
+            .filter_map(|n| match n.as_str() {
+                "sqlite" => Some(Backend::Sqlite),
+                "postgres" | "postgresql" => Some(Backend::Postgres),
+                _ => None,
+            })
+            .collect();
+        Self {
+            requests: env_usize("EHDS_BENCH_REQUESTS", 2000).max(1),
+            limit: Duration::from_secs(env_usize("EHDS_BENCH_SECONDS", 10).max(1) as u64),
+            warmup: env_usize("EHDS_BENCH_WARMUP", 200),
+            backends,
+        }
+    }
+}
+
+/// The outcome of one measurement: per-operation latencies of the operations that finished.
+struct Stats {
+    ok: usize,
+    errors: usize,
+    first_error: Option<String>,
+    wall: Duration,
+    latencies_ns: Vec<u64>,
+    cpu: CpuUse,
+}
+
+/// CPU time counters from `/proc` (Linux), in clock ticks: the whole machine, this process (the
+/// gateway and the load generator together), and the PostgreSQL server processes.
+#[derive(Clone, Copy, Default)]
+struct CpuSnapshot {
+    machine_busy: u64,
+    machine_total: u64,
+    this_process: u64,
+    postgres: u64,
+}
+
+/// Average cores used during a measurement by this process, by PostgreSQL, and by everything
+/// else on the machine (other builds or jobs competing for the CPUs).
+#[derive(Clone, Copy, Default)]
+struct CpuUse {
+    this_process: f64,
+    postgres: f64,
+    other: f64,
+}
+
+fn process_ticks(stat: &str) -> Option<u64> {
+    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+    let rest = stat.get(stat.rfind(')')? + 2..)?;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+}
+
+fn cpu_snapshot() -> CpuSnapshot {
+    let mut snap = CpuSnapshot::default();
+    if let Ok(stat) = std::fs::read_to_string("/proc/stat") {
+        if let Some(line) = stat.lines().find(|l| l.starts_with("cpu ")) {
+            // user nice system idle iowait irq softirq steal (guest time is inside user).
+            let v: Vec<u64> = line
+                .split_whitespace()
+                .skip(1)
+                .take(8)
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            if v.len() == 8 {
+                snap.machine_total = v.iter().sum();
+                snap.machine_busy = snap.machine_total - v[3] - v[4];
+            }
+        }
+    }
+    snap.this_process = std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| process_ticks(&s))
+        .unwrap_or(0);
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for entry in dir.flatten() {
+            let is_pid = entry
+                .file_name()
+                .to_str()
+                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()));
+            if !is_pid {
+                continue;
+            }
+            let path = entry.path();
+            let is_postgres =
+                std::fs::read_to_string(path.join("comm")).is_ok_and(|c| c.trim() == "postgres");
+            if is_postgres {
+                if let Some(t) = std::fs::read_to_string(path.join("stat"))
+                    .ok()
+                    .and_then(|s| process_ticks(&s))
+                {
+                    snap.postgres += t;
+                }
+            }
+        }
+    }
+    snap
+}
+
+impl CpuSnapshot {
+    /// Cores used since `before`: ticks of each kind over all ticks, times the number of CPUs.
+    fn since(&self, before: &CpuSnapshot) -> CpuUse {
+        let total = self.machine_total.saturating_sub(before.machine_total);
+        if total == 0 {
+            return CpuUse::default();
+        }
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        let cores = |ticks: u64| ticks as f64 / total as f64 * cpus;
+        let busy = self.machine_busy.saturating_sub(before.machine_busy);
+        let this_process = self.this_process.saturating_sub(before.this_process);
+        let postgres = self.postgres.saturating_sub(before.postgres);
+        CpuUse {
+            this_process: cores(this_process),
+            postgres: cores(postgres),
+            other: cores(busy.saturating_sub(this_process + postgres)),
+        }
+    }
+}
+
+impl Stats {
+    fn percentile(&self, p: f64) -> Duration {
+        if self.latencies_ns.is_empty() {
+            return Duration::ZERO;
+        }
+        // Nearest rank.
+        let rank = ((p / 100.0) * self.latencies_ns.len() as f64).ceil() as usize;
+        let i = rank.clamp(1, self.latencies_ns.len()) - 1;
+        Duration::from_nanos(self.latencies_ns[i])
+    }
+    fn max(&self) -> Duration {
+        Duration::from_nanos(self.latencies_ns.last().copied().unwrap_or(0))
+    }
+    fn per_second(&self) -> f64 {
+        self.ok as f64 / self.wall.as_secs_f64()
+    }
+}
+
+/// Runs `op` `n` times (or until `limit` has passed) from `concurrency` tasks that pull work
+/// from a shared counter; times each call.
+async fn measure<F, Fut>(concurrency: usize, n: usize, limit: Duration, op: F) -> Stats
+where
+    F: Fn() -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), String>> + Send + 'static,
+{
+    let op = Arc::new(op);
+    let next = Arc::new(AtomicUsize::new(0));
+    let cpu_before = cpu_snapshot();
+    let start = Instant::now();
+    let deadline = start + limit;
+    let mut workers = Vec::with_capacity(concurrency);
+    for _ in 0..concurrency {
+        let op = op.clone();
+        let next = next.clone();
+        workers.push(tokio::spawn(async move {
+            let mut lat = Vec::with_capacity(n / concurrency + 1);
+            let mut errors = 0usize;
+            let mut first_error = None;
+            while Instant::now() < deadline && next.fetch_add(1, Ordering::Relaxed) < n {
+                let t = Instant::now();
+                let r = op().await;
+                let elapsed = t.elapsed().as_nanos() as u64;
+                match r {
+                    Ok(()) => lat.push(elapsed),
+                    Err(e) => {
+                        errors += 1;
+                        first_error.get_or_insert(e);
+                    }
+                }
+            }
+            (lat, errors, first_error)
+        }));
+    }
+    let mut latencies_ns = Vec::with_capacity(n);
+    let mut errors = 0;
+    let mut first_error = None;
+    for w in workers {
+        let (lat, e, fe) = w.await.expect("benchmark worker panicked");
+        latencies_ns.extend(lat);
+        errors += e;
+        if first_error.is_none() {
+            first_error = fe;
+        }
+    }
+    let wall = start.elapsed();
+    let cpu = cpu_snapshot().since(&cpu_before);
+    latencies_ns.sort_unstable();
+    Stats {
+        ok: latencies_ns.len(),
+        errors,
+        first_error,
+        wall,
+        latencies_ns,
+        cpu,
+    }
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.3}", d.as_secs_f64() * 1e3)
+}
+
+fn print_header() {
+    let cols = [
+        "p50 ms", "p90 ms", "p99 ms", "max ms", "ops/s", "self", "pg", "other",
+    ];
+    println!(
+        "| {:<8} | {:<44} | {:>4} | {:>5} | {:>3} | {:>8} | {:>8} | {:>8} | {:>8} | {:>9} | {:>5} | {:>5} | {:>5} |",
+        "backend", "operation", "conc", "ok", "err", cols[0], cols[1], cols[2], cols[3], cols[4],
+        cols[5], cols[6], cols[7]
+    );
+    println!(
+        "|{:-<10}|{:-<46}|{:->6}|{:->7}|{:->5}|{:->10}|{:->10}|{:->10}|{:->10}|{:->11}|{:->7}|{:->7}|{:->7}|",
+        "", "", "", "", "", "", "", "", "", "", "", "", ""
+    );
+}
+
+fn report(backend: Backend, operation: &str, concurrency: usize, s: &Stats, cfg: &Config) {
+    println!(
+        "| {:<8} | {:<44} | {:>4} | {:>5} | {:>3} | {:>8} | {:>8} | {:>8} | {:>8} | {:>9.0} | {:>5.2} | {:>5.2} | {:>5.2} |",
+        backend.name(),
+        operation,
+        concurrency,
+        s.ok,
+        s.errors,
+        ms(s.percentile(50.0)),
+        ms(s.percentile(90.0)),
+        ms(s.percentile(99.0)),
+        ms(s.max()),
+        s.per_second(),
+        s.cpu.this_process,
+        s.cpu.postgres,
+        s.cpu.other,
+    );
+    if s.ok + s.errors < cfg.requests {
+        println!(
+            "|          | (stopped by the {} s time bound after {} of {} operations)",
+            cfg.limit.as_secs(),
+            s.ok + s.errors,
+            cfg.requests
+        );
+    }
+    if let Some(e) = &s.first_error {
+        println!("|          | first error: {e}");
+    }
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unavailable".into())
+}
+
+fn postgres_admin_url() -> String {
+    std::env::var("TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+}
+
+async fn admin_pool() -> anyhow::Result<sqlx::PgPool> {
+    sqlx::postgres::PgPoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(Duration::from_secs(5))
+        .connect(&postgres_admin_url())
+        .await
+        .context("cannot reach PostgreSQL (set TEST_POSTGRES_URL)")
+}
+
+async fn create_postgres_database() -> anyhow::Result<(String, String)> {
+    use sqlx::Executor;
+    let admin = postgres_admin_url();
+    let name = format!("ehds_bench_{}", uuid::Uuid::new_v4().simple());
+    let pool = admin_pool().await?;
+    pool.execute(format!("create database {name}").as_str())
+        .await?;
+    pool.close().await;
+    let (base, _) = admin
+        .rsplit_once('/')
+        .context("PostgreSQL URL has no database path")?;
+    Ok((format!("{base}/{name}"), name))
+}
+
+async fn drop_postgres_database(name: &str) -> anyhow::Result<()> {
+    use sqlx::Executor;
+    let pool = admin_pool().await?;
+    pool.execute(format!("drop database if exists {name} with (force)").as_str())
+        .await?;
+    pool.close().await;
+    Ok(())
+}
+
+/// A running gateway with one permit that the data holder `hosp-1` may check.
+struct Gateway {
+    base: String,
+    client: reqwest::Client,
+    store: Arc<dyn Store>,
+    auth: Arc<Authenticator>,
+    authz: Arc<Authorizer>,
+    permit: PermitId,
+    holder_token: String,
+    stop: tokio::sync::oneshot::Sender<()>,
+    server: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+fn application_body() -> Value {
+    let now = chrono::Utc::now();
+    json!({
+        "title": "Federated model of heart-disease risk",
+        "applicant": {"organisation": "uni-a", "public_body": false},
+        "purposes": ["scientific_research"],
+        "research_flags": ["algorithm_training"],
+        "categories": ["ehr_data", "health_determinants"],
+        "data_holders": ["hosp-1", "hosp-2"],
+        "member_states": ["DE", "HU"],
+        "requested_period": {"start": now.to_rfc3339(), "end": (now + chrono::Duration::days(365)).to_rfc3339()},
+        "privacy_budget": {"epsilon": 8.0, "delta": 1e-5, "unit": "record"},
+        "justification": "Training a risk model across hospitals without moving records.",
+        "declares_no_prohibited_use": true
+    })
+}
+
+async fn post_json(
+    client: &reqwest::Client,
+    url: String,
+    token: &str,
+    body: &Value,
+) -> anyhow::Result<Value> {
+    let resp = client
+        .post(&url)
+        .bearer_auth(token)
+        .json(body)
+        .send()
+        .await?;
+    let status = resp.status();
+    let text = resp.text().await?;
+    if !status.is_success() {
+        bail!("POST {url}: {status}: {text}");
+    }
+    Ok(serde_json::from_str(&text)?)
+}
+
+async fn start_gateway(data_dir: &Path, database_url: String) -> anyhow::Result<Gateway> {
+    let settings = Settings {
+        listen: "127.0.0.1:0".parse()?,
+        data_dir: data_dir.to_path_buf(),
+        database_url: Some(database_url),
+        ..Settings::default()
+    };
+    let audience = settings.auth.audience.clone();
+    let app = Application::build(settings, true).await?;
+    let base = app.base_url().to_owned();
+    let store = app.state().store.clone();
+    let auth = app.state().auth.clone();
+    let authz = app.state().authz.clone();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(app.run_until_stopped(async {
+        let _ = stopped.await;
+    }));
+
+    let dev = DevIssuer::load_or_create(data_dir, &base, &audience)?;
+    let mint =
+        |sub: &str, role: &str, org: &str| dev.mint(sub, &[role.to_owned()], Some(org), 3600);
+    let researcher = mint("alice", "researcher", "uni-a")?;
+    let officer = mint("officer-1", "hdab_officer", "hdab-de")?;
+    let holder_token = mint("node-hosp-1", "data_holder", "hosp-1")?;
+
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(64)
+        .build()?;
+    let created = post_json(
+        &client,
+        format!("{base}/v1/applications"),
+        &researcher,
+        &application_body(),
+    )
+    .await?;
+    let app_id = created["id"].as_str().context("application has no id")?;
+    let decided = post_json(
+        &client,
+        format!("{base}/v1/applications/{app_id}/decision"),
+        &officer,
+        &json!({"decision": "approve"}),
+    )
+    .await?;
+    let permit = PermitId::parse(decided["permit"]["id"].as_str().context("no permit id")?)
+        .map_err(|(_, m)| anyhow::anyhow!(m))?;
+    Ok(Gateway {
+        base,
+        client,
+        store,
+        auth,
+        authz,
+        permit,
+        holder_token,
+        stop,
+        server,
+    })
+}
+
+fn check_body() -> Value {
+    json!({
+        "purpose": "scientific_research",
+        "categories": ["ehr_data"],
+        "data_holders": ["hosp-1"],
+        "epsilon": 0.1
+    })
+}
+
+/// One governance check over HTTP; an answer other than 200 with `allowed: true` is an error.
+fn check_op(
+    g: &Gateway,
+) -> impl Fn() -> std::pin::Pin<Box<dyn Future<Output = Result<(), String>> + Send>>
+       + Send
+       + Sync
+       + 'static {
+    let client = g.client.clone();
+    let url = format!("{}/v1/permits/{}/check", g.base, g.permit);
+    let auth = format!("Bearer {}", g.holder_token);
+    let body = serde_json::to_vec(&check_body()).expect("serialisable");
+    move || {
+        let req = client
+            .post(&url)
+            .header(reqwest::header::AUTHORIZATION, &auth)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body.clone());
+        Box::pin(async move {
+            let resp = req.send().await.map_err(|e| e.to_string())?;
+            let status = resp.status();
+            let bytes = resp.bytes().await.map_err(|e| e.to_string())?;
+            let allowed = bytes.windows(14).any(|w| w == b"\"allowed\":true");
+            if status != reqwest::StatusCode::OK || !allowed {
+                return Err(format!("{status}: {}", String::from_utf8_lossy(&bytes)));
+            }
+            Ok(())
+        })
+    }
+}
+
+fn healthz_op(
+    g: &Gateway,
+) -> impl Fn() -> std::pin::Pin<Box<dyn Future<Output = Result<(), String>> + Send>>
+       + Send
+       + Sync
+       + 'static {
+    let client = g.client.clone();
+    let url = format!("{}/healthz", g.base);
+    move || {
+        let req = client.get(&url);
+        Box::pin(async move {
+            let resp = req.send().await.map_err(|e| e.to_string())?;
+            let status = resp.status();
+            let bytes = resp.bytes().await.map_err(|e| e.to_string())?;
+            if status != reqwest::StatusCode::OK {
+                return Err(format!("{status}: {}", String::from_utf8_lossy(&bytes)));
+            }
+            Ok(())
+        })
+    }
+}
+
+#[derive(Clone, Copy)]
+enum StoreWork {
+    /// begin, get_permit, commit.
+    Read,
+    /// begin, append_audit, commit.
+    Append,
+    /// begin, get_permit, append_audit, commit: the store work of one check.
+    ReadAppend,
+}
+
+impl StoreWork {
+    fn label(self) -> &'static str {
+        match self {
+            StoreWork::Read => "store tx: get_permit + commit",
+            StoreWork::Append => "store tx: append_audit + commit",
+            StoreWork::ReadAppend => "store tx: get_permit + append_audit + commit",
+        }
+    }
+}
+
+async fn store_tx(store: &dyn Store, permit: PermitId, work: StoreWork) -> Result<(), String> {
+    let e = |e: ehds_gateway::store::StoreError| e.to_string();
+    let mut tx = store.begin().await.map_err(e)?;
+    if matches!(work, StoreWork::Read | StoreWork::ReadAppend) {
+        tx.get_permit(permit)
+            .await
+            .map_err(e)?
+            .ok_or("permit not found")?;
+    }
+    if matches!(work, StoreWork::Append | StoreWork::ReadAppend) {
+        tx.append_audit(
+            NewAuditEvent::success(
+                &Actor::system(),
+                "bench.append",
+                "bench",
+                Some(permit.to_string()),
+            )
+            .permit(permit),
+        )
+        .await
+        .map_err(e)?;
+    }
+    tx.commit().await.map_err(e)
+}
+
+fn store_op(
+    g: &Gateway,
+    work: StoreWork,
+) -> impl Fn() -> std::pin::Pin<Box<dyn Future<Output = Result<(), String>> + Send>>
+       + Send
+       + Sync
+       + 'static {
+    let store = g.store.clone();
+    let permit = g.permit;
+    move || {
+        let store = store.clone();
+        Box::pin(async move { store_tx(store.as_ref(), permit, work).await })
+    }
+}
+
+fn auth_op(
+    g: &Gateway,
+) -> impl Fn() -> std::pin::Pin<Box<dyn Future<Output = Result<(), String>> + Send>>
+       + Send
+       + Sync
+       + 'static {
+    let auth = g.auth.clone();
+    let token = Arc::new(g.holder_token.clone());
+    move || {
+        let auth = auth.clone();
+        let token = token.clone();
+        Box::pin(async move {
+            auth.authenticate(&token)
+                .await
+                .map(|_| ())
+                .map_err(|e| format!("{e:?}"))
+        })
+    }
+}
+
+/// The policy decision of a check (Cedar, in-process) for the data holder on the permit.
+async fn policy_op(
+    g: &Gateway,
+) -> anyhow::Result<
+    impl Fn() -> std::pin::Pin<Box<dyn Future<Output = Result<(), String>> + Send>>
+        + Send
+        + Sync
+        + 'static,
+> {
+    let principal = Arc::new(
+        g.auth
+            .authenticate(&g.holder_token)
+            .await
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?,
+    );
+    let permit = {
+        let mut tx = g.store.begin().await?;
+        let p = tx.get_permit(g.permit).await?.context("permit not found")?;
+        tx.commit().await?;
+        Arc::new(p)
+    };
+    let authz = g.authz.clone();
+    Ok(move || {
+        let (authz, principal, permit) = (authz.clone(), principal.clone(), permit.clone());
+        Box::pin(async move {
+            match authz.is_allowed(&principal, Action::PermitCheck, &Resource::Permit(&permit)) {
+                Ok(true) => Ok(()),
+                Ok(false) => Err("policy denied the check".to_owned()),
+                Err(e) => Err(e.to_string()),
+            }
+        }) as std::pin::Pin<Box<dyn Future<Output = Result<(), String>> + Send>>
+    })
+}
+
+/// Reads the whole audit trail in sequence order and verifies the hash chain.
+async fn verify_chain(store: &dyn Store) -> anyhow::Result<(u64, bool)> {
+    let mut verifier = ChainVerifier::default();
+    let mut after = 0i64;
+    loop {
+        let mut tx = store.begin().await?;
+        let page = tx
+            .list_audit(&AuditFilter {
+                after_seq: Some(after),
+                limit: 5000,
+                ..Default::default()
+            })
+            .await?;
+        tx.commit().await?;
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        for entry in &page {
+            verifier.feed(entry);
+        }
+    }
+    let r = verifier.finish();
+    Ok((r.entries_checked, r.valid))
+}
+
+async fn bench_backend(backend: Backend, cfg: &Config) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let (url, pg_name) = match backend {
+        Backend::Sqlite => (
+            format!(
+                "sqlite://{}?mode=rwc",
+                dir.path().join("gateway.db").display()
+            ),
+            None,
+        ),
+        Backend::Postgres => {
+            let (url, name) = create_postgres_database().await?;
+            (url, Some(name))
+        }
+    };
+    let result = run_backend(backend, cfg, dir.path(), url).await;
+    if let Some(name) = pg_name {
+        if let Err(e) = drop_postgres_database(&name).await {
+            eprintln!("could not drop database {name}: {e:#}");
+        }
+    }
+    result
+}
+
+async fn run_backend(
+    backend: Backend,
+    cfg: &Config,
+    data_dir: &Path,
+    url: String,
+) -> anyhow::Result<()> {
+    let g = start_gateway(data_dir, url).await?;
+
+    // Warm-up: opens the connection pools (HTTP and database), fetches the signing keys once,
+    // and fills caches. Not counted.
+    let warm = cfg.warmup;
+    let warm_limit = Duration::from_secs(10);
+    for s in [
+        measure(16, warm, warm_limit, healthz_op(&g)).await,
+        measure(16, warm, warm_limit, check_op(&g)).await,
+        measure(1, warm, warm_limit, check_op(&g)).await,
+        measure(4, warm, warm_limit, store_op(&g, StoreWork::ReadAppend)).await,
+    ] {
+        if s.errors > 0 {
+            bail!(
+                "warm-up failed on {}: {}",
+                backend.name(),
+                s.first_error.unwrap_or_default()
+            );
+        }
+    }
+
+    let (n, limit) = (cfg.requests, cfg.limit);
+    for c in CONCURRENCY {
+        let s = measure(c, n, limit, healthz_op(&g)).await;
+        report(backend, "GET /healthz (HTTP only, no db)", c, &s, cfg);
+    }
+    for c in CONCURRENCY {
+        let s = measure(c, n, limit, check_op(&g)).await;
+        report(backend, "POST /v1/permits/{id}/check", c, &s, cfg);
+    }
+    for c in CONCURRENCY {
+        let s = measure(c, n, limit, auth_op(&g)).await;
+        report(backend, "token verification (in-process)", c, &s, cfg);
+    }
+    for c in CONCURRENCY {
+        let s = measure(c, n, limit, policy_op(&g).await?).await;
+        report(backend, "policy decision, Cedar (in-process)", c, &s, cfg);
+    }
+    for work in [StoreWork::Read, StoreWork::Append, StoreWork::ReadAppend] {
+        for c in CONCURRENCY {
+            let s = measure(c, n, limit, store_op(&g, work)).await;
+            report(backend, work.label(), c, &s, cfg);
+        }
+    }
+
+    let t = Instant::now();
+    let (entries, valid) = verify_chain(g.store.as_ref()).await?;
+    println!(
+        "|          | audit chain after the run: {entries} entries, {} (verified in {} ms)",
+        if valid { "intact" } else { "BROKEN" },
+        ms(t.elapsed())
+    );
+
+    let _ = g.stop.send(());
+    let _ = tokio::time::timeout(Duration::from_secs(10), g.server).await;
+    drop(g.store);
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cfg = Config::from_env();
+    println!("governance benchmark");
+    println!(
+        "  {} operations per measurement, at most {} s each; concurrency {:?}; warm-up {} per endpoint",
+        cfg.requests,
+        cfg.limit.as_secs(),
+        CONCURRENCY,
+        cfg.warmup
+    );
+    println!(
+        "  {} CPUs visible; tokio workers shared by the gateway and the load generator",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    println!("  load average (1/5/15 min) at start: {}", loadavg());
+    println!(
+        "  self / pg / other: average cores busy during each measurement in this process (gateway\n  \
+         and load generator), in the PostgreSQL server, and in everything else on the machine"
+    );
+    println!();
+    print_header();
+    let started = Instant::now();
+    let mut failed = false;
+    for backend in cfg.backends.iter().copied() {
+        if let Err(e) = bench_backend(backend, &cfg).await {
+            println!("| {:<8} | FAILED: {e:#}", backend.name());
+            failed = true;
+        }
+    }
+    println!();
+    println!("  load average (1/5/15 min) at end:   {}", loadavg());
+    println!("  total time: {:.1} s", started.elapsed().as_secs_f64());
+    if failed {
+        std::process::exit(1);
+    }
+    Ok(())
+}

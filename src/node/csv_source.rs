@@ -1,0 +1,155 @@
+//! A CSV extract as a second source: header `pseudonym,split,label,<columns...>` with the
+//! columns exactly as the feature specification names them (one-hot columns as `name=level`).
+//! `split` is `train`, `test` or empty; an empty feature or label cell is a missing value, and
+//! the subject is dropped and counted as with a FHIR source.
+use std::io::{Read, Write};
+
+use super::features::FeatureSpec;
+use super::{SiteRows, SourceError, Split, SubjectRow};
+
+const FIXED: [&str; 3] = ["pseudonym", "split", "label"];
+
+/// Write the complete rows (incomplete subjects have no values to write).
+pub fn write_csv<W: Write>(rows: &SiteRows, out: W) -> Result<(), SourceError> {
+    let mut w = csv::Writer::from_writer(out);
+    w.write_record(
+        FIXED
+            .iter()
+            .copied()
+            .chain(rows.columns.iter().map(String::as_str)),
+    )?;
+    for r in &rows.rows {
+        let mut rec = vec![
+            r.pseudonym.clone(),
+            r.split.map(Split::as_str).unwrap_or_default().to_owned(),
+            r.label.to_string(),
+        ];
+        // `{}` prints the shortest text that reads back to the same f32.
+        rec.extend(r.features.iter().map(|v| v.to_string()));
+        w.write_record(&rec)?;
+    }
+    w.flush()?;
+    Ok(())
+}
+
+/// Read a CSV extract whose columns are those of `spec`.
+pub fn read_csv<R: Read>(spec: &FeatureSpec, input: R) -> Result<SiteRows, SourceError> {
+    let mut r = csv::Reader::from_reader(input);
+    let columns = spec.columns();
+    let expected: Vec<String> = FIXED
+        .iter()
+        .map(|s| s.to_string())
+        .chain(columns.iter().cloned())
+        .collect();
+    let found: Vec<String> = r.headers()?.iter().map(str::to_owned).collect();
+    if found != expected {
+        return Err(SourceError::CsvHeader { expected, found });
+    }
+    let mut out = SiteRows {
+        columns,
+        ..SiteRows::default()
+    };
+    for (n, rec) in r.records().enumerate() {
+        let rec = rec?;
+        let bad = |reason: String| SourceError::CsvValue {
+            record: n + 1,
+            reason,
+        };
+        let pseudonym = rec[0].trim().to_owned();
+        if pseudonym.is_empty() {
+            return Err(bad("empty pseudonym".into()));
+        }
+        let split = match rec[1].trim() {
+            "" => None,
+            s => Some(Split::parse(s).ok_or_else(|| bad(format!("split `{s}`")))?),
+        };
+        let label = match rec[2].trim() {
+            "" => None,
+            "0" => Some(0),
+            "1" => Some(1),
+            s => return Err(bad(format!("label `{s}` is not 0 or 1"))),
+        };
+        let mut features = Vec::with_capacity(out.columns.len());
+        let mut complete = label.is_some();
+        if label.is_none() {
+            *out.missing_by_column
+                .entry(FIXED[2].to_owned())
+                .or_default() += 1;
+        }
+        for (c, cell) in out.columns.iter().zip(rec.iter().skip(FIXED.len())) {
+            match cell.trim() {
+                "" => {
+                    complete = false;
+                    *out.missing_by_column.entry(c.clone()).or_default() += 1;
+                }
+                s => {
+                    let v: f32 = s
+                        .parse()
+                        .ok()
+                        .filter(|v: &f32| v.is_finite())
+                        .ok_or_else(|| bad(format!("column `{c}`: `{s}` is not a number")))?;
+                    features.push(v);
+                }
+            }
+        }
+        match (complete, label) {
+            (true, Some(label)) => out.rows.push(SubjectRow {
+                pseudonym,
+                split,
+                features,
+                label,
+            }),
+            _ => out.incomplete.push(pseudonym),
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SPEC: &str = r#"{"name": "t", "features": [
+        {"name": "x", "category": "ehr_data",
+         "source": {"observation": {"system": "s", "code": "x"}}, "transform": {"kind": "number"}},
+        {"name": "k", "category": "ehr_data",
+         "source": {"observation": {"system": "s", "code": "k"}},
+         "transform": {"kind": "one_hot", "levels": ["a", "b"]}}],
+      "label": {"name": "y", "category": "ehr_data",
+                "source": {"condition": {"system": "s", "code": "y"}}}}"#;
+
+    #[test]
+    fn reads_missing_cells_and_rejects_bad_ones() {
+        let spec = FeatureSpec::from_json(SPEC).unwrap();
+        let text = "pseudonym,split,label,x,k=b\np1,train,1,0.1,1\np2,,0,,0\np3,test,,2,0\n";
+        let rows = read_csv(&spec, text.as_bytes()).unwrap();
+        assert_eq!(rows.rows.len(), 1);
+        assert_eq!(rows.rows[0].features, [0.1, 1.0]);
+        assert_eq!(rows.incomplete, ["p2", "p3"]);
+        assert_eq!(rows.missing_by_column.get("x"), Some(&1));
+        assert!(matches!(
+            read_csv(&spec, "pseudonym,split,label,x\n".as_bytes()),
+            Err(SourceError::CsvHeader { .. })
+        ));
+        for bad in [
+            "p1,train,1,zero,1",
+            "p1,holdout,1,0,1",
+            "p1,train,2,0,1",
+            "p1,train,1,NaN,1",
+        ] {
+            let text = format!("pseudonym,split,label,x,k=b\n{bad}\n");
+            assert!(
+                matches!(
+                    read_csv(&spec, text.as_bytes()),
+                    Err(SourceError::CsvValue { record: 1, .. })
+                ),
+                "{bad}"
+            );
+        }
+        let short = "pseudonym,split,label,x,k=b\np1,train,1\n";
+        assert!(matches!(
+            read_csv(&spec, short.as_bytes()),
+            Err(SourceError::Csv(_))
+        ));
+    }
+}

@@ -1,0 +1,283 @@
+//! The node's data side on the example federation: the committed FHIR Bundles regenerate
+//! byte for byte, and reading them through the feature specification gives exactly the data
+//! set the engine's own Heart Disease loader builds.
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use ehds_gateway::domain::{MemberState, SubjectPseudonym};
+use ehds_gateway::node::csv_source::{read_csv, write_csv};
+use ehds_gateway::node::example_federation::{convert, pseudonym, HOSPITALS, OPTOUT_LINES};
+use ehds_gateway::node::features::FeatureSpec;
+use ehds_gateway::node::fhir_source::{extract, load_bundle_file, parse_bundle};
+use ehds_gateway::node::{opted_out_at, SiteRows, SourceError, SpecError};
+use fl_engine::data::{heart_disease, SiteData};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn federation() -> PathBuf {
+    root().join("examples/federation")
+}
+
+fn spec() -> FeatureSpec {
+    FeatureSpec::from_file(&federation().join("heart_disease.features.json")).unwrap()
+}
+
+fn site(key: &str) -> SiteRows {
+    load_bundle_file(&spec(), &federation().join(format!("{key}.json"))).unwrap()
+}
+
+fn lines_in(key: &str) -> usize {
+    let path = root().join(format!("fl_engine/data/heart_disease/processed.{key}.data"));
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .count()
+}
+
+/// With `UPDATE_EXAMPLES=1` the test first rewrites the committed files (and then passes
+/// trivially); without it, it fails whenever the converter's output drifts from them.
+#[test]
+fn committed_bundles_regenerate_byte_identically() {
+    if std::env::var_os("UPDATE_EXAMPLES").is_some_and(|v| v == "1") {
+        convert(&root().join("fl_engine/data/heart_disease"), &federation()).unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let summary = convert(&root().join("fl_engine/data/heart_disease"), dir.path()).unwrap();
+    let mut names: Vec<String> = HOSPITALS
+        .iter()
+        .map(|h| format!("{}.json", h.key))
+        .collect();
+    names.push("optouts.ndjson".into());
+    for name in &names {
+        let fresh = std::fs::read(dir.path().join(name)).unwrap();
+        let committed = std::fs::read(federation().join(name))
+            .unwrap_or_else(|e| panic!("examples/federation/{name}: {e}"));
+        assert!(
+            fresh == committed,
+            "examples/federation/{name} differs from what the converter writes now; \
+             regenerate it (see examples/federation/README.md)"
+        );
+    }
+    let counts: Vec<(usize, usize, usize)> = summary
+        .sites
+        .iter()
+        .map(|s| (s.patients, s.train, s.test))
+        .collect();
+    assert_eq!(
+        counts,
+        vec![
+            (303, 199, 104),
+            (294, 172, 89),
+            (123, 30, 16),
+            (200, 85, 45)
+        ]
+    );
+    for s in &summary.sites {
+        assert_eq!(s.patients, lines_in(s.hospital));
+        assert!(s.observations > 8 * (s.train + s.test));
+    }
+    assert_eq!(summary.optouts, 6);
+    let total: u64 = summary.sites.iter().map(|s| s.bytes).sum();
+    assert!(total < 20_000_000, "{total} bytes");
+}
+
+#[test]
+fn bundles_through_the_spec_equal_the_engine_loader() {
+    let reference = heart_disease::load().unwrap();
+    assert_eq!(
+        spec().columns(),
+        [
+            "age",
+            "sex",
+            "trestbps",
+            "chol",
+            "fbs",
+            "thalach",
+            "exang",
+            "oldpeak",
+            "cp=2",
+            "cp=3",
+            "cp=4",
+            "restecg=1",
+            "restecg=2"
+        ]
+    );
+    for (h, want) in HOSPITALS.iter().zip(&reference) {
+        assert_eq!(h.key, want.name);
+        let rows = site(h.key);
+        assert_eq!(
+            rows.rows.len() + rows.incomplete.len(),
+            lines_in(h.key),
+            "{}: every line is a subject",
+            h.key
+        );
+        let (train, test) = rows.train_test().unwrap();
+        for (got, want, set) in [(&train, &want.train, "train"), (&test, &want.test, "test")] {
+            assert_eq!(got.len(), want.len(), "{} {set} size", h.key);
+            assert_eq!(got.n_features(), heart_disease::N_FEATURES);
+            assert_eq!(got.labels(), want.labels(), "{} {set} labels", h.key);
+            for (i, (a, b)) in got.features().iter().zip(want.features()).enumerate() {
+                assert!(
+                    (a - b).abs() <= 1e-6 * b.abs().max(1.0),
+                    "{} {set} row {} column {}: {a} vs {b}",
+                    h.key,
+                    i / heart_disease::N_FEATURES,
+                    i % heart_disease::N_FEATURES
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn site_data_matches_the_engine_preparation() {
+    let reference = heart_disease::load().unwrap();
+    let want = SiteData::prepare("va", &reference[3].train, &reference[3].test, 0.2, 11).unwrap();
+    let got = site("va").site_data("va", 0.2, 11).unwrap();
+    assert_eq!(got.train.len(), want.train.len());
+    assert_eq!(got.val.labels(), want.val.labels());
+    assert_eq!(got.test.labels(), want.test.labels());
+    for (a, b) in got.train.features().iter().zip(want.train.features()) {
+        assert!((a - b).abs() < 1e-4, "{a} vs {b}");
+    }
+}
+
+#[test]
+fn spec_reports_its_categories_and_refuses_unknown_ones() {
+    assert_eq!(spec().categories(), BTreeSet::from(["ehr_data".to_owned()]));
+    let text = std::fs::read_to_string(federation().join("heart_disease.features.json")).unwrap();
+    // give the label a different category: both are reported
+    let relabelled = text.replacen(
+        r#""name": "coronary_heart_disease",
+    "category": "ehr_data""#,
+        r#""name": "coronary_heart_disease",
+    "category": "clinical_trial_study""#,
+        1,
+    );
+    assert_ne!(relabelled, text);
+    assert_eq!(
+        FeatureSpec::from_json(&relabelled).unwrap().categories(),
+        BTreeSet::from(["clinical_trial_study".to_owned(), "ehr_data".to_owned()])
+    );
+    let unknown = text.replacen(r#""category": "ehr_data""#, r#""category": "ehr""#, 1);
+    assert!(matches!(
+        FeatureSpec::from_json(&unknown),
+        Err(SpecError::UnknownCategory { feature, category }) if feature == "age" && category == "ehr"
+    ));
+    let unknown = text.replacen(r#""kind": "boolean""#, r#""kind": "yes_no""#, 1);
+    assert!(matches!(
+        FeatureSpec::from_json(&unknown),
+        Err(SpecError::UnknownTransform { feature, kind }) if feature == "exang" && kind == "yes_no"
+    ));
+}
+
+fn jan(day: u32) -> DateTime<Utc> {
+    format!("2026-01-{day:02}T00:00:00Z").parse().unwrap()
+}
+
+#[test]
+fn opt_outs_exclude_exactly_the_listed_subjects() {
+    let text = std::fs::read_to_string(federation().join("optouts.ndjson")).unwrap();
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert!(SubjectPseudonym::parse(v["subject_pseudonym"].as_str().unwrap()).is_ok());
+        assert!(MemberState::parse(v["member_state"].as_str().unwrap()).is_ok());
+    }
+    assert!(opted_out_at(&text, jan(1) - chrono::Duration::seconds(1))
+        .unwrap()
+        .is_empty());
+    let opted_out = opted_out_at(&text, jan(2)).unwrap();
+    let listed: BTreeSet<String> = OPTOUT_LINES.iter().map(|(h, l)| pseudonym(h, *l)).collect();
+    assert_eq!(opted_out, listed);
+
+    let (mut from_rows, mut from_incomplete) = (0, 0);
+    for h in HOSPITALS {
+        let before = site(h.key);
+        let mut after = before.clone();
+        let ex = after.exclude(&opted_out);
+        from_rows += ex.from_rows;
+        from_incomplete += ex.from_incomplete;
+        let names = |r: &SiteRows| -> BTreeSet<String> {
+            r.rows
+                .iter()
+                .map(|r| r.pseudonym.clone())
+                .chain(r.incomplete.iter().cloned())
+                .collect()
+        };
+        let removed: BTreeSet<String> =
+            names(&before).difference(&names(&after)).cloned().collect();
+        let here: BTreeSet<String> = OPTOUT_LINES
+            .iter()
+            .filter(|(k, _)| *k == h.key)
+            .map(|(k, l)| pseudonym(k, *l))
+            .collect();
+        assert_eq!(removed, here, "{}", h.key);
+        assert_eq!(ex.total(), here.len());
+        // everybody else is kept, in the same order with the same values
+        let kept: Vec<_> = before
+            .rows
+            .iter()
+            .filter(|r| !here.contains(&r.pseudonym))
+            .collect();
+        assert_eq!(kept, after.rows.iter().collect::<Vec<_>>());
+        let (train, test) = after.train_test().unwrap();
+        assert_eq!(train.len() + test.len(), before.rows.len() - ex.from_rows);
+    }
+    assert_eq!((from_rows, from_incomplete), (5, 1));
+}
+
+#[test]
+fn csv_round_trip() {
+    let rows = site("hungarian");
+    let mut buf = Vec::new();
+    write_csv(&rows, &mut buf).unwrap();
+    let text = String::from_utf8(buf).unwrap();
+    assert!(text.starts_with("pseudonym,split,label,age,sex,trestbps,"));
+    let back = read_csv(&spec(), text.as_bytes()).unwrap();
+    assert_eq!(back.columns, rows.columns);
+    assert_eq!(back.rows, rows.rows);
+    assert!(back.incomplete.is_empty());
+    assert_eq!(back.train_test().unwrap(), rows.train_test().unwrap());
+}
+
+#[test]
+fn malformed_bundles_are_typed_errors() {
+    let text = std::fs::read_to_string(federation().join("switzerland.json")).unwrap();
+    assert!(matches!(
+        parse_bundle(&text[..text.len() / 2]),
+        Err(SourceError::Json(_))
+    ));
+    assert!(matches!(
+        parse_bundle(r#"{"resourceType": "Observation"}"#),
+        Err(SourceError::NotABundle(_))
+    ));
+    assert!(matches!(
+        parse_bundle("\u{0}\u{1}garbage"),
+        Err(SourceError::Json(_))
+    ));
+    // an Observation about a subject the bundle does not hold
+    let first = pseudonym("switzerland", 0);
+    let orphaned = text.replace(
+        &format!("\"reference\": \"Patient/{first}\""),
+        "\"reference\": \"Patient/psn-nobody-0000000000000000\"",
+    );
+    assert_ne!(orphaned, text);
+    assert!(matches!(
+        extract(&spec(), &parse_bundle(&orphaned).unwrap()),
+        Err(SourceError::UnresolvedSubject { .. })
+    ));
+    // a unit the specification does not expect
+    let wrong_unit = text.replacen("\"code\": \"mm[Hg]\"", "\"code\": \"kPa\"", 1);
+    assert!(matches!(
+        extract(&spec(), &parse_bundle(&wrong_unit).unwrap()),
+        Err(SourceError::Value { .. })
+    ));
+    assert!(matches!(
+        load_bundle_file(&spec(), Path::new("/nonexistent/bundle.json")),
+        Err(SourceError::Io(_))
+    ));
+}
