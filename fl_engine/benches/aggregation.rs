@@ -83,7 +83,7 @@ fn bench_size(c: &mut Criterion, dim: usize) {
     let weights: Vec<f64> = (0..SITES).map(|k| 1.0 + k as f64).collect();
     let mut out = vec![0f32; dim];
     let mut rng = NoiseRng::from_os_entropy().unwrap();
-    let label = if dim % 1_000_000 == 0 {
+    let label = if dim.is_multiple_of(1_000_000) {
         format!("{}M", dim / 1_000_000)
     } else {
         dim.to_string()

@@ -166,7 +166,7 @@ impl FracTerms {
         let alpha = self.alpha;
         // C(α, i) has one negative factor (α - k) for each k in (α, i - 1].
         let negative_factors = (i as f64 - 1.0 - alpha.floor()).max(0.0) as u64;
-        let positive = negative_factors % 2 == 0;
+        let positive = negative_factors.is_multiple_of(2);
         let i = i as f64;
         let j = alpha - i;
         let log_coef = log_comb(alpha, i);
