@@ -15,7 +15,10 @@ use cedar_policy::{
 
 use crate::{
     auth::Principal,
-    domain::{Application, Permit},
+    domain::{
+        study::{Study, Task},
+        Application, Permit,
+    },
 };
 
 const SCHEMA: &str = include_str!("../policies/schema.cedarschema");
@@ -45,6 +48,14 @@ pub enum Action {
     AuditRead,
     AuditVerify,
     AuditRecords,
+    StudyCreate,
+    StudyList,
+    StudyRead,
+    StudyCancel,
+    StudyModel,
+    StudyRun,
+    NodeTasks,
+    NodeTask,
 }
 
 impl Action {
@@ -73,6 +84,14 @@ impl Action {
             AuditRead => "audit.read",
             AuditVerify => "audit.verify",
             AuditRecords => "audit.records",
+            StudyCreate => "study.create",
+            StudyList => "study.list",
+            StudyRead => "study.read",
+            StudyCancel => "study.cancel",
+            StudyModel => "study.model",
+            StudyRun => "study.run",
+            NodeTasks => "node.tasks",
+            NodeTask => "node.task",
         }
     }
 }
@@ -82,6 +101,8 @@ pub enum Resource<'a> {
     Service,
     Application(&'a Application),
     Permit(&'a Permit),
+    Study(&'a Study),
+    Task(&'a Task),
     OptOutRegistry,
     AuditLog,
 }
@@ -176,6 +197,28 @@ impl Authorizer {
                         RestrictedExpression::new_string(a.applicant_sub.clone()),
                     ),
                 ]),
+                HashSet::new(),
+            )?,
+            Resource::Study(s) => Entity::new(
+                uid("Gateway::Study", &s.id.to_string())?,
+                HashMap::from([
+                    (
+                        "organisation".to_owned(),
+                        RestrictedExpression::new_string(s.organisation.to_string()),
+                    ),
+                    (
+                        "researcher".to_owned(),
+                        RestrictedExpression::new_string(s.researcher_sub.clone()),
+                    ),
+                ]),
+                HashSet::new(),
+            )?,
+            Resource::Task(t) => Entity::new(
+                uid("Gateway::Task", &t.id.to_string())?,
+                HashMap::from([(
+                    "data_holder".to_owned(),
+                    RestrictedExpression::new_string(t.data_holder.to_string()),
+                )]),
                 HashSet::new(),
             )?,
             Resource::Permit(p) => Entity::new(

@@ -59,10 +59,17 @@ pub enum Command {
         #[command(subcommand)]
         command: NodeCommand,
     },
+    /// The whole EHDS flow on the bundled example federation: gateway (SQLite, development
+    /// mode), four node agents over HTTP, application, permit, a DP federated study, model
+    /// export and audit verification.
+    Demo(crate::demo::DemoArgs),
 }
 
 #[derive(Subcommand)]
 pub enum NodeCommand {
+    /// Run a data holder's node agent: poll the gateway for tasks, train locally, return
+    /// only model updates.
+    Run(Box<NodeRunArgs>),
     /// Convert the UCI Heart Disease files into the example federation's FHIR R4 bundles and
     /// sample opt-out file.
     ExampleFederation {
@@ -71,6 +78,44 @@ pub enum NodeCommand {
         #[arg(long, default_value = "examples/federation")]
         out: PathBuf,
     },
+}
+
+#[derive(clap::Args)]
+pub struct NodeRunArgs {
+    /// The gateway's base URL.
+    #[arg(long, env = "EHDS_NODE_GATEWAY")]
+    pub gateway: String,
+    /// The data holder this node speaks for (its organisation claim).
+    #[arg(long, env = "EHDS_NODE_ORG")]
+    pub org: String,
+    /// The holder's records as a FHIR R4 Bundle.
+    #[arg(long, conflicts_with = "csv", required_unless_present = "csv")]
+    pub fhir: Option<PathBuf>,
+    /// The holder's records as a CSV extract.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+    /// Where personalised state and the node's noise key are kept.
+    #[arg(long, env = "EHDS_NODE_STATE_DIR")]
+    pub state_dir: PathBuf,
+    /// OpenID Connect issuer for the client-credentials grant.
+    #[arg(long, env = "EHDS_NODE_ISSUER", requires_all = ["client_id", "client_secret"])]
+    pub issuer: Option<String>,
+    #[arg(long, env = "EHDS_NODE_CLIENT_ID")]
+    pub client_id: Option<String>,
+    #[arg(long, env = "EHDS_NODE_CLIENT_SECRET", hide_env_values = true)]
+    pub client_secret: Option<String>,
+    /// Development mode: mint tokens with the development key in this gateway data directory.
+    #[arg(long)]
+    pub dev_key_dir: Option<PathBuf>,
+    /// A bearer token obtained elsewhere.
+    #[arg(long, env = "EHDS_NODE_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Seconds each long poll may wait.
+    #[arg(long, default_value_t = 15)]
+    pub poll_wait: u64,
+    /// Exit after this many tasks.
+    #[arg(long)]
+    pub max_tasks: Option<usize>,
 }
 
 #[derive(Subcommand)]
@@ -145,9 +190,62 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
             );
             Ok(0)
         }
+        Command::Node {
+            command: NodeCommand::Run(args),
+        } => {
+            crate::telemetry::init();
+            node_run(*args, &settings).await?;
+            Ok(0)
+        }
+        Command::Demo(args) => crate::demo::run(args, settings).await,
         Command::Openapi => {
             print!("{}", openapi::spec_json());
             Ok(0)
         }
     }
+}
+
+async fn node_run(args: NodeRunArgs, settings: &Settings) -> anyhow::Result<()> {
+    use crate::{
+        domain::OrgId,
+        node::agent::{Agent, AgentConfig, Credentials, DataSource},
+    };
+    let organisation = OrgId::parse(&args.org).map_err(|e| anyhow::anyhow!(e.1))?;
+    let credentials = match (args.issuer, args.dev_key_dir, args.token) {
+        (Some(issuer), None, None) => Credentials::ClientCredentials {
+            issuer,
+            client_id: args.client_id.unwrap_or_default(),
+            client_secret: args.client_secret.unwrap_or_default(),
+        },
+        (None, Some(dir), None) if !DevIssuer::key_path(&dir).exists() => anyhow::bail!(
+            "{} holds no development key: point --dev-key-dir at the data directory of a gateway run with --dev",
+            dir.display()
+        ),
+        (None, Some(dir), None) => Credentials::Dev {
+            issuer: Box::new(DevIssuer::load_or_create(
+                &dir,
+                args.gateway.trim_end_matches('/'),
+                &settings.auth.audience,
+            )?),
+            sub: format!("node-{organisation}"),
+            organisation: organisation.clone(),
+        },
+        (None, None, Some(token)) => Credentials::Static(token),
+        _ => anyhow::bail!("give exactly one of --issuer (client credentials), --dev-key-dir or --token"),
+    };
+    let source = match (args.fhir, args.csv) {
+        (Some(p), _) => DataSource::Fhir(p),
+        (None, Some(p)) => DataSource::Csv(p),
+        (None, None) => anyhow::bail!("give --fhir or --csv"),
+    };
+    let mut agent = Agent::new(AgentConfig {
+        gateway: args.gateway,
+        organisation,
+        credentials,
+        source,
+        state_dir: args.state_dir,
+        poll_wait_seconds: args.poll_wait,
+        max_tasks: args.max_tasks,
+    })?;
+    agent.run().await
 }

@@ -23,6 +23,24 @@ pub struct Settings {
     pub hdab: HdabSettings,
     /// Seconds between sweeps that record permit expiries in the audit trail.
     pub expiry_sweep_seconds: u64,
+    pub federation: FederationSettings,
+}
+
+/// The round loop and the node protocol.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FederationSettings {
+    /// How often the round loop looks at deadlines when nothing wakes it earlier.
+    pub tick_millis: u64,
+    /// Largest model update a node may upload (decoded safetensors bytes).
+    pub max_update_bytes: usize,
+    /// Longest a node's `GET /v1/node/tasks?wait=` may hold the request open.
+    pub long_poll_max_seconds: u64,
+    /// Attempts a round may fail for want of quorum before the study fails.
+    pub max_round_attempts: u32,
+    /// Floors of every study's output check before a model may leave (Art. 73(2)).
+    pub output_min_sites: usize,
+    pub output_min_samples_per_site: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -97,11 +115,19 @@ impl Default for Settings {
                 ],
             },
             expiry_sweep_seconds: 60,
+            federation: FederationSettings {
+                tick_millis: 250,
+                max_update_bytes: 64 * 1024 * 1024,
+                long_poll_max_seconds: 20,
+                max_round_attempts: 3,
+                output_min_sites: 2,
+                output_min_samples_per_site: 10,
+            },
         }
     }
 }
 
-const SETTING_KEYS: [&str; 8] = [
+const SETTING_KEYS: [&str; 9] = [
     "listen",
     "public_url",
     "data_dir",
@@ -110,6 +136,7 @@ const SETTING_KEYS: [&str; 8] = [
     "http",
     "hdab",
     "expiry_sweep_seconds",
+    "federation",
 ];
 
 impl Settings {

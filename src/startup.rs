@@ -14,6 +14,7 @@ use crate::{
         optout::PseudonymKey,
         time,
     },
+    federation::Federation,
     http::{self, AppState},
     store::{self, Store},
 };
@@ -83,10 +84,17 @@ impl Application {
         };
         let auth = Authenticator::new(&settings.auth, issuer)?;
         let pseudonym_key = load_or_create_pseudonym_key(&settings.data_dir)?;
+        let authz = Arc::new(Authorizer::new()?);
+        let federation = Arc::new(Federation::new(
+            store.clone(),
+            authz.clone(),
+            settings.federation.clone(),
+        ));
         let state = AppState {
             store,
             auth: Arc::new(auth),
-            authz: Arc::new(Authorizer::new()?),
+            authz,
+            federation,
             settings: Arc::new(settings),
             dev: dev_issuer,
             pseudonym_key,
@@ -131,12 +139,15 @@ impl Application {
                 }
             }
         });
+        // The round loop resumes every live study where the database says it stands.
+        let rounds = tokio::spawn(self.state.federation.clone().run());
         tracing::info!(url = %self.base_url, dev = self.state.dev.is_some(), backend = self.state.store.backend(), "ehds-gateway listening");
         let app = http::router(self.state);
         let served = axum::serve(self.listener, app)
             .with_graceful_shutdown(shutdown)
             .await;
         sweeper.abort();
+        rounds.abort();
         served.context("server error")
     }
 }

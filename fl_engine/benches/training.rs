@@ -51,6 +51,7 @@ fn local_steps(c: &mut Criterion) {
             budget: Budget::Steps(steps),
             batch_size: batch,
             loss: LossKind::bce(),
+            record_dp: None,
         };
         let net = Net::new(&spec, 0).unwrap();
         g.bench_function(name, |b| {
@@ -62,7 +63,7 @@ fn local_steps(c: &mut Criterion) {
                     )
                 },
                 |(mut opt, mut rng)| {
-                    train_local(&net, &mut opt, &site.train, &cfg, &[], &mut rng).unwrap()
+                    train_local(&net, &mut opt, &site.train, &cfg, &[], &mut rng, None).unwrap()
                 },
                 BatchSize::SmallInput,
             )

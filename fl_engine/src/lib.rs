@@ -24,4 +24,4 @@ pub use metrics::{BinaryMetrics, MetricSummary};
 pub use model::{ModelSpec, Net};
 pub use params::{ParameterSet, Selector, TensorData};
 pub use strategy::{ClientStrategy, FitIns, FitRes, ServerStrategy, StrategyConfig};
-pub use train::{LossKind, OptimizerConfig, TrainConfig};
+pub use train::{LossKind, OptimizerConfig, RecordDp, TrainConfig};

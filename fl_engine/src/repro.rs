@@ -177,6 +177,7 @@ pub fn config(method: Method, protocol: &Protocol, seed: u64, lr: f64) -> Simula
             budget: Budget::Steps(protocol.local_steps),
             batch_size: protocol.batch_size,
             loss: LossKind::bce(),
+            record_dp: None,
         },
         rounds: protocol.rounds,
         seed,

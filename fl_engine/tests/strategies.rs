@@ -214,6 +214,7 @@ fn fedavg_learns_a_multiclass_mlp_under_label_skew() {
             loss: LossKind::CrossEntropy {
                 class_weights: Some(vec![1.0, 1.0, 2.0]),
             },
+            record_dp: None,
         },
         rounds: 5,
         seed: 0,

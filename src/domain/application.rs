@@ -128,7 +128,7 @@ pub fn parse_list<T: Ord + Clone>(
     seen.into_iter().collect()
 }
 
-fn non_blank(errors: &mut Errors, field: &str, value: &str, max: usize) {
+pub(crate) fn non_blank(errors: &mut Errors, field: &str, value: &str, max: usize) {
     if value.trim().is_empty() {
         errors.push(field, "required", format!("`{field}` must not be blank"));
     } else if value.chars().count() > max {

@@ -49,6 +49,15 @@ uuid_id!(
 );
 uuid_id!(PermitId, "Identifier of a data permit (Art. 68).");
 uuid_id!(OptOutId, "Identifier of an opt-out record (Art. 71).");
+uuid_id!(
+    StudyId,
+    "Identifier of a federated study run under a permit."
+);
+uuid_id!(
+    RoundId,
+    "Identifier of one attempt at one round of a federated study."
+);
+uuid_id!(TaskId, "Identifier of one data holder's task in a round.");
 
 fn is_token_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':')

@@ -11,12 +11,17 @@ pub mod ids;
 pub mod optout;
 pub mod permit;
 pub mod purpose;
+pub mod study;
+pub mod study_request;
 pub mod time;
 
 pub use application::{Application, ApplicationStatus, NewApplication};
 pub use budget::{BudgetUnit, Delta, Epsilon, PrivacyBudget};
 pub use category::DataCategory;
-pub use ids::{ApplicationId, MemberState, OptOutId, OrgId, PermitId, SubjectPseudonym};
+pub use ids::{
+    ApplicationId, MemberState, OptOutId, OrgId, PermitId, RoundId, StudyId, SubjectPseudonym,
+    TaskId,
+};
 pub use permit::{Permit, PermitState, PermitTerms};
 pub use purpose::Purpose;
 

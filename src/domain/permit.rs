@@ -292,6 +292,33 @@ impl Permit {
         }
     }
 
+    /// Spends `epsilon` of the privacy budget for processing now. Refused unless the permit is
+    /// active and the budget covers it: the budget is never exceeded, not even by one round.
+    pub fn spend_epsilon(&mut self, epsilon: f64, now: Timestamp) -> Result<(), TransitionError> {
+        let state = self.state(now);
+        if state != PermitState::Active {
+            return Err(TransitionError::from_state("spend the budget of", &state));
+        }
+        let total = self.0.terms.privacy_budget.epsilon.value();
+        // A plan that fits exactly is paid for in per-round pieces whose float sum may differ
+        // from the total in the last bits; that is the only slack allowed.
+        if !(epsilon.is_finite() && epsilon >= 0.0)
+            || self.0.epsilon_spent + epsilon > total * (1.0 + 1e-12)
+        {
+            return Err(TransitionError {
+                code: "budget_exceeded",
+                current_state: state.name(),
+                message: format!(
+                    "spending {epsilon} would exceed the budget ({} of {total} spent)",
+                    self.0.epsilon_spent
+                ),
+            });
+        }
+        self.0.epsilon_spent += epsilon;
+        self.bump();
+        Ok(())
+    }
+
     /// Records an expiry that time has already made effective. Returns false if there is nothing
     /// to record.
     pub fn record_expiry(&mut self, now: Timestamp) -> bool {

@@ -174,6 +174,13 @@ fn to_csv(entries: &[AuditEntry]) -> ApiResult<String> {
 
 /// FHIR AuditEvent.action: C/R/U/D/E, following the mapping of the IHE BALP profile.
 fn fhir_action(action: &str) -> &'static str {
+    // federated rounds and the nodes' work on them execute processing (BALP: action E)
+    if is_round_work(action) {
+        return "E";
+    }
+    if action == "study.model" {
+        return "R";
+    }
     match action.rsplit('.').next().unwrap_or("") {
         "create" | "register" | "import" => "C",
         "read" | "list" | "versions" | "verify" | "records" => "R",
@@ -181,6 +188,12 @@ fn fhir_action(action: &str) -> &'static str {
         _ if action.starts_with("http.") => "E",
         _ => "U",
     }
+}
+
+fn is_round_work(action: &str) -> bool {
+    action.starts_with("study.round.")
+        || action.starts_with("study.evaluate.")
+        || action.starts_with("node.task")
 }
 
 /// One entry as a FHIR R4 AuditEvent (IHE BALP shape): the caller is the requesting agent,
@@ -196,6 +209,12 @@ pub fn fhir_audit_event(e: &AuditEntry, public_url: &str) -> Value {
             "110113",
             "Security Alert",
             json!({"system": "http://dicom.nema.org/resources/ontology/DCM", "code": "110113", "display": "AuthZconsent"}),
+        ),
+        // the release of a model out of the processing environment: a privacy disclosure
+        "study.model" => (
+            "110106",
+            "Export",
+            json!({"system": "http://dicom.nema.org/resources/ontology/DCM", "code": "110106", "display": "Export"}),
         ),
         _ => (
             "rest",
@@ -233,9 +252,15 @@ pub fn fhir_audit_event(e: &AuditEntry, public_url: &str) -> Value {
         ],
     })];
     if let Some(id) = &e.resource_id {
+        // a federated round is a job the gateway runs (audit-entity-type 20)
+        let (code, display) = if is_round_work(&e.action) {
+            ("20", "Job")
+        } else {
+            ("2", "System Object")
+        };
         entities.push(json!({
             "what": {"identifier": {"system": format!("urn:ehds-gateway:{}", e.resource_type), "value": id}},
-            "type": {"system": "http://terminology.hl7.org/CodeSystem/audit-entity-type", "code": "2", "display": "System Object"},
+            "type": {"system": "http://terminology.hl7.org/CodeSystem/audit-entity-type", "code": code, "display": display},
         }));
     }
     json!({

@@ -8,9 +8,11 @@ pub mod dev_oidc;
 pub mod error;
 pub mod extract;
 pub mod health;
+pub mod node_tasks;
 pub mod openapi;
 pub mod optouts;
 pub mod permits;
+pub mod studies;
 
 use std::{sync::Arc, time::Duration};
 
@@ -39,6 +41,7 @@ use crate::{
         audit::{Actor, NewAuditEvent, Outcome},
         optout::PseudonymKey,
     },
+    federation::Federation,
     store::Store,
 };
 use error::{ApiError, ProblemInfo};
@@ -54,6 +57,7 @@ pub struct AppState {
     pub settings: Arc<Settings>,
     pub dev: Option<Arc<DevIssuer>>,
     pub pseudonym_key: PseudonymKey,
+    pub federation: Arc<Federation>,
 }
 
 impl AppState {
@@ -106,6 +110,8 @@ pub fn router(state: AppState) -> Router {
         .merge(permits::router())
         .merge(optouts::router(settings.http.body_limit_bytes))
         .merge(audit::router())
+        .merge(studies::router())
+        .merge(node_tasks::router(settings.federation.max_update_bytes))
         .layer(middleware::from_fn_with_state(state.clone(), authenticate))
         .layer(middleware::from_fn_with_state(
             state.clone(),

@@ -9,12 +9,12 @@ use utoipa::{
 };
 use utoipa_scalar::{Scalar, Servable};
 
-use super::{applications, audit, error, health, optouts, permits, AppState};
+use super::{applications, audit, error, health, node_tasks, optouts, permits, studies, AppState};
 use crate::domain;
 
 #[derive(OpenApi)]
 #[openapi(
-    info(title = "ehds-gateway", description = "Governance gateway for federated learning under the European Health Data Space regulation (EU) 2025/327: data access applications, data permits, the Art. 71 opt-out registry and a hash-chained audit trail."),
+    info(title = "ehds-gateway", description = "Governance gateway for federated learning under the European Health Data Space regulation (EU) 2025/327: data access applications, data permits, the Art. 71 opt-out registry, federated studies whose every round passes the governance check, and a hash-chained audit trail."),
     paths(
         health::healthz, health::readyz,
         applications::create, applications::list, applications::read, applications::decide, applications::withdraw,
@@ -22,10 +22,13 @@ use crate::domain;
         permits::amend, permits::extend, permits::check_permit,
         optouts::register, optouts::read, optouts::withdraw, optouts::import, optouts::filter,
         audit::events, audit::verify, audit::records_of_processing,
+        studies::create, studies::list, studies::read, studies::rounds, studies::cancel, studies::model,
+        node_tasks::fetch, node_tasks::parameters, node_tasks::result,
     ),
     components(schemas(
         error::Problem, domain::FieldError, domain::Purpose, domain::DataCategory,
         domain::audit::AuditEntry, domain::audit::VerifyReport, domain::check::DenyReason,
+        domain::study_request::StudyRefusal,
     )),
     modifiers(&BearerAuth),
     tags(
@@ -33,6 +36,8 @@ use crate::domain;
         (name = "permits", description = "Data permits and their lifecycle (Art. 63, 68)"),
         (name = "opt-outs", description = "The opt-out registry (Art. 71)"),
         (name = "audit", description = "Audit trail (GDPR Art. 30, EHDS Art. 73)"),
+        (name = "studies", description = "Federated studies run under a permit"),
+        (name = "node", description = "The data-holder node protocol"),
         (name = "operations", description = "Health and readiness"),
     )
 )]

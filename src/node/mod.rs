@@ -9,6 +9,7 @@
 //!
 //! [`example_federation`] turns the public UCI Heart Disease data into four FHIR Bundles, one
 //! per hospital, so a demonstration federation runs on FHIR like a real one would.
+pub mod agent;
 pub mod csv_source;
 pub mod example_federation;
 pub mod features;

@@ -14,8 +14,9 @@ use crate::domain::{
     audit::{AuditEntry, NewAuditEvent, Outcome},
     optout::{NewOptOutEvent, OptOutEvent},
     permit::PermitTerms,
+    study::{Checkpoint, Round, SiteEvaluation, Study, Task, TaskStatus},
     time::Timestamp,
-    Application, ApplicationId, OptOutId, OrgId, Permit, PermitId,
+    Application, ApplicationId, OptOutId, OrgId, Permit, PermitId, RoundId, StudyId, TaskId,
 };
 
 pub use postgres::PgStore;
@@ -114,6 +115,53 @@ pub trait Tx: Send {
         max_seq: i64,
     ) -> Result<Vec<OptOutEvent>>;
     async fn optout_registry_version(&mut self) -> Result<i64>;
+
+    async fn insert_study(&mut self, study: &Study, noise_key: &[u8]) -> Result<()>;
+    async fn get_study(&mut self, id: StudyId) -> Result<Option<Study>>;
+    async fn list_studies(&mut self, scope: &Scope, page: Page) -> Result<Vec<Study>>;
+    /// Studies the round loop still drives (running or suspended), oldest first.
+    async fn live_study_ids(&mut self) -> Result<Vec<StudyId>>;
+    /// Writes a changed study if its stored row version is still `expected_row_version`.
+    async fn update_study(&mut self, study: &Study, expected_row_version: i64) -> Result<()>;
+    /// The secret that seeds the study's aggregation noise.
+    async fn study_noise_key(&mut self, id: StudyId) -> Result<Vec<u8>>;
+
+    async fn insert_checkpoint(&mut self, checkpoint: &Checkpoint, now: Timestamp) -> Result<()>;
+    async fn latest_checkpoint(&mut self, id: StudyId) -> Result<Option<Checkpoint>>;
+
+    async fn insert_round(&mut self, round: &Round) -> Result<()>;
+    /// Closes a collecting round (phase, reason, budget, summary); `Conflict` if it was closed.
+    async fn close_round(&mut self, round: &Round) -> Result<()>;
+    async fn get_round(&mut self, id: RoundId) -> Result<Option<Round>>;
+    /// The study's round attempt still collecting results, if any.
+    async fn open_round(&mut self, id: StudyId) -> Result<Option<Round>>;
+    async fn list_rounds(&mut self, id: StudyId) -> Result<Vec<Round>>;
+
+    async fn insert_task(&mut self, task: &Task) -> Result<()>;
+    async fn get_task(&mut self, id: TaskId) -> Result<Option<Task>>;
+    /// Pending tasks of a data holder whose deadline has not passed, oldest first.
+    async fn pending_tasks_for(
+        &mut self,
+        holder: &OrgId,
+        now: Timestamp,
+        limit: i64,
+    ) -> Result<Vec<Task>>;
+    async fn round_tasks(&mut self, round: RoundId) -> Result<Vec<Task>>;
+    /// Stores a pending task's result; `Conflict` if the task is no longer pending.
+    async fn complete_task(&mut self, task: &Task, result: Option<&[u8]>) -> Result<()>;
+    /// Moves every pending task of the round to `status`; returns how many moved.
+    async fn close_pending_tasks(&mut self, round: RoundId, status: TaskStatus) -> Result<u64>;
+    async fn task_result(&mut self, id: TaskId) -> Result<Option<Vec<u8>>>;
+
+    /// Records a holder's evaluation of a round's model; a repeat of the same one is ignored.
+    async fn insert_evaluation(
+        &mut self,
+        study: StudyId,
+        round: u64,
+        evaluation: &SiteEvaluation,
+        now: Timestamp,
+    ) -> Result<()>;
+    async fn list_evaluations(&mut self, study: StudyId) -> Result<Vec<(u64, SiteEvaluation)>>;
 
     async fn append_audit(&mut self, event: NewAuditEvent) -> Result<AuditEntry>;
     async fn list_audit(&mut self, filter: &AuditFilter) -> Result<Vec<AuditEntry>>;

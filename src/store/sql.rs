@@ -128,6 +128,76 @@ macro_rules! impl_tx {
                     hash: r.try_get("hash")?,
                 })
             }
+
+            pub fn study(r: &DbRow) -> Result<crate::domain::study::Study> {
+                use crate::domain::study::{Study, StudyStatus};
+                let status: String = r.try_get("status")?;
+                let organisation: String = r.try_get("organisation")?;
+                Ok(Study::restore(
+                    crate::domain::StudyId(r.try_get("study_id")?),
+                    OrgId::parse(&organisation).map_err(|_| corrupt("organisation"))?,
+                    r.try_get("researcher_sub")?,
+                    r.try_get::<Json<_>, _>("spec")?.0,
+                    StudyStatus::parse(&status).ok_or_else(|| corrupt("study status"))?,
+                    r.try_get("status_reason")?,
+                    r.try_get("created_at")?,
+                    r.try_get("updated_at")?,
+                    r.try_get::<i64, _>("rounds_done")? as u64,
+                    r.try_get("epsilon_spent")?,
+                    r.try_get("row_version")?,
+                ))
+            }
+
+            pub fn checkpoint(r: &DbRow) -> Result<crate::domain::study::Checkpoint> {
+                Ok(crate::domain::study::Checkpoint {
+                    study_id: crate::domain::StudyId(r.try_get("study_id")?),
+                    round: r.try_get::<i64, _>("round")? as u64,
+                    global: r.try_get("global_model")?,
+                    server_state: r.try_get::<Json<_>, _>("server_state")?.0,
+                    accountant: r.try_get::<Json<_>, _>("accountant")?.0,
+                })
+            }
+
+            pub fn round(r: &DbRow) -> Result<crate::domain::study::Round> {
+                use crate::domain::study::{Round, RoundPhase};
+                let phase: String = r.try_get("phase")?;
+                Ok(Round {
+                    id: crate::domain::RoundId(r.try_get("round_id")?),
+                    study_id: crate::domain::StudyId(r.try_get("study_id")?),
+                    round: r.try_get::<i64, _>("round")? as u64,
+                    attempt: u32::try_from(r.try_get::<i64, _>("attempt")?).map_err(|_| corrupt("attempt"))?,
+                    phase: RoundPhase::parse(&phase).ok_or_else(|| corrupt("round phase"))?,
+                    registry_version: r.try_get("registry_version")?,
+                    participants: r.try_get::<Json<_>, _>("participants")?.0,
+                    opened_at: r.try_get("opened_at")?,
+                    deadline: r.try_get("deadline")?,
+                    closed_at: r.try_get("closed_at")?,
+                    reason: r.try_get("reason")?,
+                    epsilon_round: r.try_get("epsilon_round")?,
+                    epsilon_total: r.try_get("epsilon_total")?,
+                    summary: r.try_get::<Json<_>, _>("summary")?.0,
+                })
+            }
+
+            pub fn task(r: &DbRow) -> Result<crate::domain::study::Task> {
+                use crate::domain::study::{Task, TaskKind, TaskStatus};
+                let kind: String = r.try_get("kind")?;
+                let status: String = r.try_get("status")?;
+                let holder: String = r.try_get("data_holder")?;
+                Ok(Task {
+                    id: crate::domain::TaskId(r.try_get("task_id")?),
+                    study_id: crate::domain::StudyId(r.try_get("study_id")?),
+                    round_id: crate::domain::RoundId(r.try_get("round_id")?),
+                    round: r.try_get::<i64, _>("round")? as u64,
+                    kind: TaskKind::parse(&kind).ok_or_else(|| corrupt("task kind"))?,
+                    data_holder: OrgId::parse(&holder).map_err(|_| corrupt("data holder"))?,
+                    status: TaskStatus::parse(&status).ok_or_else(|| corrupt("task status"))?,
+                    created_at: r.try_get("created_at")?,
+                    deadline: r.try_get("deadline")?,
+                    completed_at: r.try_get("completed_at")?,
+                    report: r.try_get::<Option<Json<_>>, _>("report")?.map(|j| j.0),
+                })
+            }
         }
 
         #[async_trait::async_trait]
@@ -375,6 +445,303 @@ macro_rules! impl_tx {
                     .fetch_one(&mut *self.tx)
                     .await?;
                 Ok(v.unwrap_or(0))
+            }
+
+            async fn insert_study(&mut self, s: &crate::domain::study::Study, noise_key: &[u8]) -> crate::store::Result<()> {
+                sqlx::query(
+                    "insert into study (study_id, permit_id, organisation, researcher_sub, spec, status, status_reason, \
+                     created_at, updated_at, rounds_done, epsilon_spent, row_version, noise_key) \
+                     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+                )
+                .bind(s.id.0)
+                .bind(s.spec.permit_id.0)
+                .bind(s.organisation.as_str())
+                .bind(&s.researcher_sub)
+                .bind(sqlx::types::Json(&s.spec))
+                .bind(s.status().as_str())
+                .bind(&s.status_reason)
+                .bind(s.created_at)
+                .bind(s.updated_at)
+                .bind(s.rounds_done as i64)
+                .bind(s.epsilon_spent)
+                .bind(s.row_version)
+                .bind(noise_key)
+                .execute(&mut *self.tx)
+                .await?;
+                Ok(())
+            }
+
+            async fn get_study(&mut self, id: crate::domain::StudyId)
+                -> crate::store::Result<Option<crate::domain::study::Study>> {
+                let row = sqlx::query("select * from study where study_id = $1")
+                    .bind(id.0)
+                    .fetch_optional(&mut *self.tx)
+                    .await?;
+                row.as_ref().map(rows::study).transpose()
+            }
+
+            async fn list_studies(&mut self, scope: &crate::store::Scope, page: crate::store::Page)
+                -> crate::store::Result<Vec<crate::domain::study::Study>> {
+                let mut q = sqlx::QueryBuilder::<$db>::new("select * from study");
+                match scope {
+                    crate::store::Scope::All => {}
+                    crate::store::Scope::Nothing | crate::store::Scope::DataHolder(_) => { q.push(" where 1 = 0"); }
+                    crate::store::Scope::Organisation(o) => {
+                        q.push(" where organisation = ").push_bind(o.as_str().to_owned());
+                    }
+                }
+                q.push(" order by created_at desc, study_id limit ").push_bind(page.limit)
+                    .push(" offset ").push_bind(page.offset);
+                let found = q.build().fetch_all(&mut *self.tx).await?;
+                found.iter().map(rows::study).collect()
+            }
+
+            async fn live_study_ids(&mut self) -> crate::store::Result<Vec<crate::domain::StudyId>> {
+                let ids: Vec<uuid::Uuid> = sqlx::query_scalar(
+                    "select study_id from study where status in ('running', 'suspended') order by created_at, study_id",
+                )
+                .fetch_all(&mut *self.tx)
+                .await?;
+                Ok(ids.into_iter().map(crate::domain::StudyId).collect())
+            }
+
+            async fn update_study(&mut self, s: &crate::domain::study::Study, expected_row_version: i64)
+                -> crate::store::Result<()> {
+                let done = sqlx::query(
+                    "update study set status = $3, status_reason = $4, updated_at = $5, rounds_done = $6, \
+                     epsilon_spent = $7, row_version = $8 where study_id = $1 and row_version = $2",
+                )
+                .bind(s.id.0)
+                .bind(expected_row_version)
+                .bind(s.status().as_str())
+                .bind(&s.status_reason)
+                .bind(s.updated_at)
+                .bind(s.rounds_done as i64)
+                .bind(s.epsilon_spent)
+                .bind(s.row_version)
+                .execute(&mut *self.tx)
+                .await?;
+                if done.rows_affected() == 1 { Ok(()) } else { Err(crate::store::StoreError::Conflict) }
+            }
+
+            async fn study_noise_key(&mut self, id: crate::domain::StudyId) -> crate::store::Result<Vec<u8>> {
+                Ok(sqlx::query_scalar("select noise_key from study where study_id = $1")
+                    .bind(id.0)
+                    .fetch_one(&mut *self.tx)
+                    .await?)
+            }
+
+            async fn insert_checkpoint(&mut self, c: &crate::domain::study::Checkpoint, now: crate::domain::time::Timestamp)
+                -> crate::store::Result<()> {
+                sqlx::query(
+                    "insert into study_checkpoint (study_id, round, global_model, server_state, accountant, recorded_at) \
+                     values ($1, $2, $3, $4, $5, $6)",
+                )
+                .bind(c.study_id.0)
+                .bind(c.round as i64)
+                .bind(&c.global)
+                .bind(sqlx::types::Json(&c.server_state))
+                .bind(sqlx::types::Json(&c.accountant))
+                .bind(now)
+                .execute(&mut *self.tx)
+                .await?;
+                Ok(())
+            }
+
+            async fn latest_checkpoint(&mut self, id: crate::domain::StudyId)
+                -> crate::store::Result<Option<crate::domain::study::Checkpoint>> {
+                let row = sqlx::query("select * from study_checkpoint where study_id = $1 order by round desc limit 1")
+                    .bind(id.0)
+                    .fetch_optional(&mut *self.tx)
+                    .await?;
+                row.as_ref().map(rows::checkpoint).transpose()
+            }
+
+            async fn insert_round(&mut self, r: &crate::domain::study::Round) -> crate::store::Result<()> {
+                sqlx::query(
+                    "insert into study_round (round_id, study_id, round, attempt, phase, registry_version, participants, \
+                     opened_at, deadline, closed_at, reason, epsilon_round, epsilon_total, summary) \
+                     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+                )
+                .bind(r.id.0)
+                .bind(r.study_id.0)
+                .bind(r.round as i64)
+                .bind(i64::from(r.attempt))
+                .bind(r.phase.as_str())
+                .bind(r.registry_version)
+                .bind(sqlx::types::Json(&r.participants))
+                .bind(r.opened_at)
+                .bind(r.deadline)
+                .bind(r.closed_at)
+                .bind(&r.reason)
+                .bind(r.epsilon_round)
+                .bind(r.epsilon_total)
+                .bind(sqlx::types::Json(&r.summary))
+                .execute(&mut *self.tx)
+                .await?;
+                Ok(())
+            }
+
+            async fn close_round(&mut self, r: &crate::domain::study::Round) -> crate::store::Result<()> {
+                let done = sqlx::query(
+                    "update study_round set phase = $2, closed_at = $3, reason = $4, epsilon_round = $5, \
+                     epsilon_total = $6, summary = $7 where round_id = $1 and phase = 'collecting'",
+                )
+                .bind(r.id.0)
+                .bind(r.phase.as_str())
+                .bind(r.closed_at)
+                .bind(&r.reason)
+                .bind(r.epsilon_round)
+                .bind(r.epsilon_total)
+                .bind(sqlx::types::Json(&r.summary))
+                .execute(&mut *self.tx)
+                .await?;
+                if done.rows_affected() == 1 { Ok(()) } else { Err(crate::store::StoreError::Conflict) }
+            }
+
+            async fn get_round(&mut self, id: crate::domain::RoundId)
+                -> crate::store::Result<Option<crate::domain::study::Round>> {
+                let row = sqlx::query("select * from study_round where round_id = $1")
+                    .bind(id.0)
+                    .fetch_optional(&mut *self.tx)
+                    .await?;
+                row.as_ref().map(rows::round).transpose()
+            }
+
+            async fn open_round(&mut self, id: crate::domain::StudyId)
+                -> crate::store::Result<Option<crate::domain::study::Round>> {
+                let row = sqlx::query(
+                    "select * from study_round where study_id = $1 and phase = 'collecting' order by round desc, attempt desc limit 1",
+                )
+                .bind(id.0)
+                .fetch_optional(&mut *self.tx)
+                .await?;
+                row.as_ref().map(rows::round).transpose()
+            }
+
+            async fn list_rounds(&mut self, id: crate::domain::StudyId)
+                -> crate::store::Result<Vec<crate::domain::study::Round>> {
+                let found = sqlx::query("select * from study_round where study_id = $1 order by round, attempt")
+                    .bind(id.0)
+                    .fetch_all(&mut *self.tx)
+                    .await?;
+                found.iter().map(rows::round).collect()
+            }
+
+            async fn insert_task(&mut self, t: &crate::domain::study::Task) -> crate::store::Result<()> {
+                sqlx::query(
+                    "insert into study_task (task_id, study_id, round_id, round, kind, data_holder, status, created_at, \
+                     deadline, completed_at, report) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                )
+                .bind(t.id.0)
+                .bind(t.study_id.0)
+                .bind(t.round_id.0)
+                .bind(t.round as i64)
+                .bind(t.kind.as_str())
+                .bind(t.data_holder.as_str())
+                .bind(t.status.as_str())
+                .bind(t.created_at)
+                .bind(t.deadline)
+                .bind(t.completed_at)
+                .bind(t.report.as_ref().map(sqlx::types::Json))
+                .execute(&mut *self.tx)
+                .await?;
+                Ok(())
+            }
+
+            async fn get_task(&mut self, id: crate::domain::TaskId)
+                -> crate::store::Result<Option<crate::domain::study::Task>> {
+                let row = sqlx::query("select * from study_task where task_id = $1")
+                    .bind(id.0)
+                    .fetch_optional(&mut *self.tx)
+                    .await?;
+                row.as_ref().map(rows::task).transpose()
+            }
+
+            async fn pending_tasks_for(&mut self, holder: &crate::domain::OrgId, now: crate::domain::time::Timestamp, limit: i64)
+                -> crate::store::Result<Vec<crate::domain::study::Task>> {
+                let found = sqlx::query(
+                    "select * from study_task where data_holder = $1 and status = 'pending' and deadline > $2 \
+                     order by created_at, task_id limit $3",
+                )
+                .bind(holder.as_str())
+                .bind(now)
+                .bind(limit)
+                .fetch_all(&mut *self.tx)
+                .await?;
+                found.iter().map(rows::task).collect()
+            }
+
+            async fn round_tasks(&mut self, round: crate::domain::RoundId)
+                -> crate::store::Result<Vec<crate::domain::study::Task>> {
+                let found = sqlx::query("select * from study_task where round_id = $1 order by data_holder, kind")
+                    .bind(round.0)
+                    .fetch_all(&mut *self.tx)
+                    .await?;
+                found.iter().map(rows::task).collect()
+            }
+
+            async fn complete_task(&mut self, t: &crate::domain::study::Task, result: Option<&[u8]>)
+                -> crate::store::Result<()> {
+                let done = sqlx::query(
+                    "update study_task set status = $2, completed_at = $3, report = $4, result = $5 \
+                     where task_id = $1 and status = 'pending'",
+                )
+                .bind(t.id.0)
+                .bind(t.status.as_str())
+                .bind(t.completed_at)
+                .bind(t.report.as_ref().map(sqlx::types::Json))
+                .bind(result)
+                .execute(&mut *self.tx)
+                .await?;
+                if done.rows_affected() == 1 { Ok(()) } else { Err(crate::store::StoreError::Conflict) }
+            }
+
+            async fn close_pending_tasks(&mut self, round: crate::domain::RoundId, status: crate::domain::study::TaskStatus)
+                -> crate::store::Result<u64> {
+                let done = sqlx::query("update study_task set status = $2 where round_id = $1 and status = 'pending'")
+                    .bind(round.0)
+                    .bind(status.as_str())
+                    .execute(&mut *self.tx)
+                    .await?;
+                Ok(done.rows_affected())
+            }
+
+            async fn task_result(&mut self, id: crate::domain::TaskId) -> crate::store::Result<Option<Vec<u8>>> {
+                let found: Option<Option<Vec<u8>>> = sqlx::query_scalar("select result from study_task where task_id = $1")
+                    .bind(id.0)
+                    .fetch_optional(&mut *self.tx)
+                    .await?;
+                Ok(found.flatten())
+            }
+
+            async fn insert_evaluation(&mut self, study: crate::domain::StudyId, round: u64,
+                evaluation: &crate::domain::study::SiteEvaluation, now: crate::domain::time::Timestamp)
+                -> crate::store::Result<()> {
+                sqlx::query(
+                    "insert into study_evaluation (study_id, round, data_holder, evaluation, recorded_at) \
+                     values ($1, $2, $3, $4, $5) on conflict do nothing",
+                )
+                .bind(study.0)
+                .bind(round as i64)
+                .bind(evaluation.data_holder.as_str())
+                .bind(sqlx::types::Json(evaluation))
+                .bind(now)
+                .execute(&mut *self.tx)
+                .await?;
+                Ok(())
+            }
+
+            async fn list_evaluations(&mut self, study: crate::domain::StudyId)
+                -> crate::store::Result<Vec<(u64, crate::domain::study::SiteEvaluation)>> {
+                let found = sqlx::query("select round, evaluation from study_evaluation where study_id = $1 order by round, data_holder")
+                    .bind(study.0)
+                    .fetch_all(&mut *self.tx)
+                    .await?;
+                found.iter().map(|r| {
+                    Ok((sqlx::Row::try_get::<i64, _>(r, "round")? as u64,
+                        sqlx::Row::try_get::<sqlx::types::Json<crate::domain::study::SiteEvaluation>, _>(r, "evaluation")?.0))
+                }).collect()
             }
 
             async fn append_audit(&mut self, event: crate::domain::audit::NewAuditEvent)

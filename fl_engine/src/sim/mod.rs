@@ -7,6 +7,12 @@
 //! global model by example-weighted validation loss (server side); and each site's best
 //! model by its own validation loss (site side). The complete state serialises, so a
 //! study stopped after round k and restored finishes bit-identically.
+//!
+//! Under record-level DP (`train.record_dp`) each site gets a fresh ChaCha20 [`NoiseRng`] every
+//! round, seeded from `SHA-256(tag || seed || site || round)`. That keeps resumed studies
+//! bit-identical, but anyone who knows the simulation seed can recompute the noise: the
+//! simulator is a research tool for studying utility and must not release models trained on
+//! real records. A deployment seeds each site from its own secret (`NoiseRng::from_secret`).
 mod central;
 mod checkpoint;
 mod report;
@@ -15,12 +21,14 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 pub use central::pooled_site;
 pub use checkpoint::{CheckpointKind, Checkpoints, GlobalCheckpoint, LocalCheckpoint};
 pub use report::{mean_ci95, RunSummary};
 
 use crate::data::SiteData;
+use crate::dp::NoiseRng;
 use crate::error::{EngineError, Result};
 use crate::metrics::MetricSummary;
 use crate::model::{ModelSpec, Net};
@@ -83,6 +91,17 @@ pub fn stream_seed(seed: u64, a: u64, b: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
+}
+
+/// Site `k`'s DP-SGD noise generator for `round`: reproducible from the simulation seed, so it
+/// offers no privacy against anyone who knows that seed (see the module documentation).
+fn simulated_noise(seed: u64, k: usize, round: u64) -> NoiseRng {
+    let mut h = Sha256::new();
+    h.update(b"fl_engine/sim/record-dp-noise");
+    h.update(seed.to_le_bytes());
+    h.update((k as u64).to_le_bytes());
+    h.update(round.to_le_bytes());
+    NoiseRng::from_seed_for_reproducible_runs(h.finalize().into())
 }
 
 /// Seed of site `k`'s 80/20 train/validation split in a run with `seed` (shared by the
@@ -187,6 +206,10 @@ impl Simulation {
             .enumerate()
             .map(|(k, (site, client))| {
                 let mut rng = ChaCha8Rng::seed_from_u64(stream_seed(seed, k as u64, round));
+                site.noise = site
+                    .train
+                    .record_dp
+                    .map(|_| simulated_noise(seed, k, round));
                 client.fit(site, &ins, &mut rng)
             })
             .collect::<Result<_>>()?;

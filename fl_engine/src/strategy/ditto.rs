@@ -5,6 +5,15 @@
 //! received this round (two backward passes per step, as in FL4Health). Only w is sent; v
 //! and its optimiser stay at the site and v is what the site evaluates. v starts from the
 //! first global model the site receives.
+//!
+//! Under record-level DP ([`TrainConfig::record_dp`](crate::train::TrainConfig)) both models
+//! train with DP-SGD, and each step draws *two independent* Poisson batches, one per model.
+//! A round then costs `2 x steps` sampled-Gaussian steps at the configured (q, σ), which is what
+//! [`dp_steps_per_round`](super::dp_steps_per_round) returns. Sharing one batch would not be
+//! covered by that count: when a record is in the shared batch it moves both gradients at once,
+//! so the pair is one sampled Gaussian with sensitivity √2·C (multiplier σ/√2), whose RDP
+//! exceeds that of two independent steps whenever q < 1. The personal model is accounted
+//! although it never leaves the site, because its predictions or an export could.
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
@@ -12,7 +21,10 @@ use super::{ClientStrategy, FitIns, FitRes, Site};
 use crate::error::{EngineError, Result};
 use crate::model::{ModelSpec, Net};
 use crate::params::ParameterSet;
-use crate::train::{steps_in, train_step, Batcher, Optimizer, Proximal, TrainReport};
+use crate::train::{
+    dp_train_step, missing_noise, steps_in, train_step, Batcher, Optimizer, PoissonBatch, Proximal,
+    TrainReport,
+};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DittoConfig {
@@ -83,20 +95,49 @@ impl ClientStrategy for DittoClient {
             center: &ins.params,
             mu: self.config.lambda,
         };
-        let mut batcher = Batcher::new(&site.data.train, cfg.batch_size)?;
         let mut total = 0.0f64;
-        for _ in 0..steps {
-            let (x, y) = batcher.next_batch(rng)?;
-            total += train_step(&site.net, &mut site.optimizer, &cfg.loss, &x, y, &[], rng)? as f64;
-            train_step(
-                &personal.net,
-                &mut personal.optimizer,
-                &cfg.loss,
-                &x,
-                y,
-                &[&prox],
-                rng,
-            )?;
+        if let Some(dp) = &cfg.record_dp {
+            // DP-SGD for both models on independent Poisson batches; losses are not reported.
+            let noise = site.noise.as_mut().ok_or_else(missing_noise)?;
+            let data = &site.data.train;
+            for _ in 0..steps {
+                let batch = PoissonBatch::draw(data, dp, noise)?;
+                dp_train_step(
+                    &site.net,
+                    &mut site.optimizer,
+                    &cfg.loss,
+                    &batch,
+                    &[],
+                    rng,
+                    noise,
+                )?;
+                let batch = PoissonBatch::draw(data, dp, noise)?;
+                dp_train_step(
+                    &personal.net,
+                    &mut personal.optimizer,
+                    &cfg.loss,
+                    &batch,
+                    &[&prox],
+                    rng,
+                    noise,
+                )?;
+            }
+        } else {
+            let mut batcher = Batcher::new(&site.data.train, cfg.batch_size)?;
+            for _ in 0..steps {
+                let (x, y) = batcher.next_batch(rng)?;
+                total +=
+                    train_step(&site.net, &mut site.optimizer, &cfg.loss, &x, y, &[], rng)? as f64;
+                train_step(
+                    &personal.net,
+                    &mut personal.optimizer,
+                    &cfg.loss,
+                    &x,
+                    y,
+                    &[&prox],
+                    rng,
+                )?;
+            }
         }
         Ok(FitRes {
             site: site.name().to_string(),

@@ -84,6 +84,7 @@ pub(crate) fn local_fit(
         &site.train,
         terms,
         rng,
+        site.noise.as_mut(),
     )?;
     Ok(FitRes {
         site: site.name().to_string(),

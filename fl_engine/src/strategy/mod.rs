@@ -13,6 +13,11 @@
 //! The averaging step of the FedAvg family goes through [`Aggregator`]; swapping the
 //! default [`WeightedMean`] for [`DpFedAvgAggregator`] (clip, sum, Gaussian noise) turns
 //! these strategies into their client-level DP variants without touching them.
+//!
+//! Record-level DP (DP-SGD in local training, [`TrainConfig::record_dp`]) needs a ChaCha20
+//! noise generator at each site: set [`Site::noise`] before every round (a fresh generator per
+//! round, e.g. [`NoiseRng::from_secret`] with a per-round context, makes resumed rounds replay
+//! bit for bit). [`dp_steps_per_round`] tells the accountant what one round costs.
 mod aggregate;
 mod ditto;
 mod dp_fedavg;
@@ -37,10 +42,11 @@ pub use fenda_fl::FendaFlConfig;
 pub use scaffold::{ScaffoldClient, ScaffoldConfig, ScaffoldServer};
 
 use crate::data::SiteData;
+use crate::dp::{NoiseRng, SampledGaussian};
 use crate::error::{EngineError, Result};
 use crate::model::{ModelSpec, Net};
 use crate::params::{ParameterSet, Selector};
-use crate::train::{Optimizer, TrainConfig, TrainReport};
+use crate::train::{Budget, Optimizer, TrainConfig, TrainReport};
 
 /// What the server sends to a site for one round.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -116,6 +122,9 @@ pub struct Site {
     pub train: TrainConfig,
     /// Start every round with fresh optimiser moments instead of keeping them.
     pub reset_optimizer: bool,
+    /// Source of DP-SGD sampling and noise; required when `train.record_dp` is set (training
+    /// fails with [`EngineError::InvalidConfig`] otherwise). `None` after [`Site::new`].
+    pub noise: Option<NoiseRng>,
 }
 
 /// Serialisable image of a [`Site`]'s mutable state.
@@ -135,6 +144,7 @@ impl Site {
             optimizer,
             train,
             reset_optimizer: false,
+            noise: None,
         })
     }
 
@@ -161,6 +171,40 @@ impl Site {
             self.optimizer = Optimizer::new(self.train.optimizer.clone())?;
         }
         Ok(())
+    }
+}
+
+/// Sampled-Gaussian steps (rate q, multiplier σ of `train.record_dp`) that one round of
+/// `strategy` costs each site under record-level DP; `None` without record DP (or with an
+/// `Epochs` budget, which [`TrainConfig::validate`] refuses under record DP).
+///
+/// One per local step, except Ditto: it trains the global and the personal model on two
+/// independently drawn Poisson batches, so a round costs twice its local steps (the personal
+/// model is counted although it never leaves the site, since its predictions or an export
+/// could). Every site's own accountant composes these rounds.
+pub fn dp_steps_per_round(strategy: &StrategyConfig, train: &TrainConfig) -> Option<u64> {
+    train.record_dp.as_ref()?;
+    let steps = match train.budget {
+        Budget::Steps(s) => s as u64,
+        // refused by TrainConfig::validate: the cost would depend on the site's size
+        Budget::Epochs(_) => return None,
+    };
+    Some(match strategy {
+        StrategyConfig::Ditto(_) => 2 * steps,
+        _ => steps,
+    })
+}
+
+/// [`dp_steps_per_round`] as the accountant's [`SampledGaussian`]; `Ok(None)` without record
+/// DP or when a round takes no step. Errors when `train` is invalid.
+pub fn dp_round_cost(
+    strategy: &StrategyConfig,
+    train: &TrainConfig,
+) -> Result<Option<SampledGaussian>> {
+    train.validate()?;
+    match (&train.record_dp, dp_steps_per_round(strategy, train)) {
+        (Some(dp), Some(steps)) if steps > 0 => Ok(Some(dp.mechanism(steps)?)),
+        _ => Ok(None),
     }
 }
 

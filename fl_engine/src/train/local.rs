@@ -9,14 +9,20 @@
 //! Mini-batches follow PyTorch's `DataLoader(shuffle=True, drop_last=False)`: a fresh
 //! permutation per pass, the last batch may be short. Every random draw (shuffling,
 //! dropout) comes from the caller's seeded ChaCha stream.
+//!
+//! With [`TrainConfig::record_dp`] set, [`train_local`] runs DP-SGD instead (see `dp_step`):
+//! Poisson batches and per-example clipping, with sampling and noise drawn from a ChaCha20
+//! [`NoiseRng`] the caller passes in; the objective terms and optimiser are the same.
 use candle_core::Tensor;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use super::dp_step::{missing_noise, train_private, RecordDp};
 use super::loss::{scalar, LossKind};
 use super::optim::{Optimizer, OptimizerConfig};
 use crate::data::Dataset;
+use crate::dp::NoiseRng;
 use crate::error::{EngineError, Result};
 use crate::metrics::MetricSummary;
 use crate::model::Net;
@@ -33,19 +39,36 @@ pub enum Budget {
 pub struct TrainConfig {
     pub optimizer: OptimizerConfig,
     pub budget: Budget,
+    /// Mini-batch size; not used under `record_dp` (batches are Poisson samples there).
     pub batch_size: usize,
     pub loss: LossKind,
+    /// Record-level DP-SGD for every local step. Requires a [`Budget::Steps`] budget, so a
+    /// round's privacy cost does not depend on the site's size. Absent in older serialised
+    /// configs (read as `None`) and omitted when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record_dp: Option<RecordDp>,
 }
 
 impl TrainConfig {
     pub fn validate(&self) -> Result<()> {
         self.optimizer.validate()?;
-        if self.batch_size == 0 {
-            return Err(EngineError::InvalidConfig(
+        match &self.record_dp {
+            None if self.batch_size == 0 => Err(EngineError::InvalidConfig(
                 "batch size must be positive".into(),
-            ));
+            )),
+            None => Ok(()),
+            Some(dp) => {
+                dp.validate()?;
+                match self.budget {
+                    Budget::Steps(_) => Ok(()),
+                    Budget::Epochs(_) => Err(EngineError::InvalidConfig(
+                        "record-level DP needs a budget in steps (Budget::Steps): the privacy \
+                         accountant must know a round's steps independently of the site's size"
+                            .into(),
+                    )),
+                }
+            }
         }
-        Ok(())
     }
 }
 
@@ -60,7 +83,8 @@ pub fn steps_in(budget: Budget, n: usize, batch_size: usize) -> usize {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TrainReport {
     pub steps: usize,
-    /// Mean task loss over the steps (without the objective terms).
+    /// Mean task loss over the steps (without the objective terms). Always 0 under record-level
+    /// DP: the losses are functions of the records and are not privatised.
     pub mean_loss: f64,
 }
 
@@ -185,6 +209,10 @@ pub fn train_step(
 }
 
 /// Train `net` on `data` for the configured budget.
+///
+/// Under `cfg.record_dp` this is DP-SGD and `noise` must be `Some` (otherwise
+/// [`EngineError::InvalidConfig`]); the report's `mean_loss` is then 0, since the batch losses
+/// are not privatised. Without `record_dp`, `noise` is ignored.
 pub fn train_local(
     net: &Net,
     opt: &mut Optimizer,
@@ -192,8 +220,14 @@ pub fn train_local(
     cfg: &TrainConfig,
     terms: &[&dyn LocalObjective],
     rng: &mut ChaCha8Rng,
+    noise: Option<&mut NoiseRng>,
 ) -> Result<TrainReport> {
     cfg.validate()?;
+    if let Some(dp) = &cfg.record_dp {
+        let noise = noise.ok_or_else(missing_noise)?;
+        let steps = steps_in(cfg.budget, data.len(), cfg.batch_size);
+        return train_private(net, opt, data, &cfg.loss, dp, steps, terms, rng, noise);
+    }
     let steps = steps_in(cfg.budget, data.len(), cfg.batch_size);
     let mut batcher = Batcher::new(data, cfg.batch_size)?;
     let mut total = 0.0f64;

@@ -6,6 +6,10 @@
 //!   (candle-nn's version takes `log(sigmoid(z))`, which overflows to -inf for |z| > ~88.)
 //! * Cross-entropy, PyTorch `CrossEntropyLoss(weight)` semantics:
 //!   `sum_i w_{y_i} (-log_softmax(z_i)[y_i]) / sum_i w_{y_i}`.
+//!
+//! DP-SGD needs the loss of one example on its own ([`LossKind::example_loss`]); that is
+//! PyTorch's `reduction='none'` value, `w_{y_i} (-log_softmax(z_i)[y_i])` under class weights,
+//! because normalising by the batch's weight sum would make one record change every term.
 use candle_core::Tensor;
 use serde::{Deserialize, Serialize};
 
@@ -96,6 +100,34 @@ impl LossKind {
     }
 }
 
+impl LossKind {
+    /// Loss of a single example (`logits` of shape `[1, outputs]`), PyTorch
+    /// `reduction='none'` semantics: the class weight multiplies the example's negative
+    /// log-likelihood instead of normalising it away.
+    pub fn example_loss(&self, logits: &Tensor, label: u32) -> Result<Tensor> {
+        match self {
+            LossKind::CrossEntropy {
+                class_weights: Some(cw),
+            } => {
+                let classes = logits.dim(1)?;
+                if cw.len() != classes {
+                    return Err(EngineError::InvalidConfig(format!(
+                        "{} class weights for {classes} classes",
+                        cw.len()
+                    )));
+                }
+                let unweighted = LossKind::CrossEntropy {
+                    class_weights: None,
+                }
+                .compute(logits, &[label])?;
+                let w = cw.get(label as usize).copied().unwrap_or(1.0);
+                Ok(unweighted.affine(w as f64, 0.0)?)
+            }
+            other => other.compute(logits, &[label]),
+        }
+    }
+}
+
 /// Scalar value of a 0-d loss tensor.
 pub(crate) fn scalar(t: &Tensor) -> Result<f32> {
     Ok(t.to_dtype(candle_core::DType::F32)?.to_scalar::<f32>()?)
@@ -149,6 +181,20 @@ mod tests {
             .unwrap();
         let expected = (2f32.ln() + 3.0 * 4f32.ln()) / 4.0;
         assert!((scalar(&l).unwrap() - expected).abs() < 1e-6);
+    }
+
+    #[test]
+    fn example_loss_keeps_the_class_weight() {
+        // one example, logits [ln 3, 0], label 1, weights [1, 3]: 3 ln 4 (batch mean gives ln 4)
+        let kind = LossKind::CrossEntropy {
+            class_weights: Some(vec![1.0, 3.0]),
+        };
+        let z = logits(&[3f32.ln(), 0.0], 2);
+        let l = scalar(&kind.example_loss(&z, 1).unwrap()).unwrap();
+        assert!((l - 3.0 * 4f32.ln()).abs() < 1e-5);
+        assert!(kind.example_loss(&z, 2).is_err());
+        let bce = scalar(&LossKind::bce().example_loss(&logits(&[0.0], 1), 1).unwrap()).unwrap();
+        assert!((bce - std::f32::consts::LN_2).abs() < 1e-6);
     }
 
     #[test]

@@ -1,8 +1,12 @@
-//! Local training at one site: losses, optimisers, the step loop and evaluation.
+//! Local training at one site: losses, optimisers, the step loop and evaluation, and the
+//! record-level DP-SGD step (`dp_step`) that replaces the plain step when configured.
+mod dp_step;
 mod local;
 mod loss;
 mod optim;
 
+pub(crate) use dp_step::missing_noise;
+pub use dp_step::{dp_train_step, DpStepReport, PoissonBatch, RecordDp};
 pub use local::{
     evaluate, predict_scores, steps_in, train_local, train_step, Batcher, Budget, Correction,
     LocalObjective, Proximal, TrainConfig, TrainReport,

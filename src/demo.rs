@@ -1,0 +1,400 @@
+//! `ehds-gateway demo`: the whole EHDS secondary-use flow on the bundled example federation,
+//! from one command. A gateway on the embedded SQLite database in development mode, four node
+//! agents as separate processes over real HTTP, each reading its hospital's FHIR Bundle; then
+//! opt-out import, application, approval, a federated study with client-level differential
+//! privacy, per-round figures, model export after the output check, and audit verification.
+
+use std::{path::PathBuf, time::Duration};
+
+use anyhow::{bail, ensure, Context};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::{json, Value};
+use tokio::process::{Child, Command};
+
+use crate::{auth::dev::DevIssuer, configuration::Settings, startup::Application};
+
+/// The example federation's hospitals and the member states the example assigns them.
+const HOSPITALS: [(&str, &str); 4] = [
+    ("cleveland", "DE"),
+    ("hungarian", "HU"),
+    ("switzerland", "AT"),
+    ("va", "NL"),
+];
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct DemoArgs {
+    /// The example federation (FHIR bundles, feature specification, opt-outs).
+    #[arg(long, default_value = "examples/federation")]
+    pub federation: PathBuf,
+    /// Working directory of the demo; emptied first.
+    #[arg(long, default_value = "data/demo")]
+    pub data_dir: PathBuf,
+    /// `ditto` (logistic regression) or `fenda_fl` (FENDA-FL, two small extractors).
+    #[arg(long, default_value = "ditto")]
+    pub strategy: String,
+    #[arg(long, default_value_t = 15)]
+    pub rounds: u64,
+    /// Epsilon the whole study may spend (client-level DP; the permit grants 10).
+    #[arg(long, default_value_t = 8.0)]
+    pub target_epsilon: f64,
+    /// Training and split seed (the DP noise stays secret whatever it is).
+    #[arg(long, default_value_t = 7)]
+    pub seed: u64,
+}
+
+struct Client {
+    base: String,
+    http: reqwest::Client,
+    dev: DevIssuer,
+}
+
+impl Client {
+    fn token(&self, sub: &str, role: &str, org: &str) -> anyhow::Result<String> {
+        self.dev.mint(sub, &[role.to_owned()], Some(org), 3600)
+    }
+
+    async fn send(&self, req: reqwest::RequestBuilder, what: &str) -> anyhow::Result<Value> {
+        let resp = req
+            .send()
+            .await
+            .with_context(|| format!("{what}: no answer"))?;
+        let status = resp.status();
+        let text = resp.text().await?;
+        if !status.is_success() {
+            bail!("{what}: {status}: {text}");
+        }
+        Ok(serde_json::from_str(&text).unwrap_or(Value::String(text)))
+    }
+
+    async fn post(
+        &self,
+        path: &str,
+        token: &str,
+        body: &Value,
+        what: &str,
+    ) -> anyhow::Result<Value> {
+        let req = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(token)
+            .json(body);
+        self.send(req, what).await
+    }
+
+    async fn get(&self, path: &str, token: &str, what: &str) -> anyhow::Result<Value> {
+        let req = self
+            .http
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(token);
+        self.send(req, what).await
+    }
+}
+
+fn spawn_node(args: &DemoArgs, base: &str, org: &str) -> anyhow::Result<Child> {
+    let dir = args.data_dir.join("nodes").join(org);
+    std::fs::create_dir_all(&dir)?;
+    let log = std::fs::File::create(dir.join("node.log"))?;
+    Command::new(std::env::current_exe()?)
+        .args([
+            "node",
+            "run",
+            "--gateway",
+            base,
+            "--org",
+            org,
+            "--poll-wait",
+            "10",
+        ])
+        .arg("--fhir")
+        .arg(args.federation.join(format!("{org}.json")))
+        .arg("--state-dir")
+        .arg(&dir)
+        .arg("--dev-key-dir")
+        .arg(&args.data_dir)
+        .env("RUST_LOG", "info")
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .kill_on_drop(true)
+        .spawn()
+        .context("starting a node agent")
+}
+
+fn study_body(args: &DemoArgs, permit: &str, features: Value) -> anyhow::Result<Value> {
+    let (model, strategy, lr) = match args.strategy.as_str() {
+        "ditto" => (
+            json!({"architecture": "logistic"}),
+            json!({"name": "ditto", "lambda": 0.01}),
+            0.1,
+        ),
+        "fenda_fl" => (
+            json!({"architecture": "fenda", "hidden": [5], "local_hidden": [5]}),
+            json!({"name": "fenda_fl"}),
+            1e-3,
+        ),
+        other => bail!("--strategy must be ditto or fenda_fl, not {other}"),
+    };
+    Ok(json!({
+        "title": "Fed-Heart-Disease: coronary artery disease risk across four hospitals",
+        "permit_id": permit,
+        "purpose": "scientific_research",
+        "categories": ["ehr_data"],
+        "data_holders": HOSPITALS.iter().map(|h| h.0).collect::<Vec<_>>(),
+        "feature_spec": features,
+        "model": model,
+        "strategy": strategy,
+        "optimizer": {"name": "adamw", "lr": lr},
+        "local_steps": 100,
+        "batch_size": 4,
+        "rounds": args.rounds,
+        "min_sites": 3,
+        "round_deadline_seconds": 120,
+        "dp": {"level": "client", "clip_norm": 1.0, "target_epsilon": args.target_epsilon},
+        "seed": args.seed,
+    }))
+}
+
+fn fmt(v: &Value) -> String {
+    v.as_f64().map_or("-".into(), |x| format!("{x:.3}"))
+}
+
+pub async fn run(args: DemoArgs, mut settings: Settings) -> anyhow::Result<i32> {
+    ensure!(
+        args.federation.join("heart_disease.features.json").exists(),
+        "{} does not hold the example federation (run from the repository root or pass --federation)",
+        args.federation.display()
+    );
+    if args.data_dir.exists() {
+        std::fs::remove_dir_all(&args.data_dir)
+            .with_context(|| format!("emptying {}", args.data_dir.display()))?;
+    }
+    settings.listen = "127.0.0.1:0".parse()?;
+    settings.public_url = None;
+    settings.data_dir = args.data_dir.clone();
+    settings.database_url = None;
+    settings.federation.tick_millis = 100;
+    let app = Application::build(settings.clone(), true).await?;
+    let base = app.base_url().to_owned();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(app.run_until_stopped(async {
+        let _ = stopped.await;
+    }));
+    println!(
+        "gateway   {base} (SQLite in {}, development mode)",
+        args.data_dir.display()
+    );
+    let c = Client {
+        base: base.clone(),
+        http: reqwest::Client::new(),
+        dev: DevIssuer::load_or_create(&args.data_dir, &base, &settings.auth.audience)?,
+    };
+    let outcome = walk(&args, &c).await;
+    let _ = stop.send(());
+    let _ = tokio::time::timeout(Duration::from_secs(5), server).await;
+    outcome
+}
+
+async fn walk(args: &DemoArgs, c: &Client) -> anyhow::Result<i32> {
+    let researcher = c.token("alice", "researcher", "uni-a")?;
+    let officer = c.token("olaf", "hdab_officer", "hdab-de")?;
+    let registrar = c.token("rita", "optout_registrar", "hdab-de")?;
+    let auditor = c.token("audrey", "auditor", "hdab-de")?;
+
+    // Art. 71: opt-outs registered before the permit is issued bind it.
+    let optouts = std::fs::read(args.federation.join("optouts.ndjson"))?;
+    let imported = c
+        .send(
+            c.http
+                .post(format!("{}/v1/opt-outs/import", c.base))
+                .bearer_auth(&registrar)
+                .header("content-type", "application/x-ndjson")
+                .body(optouts),
+            "opt-out import",
+        )
+        .await?;
+    println!(
+        "opt-outs  {} registered (registry version {})",
+        imported["registered"], imported["registry_version"]
+    );
+
+    let now = chrono::Utc::now();
+    let application = c
+        .post(
+            "/v1/applications",
+            &researcher,
+            &json!({
+                "title": "Federated heart-disease risk model",
+                "applicant": {"organisation": "uni-a", "public_body": false},
+                "purposes": ["scientific_research"], "research_flags": ["algorithm_training"],
+                "categories": ["ehr_data"],
+                "data_holders": HOSPITALS.iter().map(|h| h.0).collect::<Vec<_>>(),
+                "member_states": HOSPITALS.iter().map(|h| h.1).collect::<Vec<_>>(),
+                "requested_period": {"start": now.to_rfc3339(), "end": (now + chrono::Duration::days(365)).to_rfc3339()},
+                "privacy_budget": {"epsilon": 10.0, "delta": 1e-5, "unit": "data_holder"},
+                "justification": "Train a risk model across four hospitals without moving any record.",
+                "declares_no_prohibited_use": true
+            }),
+            "application",
+        )
+        .await?;
+    let app_id = application["id"].as_str().context("application id")?;
+    println!("apply     application {app_id}");
+    let decided = c
+        .post(
+            &format!("/v1/applications/{app_id}/decision"),
+            &officer,
+            &json!({"decision": "approve"}),
+            "decision",
+        )
+        .await?;
+    let permit = decided["permit"]["id"]
+        .as_str()
+        .context("permit id")?
+        .to_owned();
+    println!("permit    {permit} issued: epsilon 10 per data holder, delta 1e-5, 4 hospitals");
+
+    let mut nodes = Vec::new();
+    for (org, _) in HOSPITALS {
+        nodes.push(spawn_node(args, &c.base, org)?);
+    }
+    println!(
+        "nodes     {} node agents polling over HTTP (logs in {}/nodes)",
+        nodes.len(),
+        args.data_dir.display()
+    );
+
+    let features: Value = serde_json::from_slice(&std::fs::read(
+        args.federation.join("heart_disease.features.json"),
+    )?)?;
+    let study = c
+        .post(
+            "/v1/studies",
+            &researcher,
+            &study_body(args, &permit, features)?,
+            "study",
+        )
+        .await?;
+    let study_id = study["id"].as_str().context("study id")?.to_owned();
+    println!(
+        "study     {study_id}: {} with client-level DP, {} rounds, noise multiplier {:.2}, epsilon planned {:.2}",
+        args.strategy, args.rounds, study["spec"]["dp"]["noise_multiplier"].as_f64().unwrap_or(0.0),
+        study["epsilon_planned"].as_f64().unwrap_or(0.0)
+    );
+
+    let bar = ProgressBar::new(args.rounds);
+    bar.set_style(
+        ProgressStyle::with_template("rounds    [{bar:30}] {pos}/{len} {msg}")?
+            .progress_chars("=> "),
+    );
+    let rounds = loop {
+        let r = c
+            .get(
+                &format!("/v1/studies/{study_id}/rounds"),
+                &researcher,
+                "rounds",
+            )
+            .await?;
+        let done = r["rounds"].as_array().map_or(0, |a| {
+            a.iter().filter(|x| x["phase"] == "aggregated").count()
+        });
+        bar.set_position(done as u64);
+        bar.set_message(format!(
+            "epsilon {:.2}",
+            r["epsilon_spent"].as_f64().unwrap_or(0.0)
+        ));
+        let status = r["status"].as_str().unwrap_or("").to_owned();
+        if status != "running" {
+            bar.finish();
+            if status != "completed" {
+                bail!(
+                    "the study ended {status}: {}",
+                    c.get(&format!("/v1/studies/{study_id}"), &researcher, "study")
+                        .await?["status_reason"]
+                );
+            }
+            break r;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    for mut n in nodes {
+        let _ = n.kill().await;
+    }
+
+    println!("\nround  val acc  test acc  test bal.acc  eps round  eps total  samples  excluded");
+    if let Some(e) = rounds["initial_evaluation"].as_object() {
+        println!(
+            "{:>5}  {:>7}  {:>8}  {:>12}",
+            0,
+            fmt(&e["mean_validation_accuracy"]),
+            fmt(&e["mean_test_accuracy"]),
+            fmt(&e["mean_test_balanced_accuracy"])
+        );
+    }
+    for r in rounds["rounds"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|r| r["phase"] == "aggregated")
+    {
+        let e = &r["evaluation"];
+        println!(
+            "{:>5}  {:>7}  {:>8}  {:>12}  {:>9}  {:>9}  {:>7}  {:>8}",
+            r["round"].to_string(),
+            fmt(&e["mean_validation_accuracy"]),
+            fmt(&e["mean_test_accuracy"]),
+            fmt(&e["mean_test_balanced_accuracy"]),
+            fmt(&r["epsilon_round"]),
+            fmt(&r["epsilon_total"]),
+            r["samples"].to_string(),
+            r["excluded_subjects"].to_string()
+        );
+    }
+    println!("(accuracy: uniform mean over the hospitals of each one's personalised model on its own held-out data)");
+
+    let model = c
+        .http
+        .get(format!("{}/v1/studies/{study_id}/model", c.base))
+        .bearer_auth(&researcher)
+        .send()
+        .await?;
+    ensure!(
+        model.status().is_success(),
+        "model export refused: {}",
+        model.text().await?
+    );
+    let digest = model
+        .headers()
+        .get("x-model-digest")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    let model_path = args.data_dir.join("model.safetensors");
+    std::fs::write(&model_path, model.bytes().await?)?;
+    println!(
+        "\nmodel     passed the output check; written to {} (sha256 {digest})",
+        model_path.display()
+    );
+
+    let verify = c.get("/v1/audit/verify", &auditor, "audit verify").await?;
+    let export = c
+        .get(
+            &format!("/v1/audit/events?format=fhir&limit=10000&permit_id={permit}"),
+            &auditor,
+            "audit export",
+        )
+        .await?;
+    let export_path = args.data_dir.join("audit-fhir-bundle.json");
+    std::fs::write(&export_path, serde_json::to_vec_pretty(&export)?)?;
+    println!(
+        "audit     chain {} over {} entries; the permit's {} AuditEvents written to {}",
+        if verify["valid"] == true {
+            "verified"
+        } else {
+            "BROKEN"
+        },
+        verify["entries_checked"],
+        export["entry"].as_array().map_or(0, Vec::len),
+        export_path.display()
+    );
+    println!("          verify offline with: ehds-gateway audit verify --database-url sqlite://{}/ehds-gateway.db", args.data_dir.display());
+    Ok(if verify["valid"] == true { 0 } else { 1 })
+}

@@ -1,0 +1,513 @@
+//! Federated studies: what a researcher runs under a permit, its lifecycle, and the rounds and
+//! tasks it is made of.
+//!
+//! A study is parsed once into a [`StudySpec`] (see [`super::study_request`]) and never changes.
+//! Its [`StudyStatus`] changes only through the transition methods of [`Study`]; rounds and
+//! tasks are plain records written by the round loop, each in the same transaction as the audit
+//! entry that records it.
+
+use chrono::{DateTime, Utc};
+use fl_engine::{
+    dp::{RdpAccountant, SampledGaussian},
+    ModelSpec, StrategyConfig, TrainConfig,
+};
+use serde::{Deserialize, Serialize};
+
+use super::{
+    optout::FilterPolicy, permit::TransitionError, time::Timestamp, DataCategory, OrgId, PermitId,
+    Purpose, RoundId, StudyId, TaskId,
+};
+
+/// Which unit differential privacy protects in a study.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DpLevel {
+    /// DP-FedAvg at the gateway: each data holder's whole update is clipped and noised.
+    Client,
+    /// DP-SGD at each data holder: every record's gradient is clipped and noised.
+    Record,
+}
+
+/// The privacy mechanism of a study, resolved at submission: the noise multiplier is fixed
+/// (derived from a target epsilon when one was asked for) so every round costs the same.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct DpPlan {
+    pub level: DpLevel,
+    pub clip_norm: f64,
+    pub noise_multiplier: f64,
+    /// The epsilon the researcher asked the whole study to stay within, if any.
+    pub target_epsilon: Option<f64>,
+    /// Sampling rate of the accounted mechanism: 1 at client level (every selected holder,
+    /// every round), the Poisson rate of DP-SGD at record level.
+    pub sampling_rate: f64,
+    /// Sampled-Gaussian steps one round costs: 1 at client level, the local DP-SGD steps at
+    /// record level.
+    pub steps_per_round: u64,
+    /// The permit's delta.
+    pub delta: f64,
+}
+
+impl DpPlan {
+    /// The mechanism one round applies.
+    pub fn round_mechanism(&self) -> fl_engine::Result<SampledGaussian> {
+        Ok(SampledGaussian::new(
+            self.sampling_rate,
+            self.noise_multiplier,
+            self.steps_per_round,
+        )?)
+    }
+
+    /// Epsilon of `rounds` rounds of this plan, composed under Rényi DP.
+    pub fn epsilon_for_rounds(&self, rounds: u64) -> fl_engine::Result<f64> {
+        let step = SampledGaussian::new(
+            self.sampling_rate,
+            self.noise_multiplier,
+            self.steps_per_round * rounds,
+        )?;
+        Ok(RdpAccountant::new()
+            .epsilon_after(&step, self.delta)?
+            .epsilon)
+    }
+}
+
+/// The minimum the final aggregate must rest on before it may leave (Art. 73(2) output check).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct OutputCheck {
+    pub min_sites: usize,
+    pub min_samples_per_site: u64,
+}
+
+/// A parsed, validated study. Stored as submitted and sent (in part) to the data holders.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct StudySpec {
+    pub title: String,
+    pub permit_id: PermitId,
+    pub purpose: Purpose,
+    pub categories: Vec<DataCategory>,
+    pub data_holders: Vec<OrgId>,
+    /// The node's feature specification (see `node::features`), as submitted.
+    #[schema(value_type = Object)]
+    pub feature_spec: serde_json::Value,
+    #[schema(value_type = Object)]
+    pub model: ModelSpec,
+    #[schema(value_type = Object)]
+    pub strategy: StrategyConfig,
+    #[schema(value_type = Object)]
+    pub train: TrainConfig,
+    pub rounds: u64,
+    pub min_sites: usize,
+    pub round_deadline_seconds: u64,
+    pub dp: DpPlan,
+    pub output_check: OutputCheck,
+    pub seed: u64,
+    pub validation_fraction: f64,
+    pub optout_policy: FilterPolicy,
+}
+
+/// The lifecycle of a study.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StudyStatus {
+    Running,
+    /// The permit is suspended; the study resumes at the same round when it is reinstated.
+    Suspended,
+    Completed,
+    Cancelled,
+    /// Stopped by governance: the permit was revoked or expired, or the budget ran out.
+    Stopped,
+    /// A round could not reach its quorum, or the engine refused the results.
+    Failed,
+}
+
+impl StudyStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Suspended => "suspended",
+            Self::Completed => "completed",
+            Self::Cancelled => "cancelled",
+            Self::Stopped => "stopped",
+            Self::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [
+            Self::Running,
+            Self::Suspended,
+            Self::Completed,
+            Self::Cancelled,
+            Self::Stopped,
+            Self::Failed,
+        ]
+        .into_iter()
+        .find(|v| v.as_str() == s)
+    }
+
+    /// Whether the round loop still has work for the study.
+    pub fn is_live(self) -> bool {
+        matches!(self, Self::Running | Self::Suspended)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Study {
+    pub id: StudyId,
+    pub organisation: OrgId,
+    pub researcher_sub: String,
+    pub spec: StudySpec,
+    status: StudyStatus,
+    pub status_reason: Option<String>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    /// Rounds aggregated so far.
+    pub rounds_done: u64,
+    /// Epsilon the study has spent (its accountant's value after `rounds_done` rounds).
+    pub epsilon_spent: f64,
+    pub row_version: i64,
+}
+
+impl Study {
+    pub fn new(organisation: OrgId, researcher_sub: &str, spec: StudySpec, now: Timestamp) -> Self {
+        Self {
+            id: StudyId::new(),
+            organisation,
+            researcher_sub: researcher_sub.to_owned(),
+            spec,
+            status: StudyStatus::Running,
+            status_reason: None,
+            created_at: now,
+            updated_at: now,
+            rounds_done: 0,
+            epsilon_spent: 0.0,
+            row_version: 1,
+        }
+    }
+
+    /// Rebuilds a stored study; only the store calls this.
+    #[allow(clippy::too_many_arguments)]
+    pub fn restore(
+        id: StudyId,
+        organisation: OrgId,
+        researcher_sub: String,
+        spec: StudySpec,
+        status: StudyStatus,
+        status_reason: Option<String>,
+        created_at: Timestamp,
+        updated_at: Timestamp,
+        rounds_done: u64,
+        epsilon_spent: f64,
+        row_version: i64,
+    ) -> Self {
+        Self {
+            id,
+            organisation,
+            researcher_sub,
+            spec,
+            status,
+            status_reason,
+            created_at,
+            updated_at,
+            rounds_done,
+            epsilon_spent,
+            row_version,
+        }
+    }
+
+    pub fn status(&self) -> StudyStatus {
+        self.status
+    }
+
+    fn refuse(&self, action: &str) -> TransitionError {
+        TransitionError {
+            code: "invalid_transition",
+            current_state: self.status.as_str(),
+            message: format!("cannot {action} a study that is {}", self.status.as_str()),
+        }
+    }
+
+    fn set(&mut self, status: StudyStatus, reason: Option<String>, now: Timestamp) {
+        self.status = status;
+        self.status_reason = reason;
+        self.updated_at = now;
+        self.row_version += 1;
+    }
+
+    fn end(
+        &mut self,
+        action: &str,
+        status: StudyStatus,
+        reason: String,
+        now: Timestamp,
+    ) -> Result<(), TransitionError> {
+        if !self.status.is_live() {
+            return Err(self.refuse(action));
+        }
+        self.set(status, Some(reason), now);
+        Ok(())
+    }
+
+    pub fn cancel(&mut self, reason: String, now: Timestamp) -> Result<(), TransitionError> {
+        self.end("cancel", StudyStatus::Cancelled, reason, now)
+    }
+
+    pub fn stop(&mut self, reason: String, now: Timestamp) -> Result<(), TransitionError> {
+        self.end("stop", StudyStatus::Stopped, reason, now)
+    }
+
+    pub fn fail(&mut self, reason: String, now: Timestamp) -> Result<(), TransitionError> {
+        self.end("fail", StudyStatus::Failed, reason, now)
+    }
+
+    pub fn suspend(&mut self, reason: String, now: Timestamp) -> Result<(), TransitionError> {
+        if self.status != StudyStatus::Running {
+            return Err(self.refuse("suspend"));
+        }
+        self.set(StudyStatus::Suspended, Some(reason), now);
+        Ok(())
+    }
+
+    pub fn resume(&mut self, now: Timestamp) -> Result<(), TransitionError> {
+        if self.status != StudyStatus::Suspended {
+            return Err(self.refuse("resume"));
+        }
+        self.set(StudyStatus::Running, None, now);
+        Ok(())
+    }
+
+    /// Marks activity without a change of status, so concurrent drivers of the same study
+    /// conflict on the row version rather than both acting.
+    pub fn touch(&mut self, now: Timestamp) {
+        self.updated_at = now;
+        self.row_version += 1;
+    }
+
+    /// Records an aggregated round and the study's epsilon after it.
+    pub fn record_round(
+        &mut self,
+        round: u64,
+        epsilon_total: f64,
+        now: Timestamp,
+    ) -> Result<(), TransitionError> {
+        if self.status != StudyStatus::Running || round != self.rounds_done + 1 {
+            return Err(self.refuse("record a round of"));
+        }
+        self.rounds_done = round;
+        self.epsilon_spent = epsilon_total;
+        self.updated_at = now;
+        self.row_version += 1;
+        Ok(())
+    }
+
+    pub fn complete(&mut self, now: Timestamp) -> Result<(), TransitionError> {
+        if self.status != StudyStatus::Running || self.rounds_done < self.spec.rounds {
+            return Err(self.refuse("complete"));
+        }
+        self.set(StudyStatus::Completed, None, now);
+        Ok(())
+    }
+}
+
+/// Where one attempt at a round stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RoundPhase {
+    /// Tasks are out; results are being collected.
+    Collecting,
+    /// Results were aggregated, the budget spent and the model checkpointed.
+    Aggregated,
+    /// Thrown away before aggregation: the permit stopped covering it, or the study ended.
+    Discarded,
+    /// The quorum was not reached by the deadline.
+    Failed,
+}
+
+impl RoundPhase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Collecting => "collecting",
+            Self::Aggregated => "aggregated",
+            Self::Discarded => "discarded",
+            Self::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [
+            Self::Collecting,
+            Self::Aggregated,
+            Self::Discarded,
+            Self::Failed,
+        ]
+        .into_iter()
+        .find(|v| v.as_str() == s)
+    }
+}
+
+/// What one data holder contributed to an aggregated round. Counts only: no update leaves the
+/// gateway's aggregation step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct SiteContribution {
+    pub data_holder: OrgId,
+    pub samples: u64,
+    /// Subjects removed by the opt-out filter before training.
+    pub excluded_subjects: u64,
+    pub train_loss: Option<f64>,
+    /// Whether the update went into the aggregate (false: missed the deadline).
+    pub contributed: bool,
+}
+
+/// The aggregation step's public figures.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct RoundSummary {
+    pub sites: Vec<SiteContribution>,
+    /// Client-level DP: how many updates were clipped, and the noise std on the mean.
+    pub clipped_updates: Option<usize>,
+    pub noise_std_on_mean: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Round {
+    pub id: RoundId,
+    pub study_id: StudyId,
+    pub round: u64,
+    pub attempt: u32,
+    pub phase: RoundPhase,
+    /// Opt-out registry version pinned for the whole round.
+    pub registry_version: i64,
+    pub participants: Vec<OrgId>,
+    pub opened_at: Timestamp,
+    pub deadline: Timestamp,
+    pub closed_at: Option<Timestamp>,
+    pub reason: Option<String>,
+    pub epsilon_round: Option<f64>,
+    pub epsilon_total: Option<f64>,
+    pub summary: RoundSummary,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskKind {
+    /// Evaluate the received model, then train on it and return the update.
+    Fit,
+    /// Evaluate the final model only.
+    Evaluate,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    Pending,
+    Completed,
+    /// Its round was discarded or the study ended before it completed.
+    Discarded,
+    /// Its deadline passed without a valid result.
+    Expired,
+}
+
+macro_rules! str_enum {
+    ($t:ty { $($v:ident => $s:literal),* $(,)? }) => {
+        impl $t {
+            pub fn as_str(self) -> &'static str {
+                match self { $(Self::$v => $s),* }
+            }
+            pub fn parse(s: &str) -> Option<Self> {
+                match s { $($s => Some(Self::$v),)* _ => None }
+            }
+        }
+    };
+}
+str_enum!(TaskKind { Fit => "fit", Evaluate => "evaluate" });
+str_enum!(TaskStatus { Pending => "pending", Completed => "completed", Discarded => "discarded", Expired => "expired" });
+
+/// What a data holder reported besides its update.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct TaskReport {
+    pub num_examples: u64,
+    pub excluded_subjects: u64,
+    pub registry_version: i64,
+    pub train_loss: Option<f64>,
+    pub local_steps: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Task {
+    pub id: TaskId,
+    pub study_id: StudyId,
+    pub round_id: RoundId,
+    pub round: u64,
+    pub kind: TaskKind,
+    pub data_holder: OrgId,
+    pub status: TaskStatus,
+    pub created_at: Timestamp,
+    pub deadline: DateTime<Utc>,
+    pub completed_at: Option<Timestamp>,
+    pub report: Option<TaskReport>,
+}
+
+impl Task {
+    pub fn new(
+        round: &Round,
+        kind: TaskKind,
+        data_holder: OrgId,
+        deadline: Timestamp,
+        now: Timestamp,
+    ) -> Self {
+        Self {
+            id: TaskId::new(),
+            study_id: round.study_id,
+            round_id: round.id,
+            round: round.round,
+            kind,
+            data_holder,
+            status: TaskStatus::Pending,
+            created_at: now,
+            deadline,
+            completed_at: None,
+            report: None,
+        }
+    }
+}
+
+/// One data holder's evaluation of the model of a round (on its own validation and test data).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct SiteEvaluation {
+    pub data_holder: OrgId,
+    #[schema(value_type = Object)]
+    pub validation: fl_engine::MetricSummary,
+    #[schema(value_type = Object)]
+    pub test: fl_engine::MetricSummary,
+}
+
+/// The global model and server state after a round (round 0: the initial model).
+#[derive(Debug, Clone)]
+pub struct Checkpoint {
+    pub study_id: StudyId,
+    pub round: u64,
+    /// The shared parameters as safetensors.
+    pub global: Vec<u8>,
+    pub server_state: serde_json::Value,
+    pub accountant: serde_json::Value,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_level_plan_matches_the_published_composition() {
+        // FL-EHDS Table V: sigma 1, delta 1e-5, q 1 -> about 40 after 30 rounds (Balle et al.).
+        let plan = DpPlan {
+            level: DpLevel::Client,
+            clip_norm: 1.0,
+            noise_multiplier: 1.0,
+            target_epsilon: None,
+            sampling_rate: 1.0,
+            steps_per_round: 1,
+            delta: 1e-5,
+        };
+        let eps = plan.epsilon_for_rounds(30).unwrap();
+        assert!((39.5..41.6).contains(&eps), "{eps}");
+        assert!(plan.epsilon_for_rounds(1).unwrap() < eps);
+    }
+}

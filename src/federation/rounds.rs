@@ -1,0 +1,645 @@
+//! The round loop: a state machine over the study's rows, advanced one transition per
+//! transaction, so a gateway killed at any point resumes at the same round when it restarts.
+//!
+//! ```text
+//! no open round ── governance check + Cedar + budget pre-check ──> collecting (tasks out)
+//!                  └─ refused ───────────────────────────────────> study stopped
+//! collecting ──── all results, or deadline with quorum ─────────> aggregated (DP, budget
+//!             │                                                   spent, model checkpointed)
+//!             ├── deadline without quorum ──────────────────────> failed (next attempt)
+//!             └── permit revoked / expired / suspended ─────────> discarded
+//! last round aggregated ── evaluation tasks ── all back or deadline ─> study completed
+//! ```
+//!
+//! Every transition and its audit entry commit together. The noise of round r is drawn from a
+//! generator keyed by the study's secret and r, and the server state comes from the checkpoint
+//! of round r-1, so an aggregation redone after a crash gives the same model, and the budget is
+//! spent once because the spend commits with the checkpoint.
+
+use std::sync::{Arc, Mutex};
+
+use anyhow::Context;
+use fl_engine::{
+    dp::{DpAggregationReport, DpFedAvgConfig, NoiseRng, RdpAccountant},
+    load_safetensors, save_safetensors,
+    strategy::{Aggregator, DpFedAvgAggregator, WeightedMean},
+    train::TrainReport,
+    FitRes, ParameterSet,
+};
+use serde_json::json;
+
+use super::{wire::split_extras, Federation};
+use crate::{
+    auth::{Principal, Role},
+    authz::{Action, Resource},
+    domain::{
+        audit::{Actor, NewAuditEvent, Outcome},
+        check::{check, CheckRequest},
+        study::{
+            Checkpoint, DpLevel, Round, RoundPhase, RoundSummary, SiteContribution, Study,
+            StudyStatus, Task, TaskKind, TaskStatus,
+        },
+        time::{self, Timestamp},
+        Epsilon, Permit, PermitState, RoundId, StudyId,
+    },
+    store::Tx,
+};
+
+/// What one call to [`advance`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Nothing to do until results arrive, a deadline passes or the permit changes.
+    Waiting,
+    /// A transition was committed; call again.
+    Progressed,
+    /// The study is no longer live.
+    Done,
+}
+
+fn system_event(action: &str, study: &Study) -> NewAuditEvent {
+    NewAuditEvent::success(
+        &Actor::system(),
+        action,
+        "study",
+        Some(study.id.to_string()),
+    )
+    .permit(study.spec.permit_id)
+}
+
+/// Advances study `id` by at most one transition.
+pub async fn advance(fed: &Federation, id: StudyId) -> anyhow::Result<Step> {
+    let now = time::now();
+    let mut tx = fed.store.begin().await?;
+    let Some(mut study) = tx.get_study(id).await? else {
+        return Ok(Step::Done);
+    };
+    if !study.status().is_live() {
+        return Ok(Step::Done);
+    }
+    let permit = tx
+        .get_permit(study.spec.permit_id)
+        .await?
+        .context("a study's permit is missing")?;
+    let open = tx.open_round(id).await?;
+    let version = study.row_version;
+
+    // Governance first: a permit that stopped covering the study ends or pauses it before
+    // anything else happens, and throws away the round in flight.
+    let permit_state = permit.state(now);
+    let halt = match &permit_state {
+        PermitState::Revoked { .. } | PermitState::Expired { .. } => Some(StudyStatus::Stopped),
+        PermitState::Suspended { .. } if study.status() == StudyStatus::Running => {
+            Some(StudyStatus::Suspended)
+        }
+        _ => None,
+    };
+    if let Some(to) = halt {
+        let reason = format!("the permit is {}", permit_state.name());
+        let discarded = match open {
+            Some(round) => Some(discard(&mut *tx, round, &reason, now).await?),
+            None => None,
+        };
+        match to {
+            StudyStatus::Suspended => study.suspend(reason.clone(), now)?,
+            _ => study.stop(reason.clone(), now)?,
+        }
+        tx.update_study(&study, version).await?;
+        let action = if to == StudyStatus::Suspended {
+            "study.suspend"
+        } else {
+            "study.stop"
+        };
+        tx.append_audit(system_event(action, &study).detail(json!({
+            "reason": reason, "discarded_round": discarded, "rounds_done": study.rounds_done,
+        })))
+        .await?;
+        tx.commit().await?;
+        fed.tasks_changed.notify_waiters();
+        return Ok(Step::Progressed);
+    }
+    if study.status() == StudyStatus::Suspended {
+        if permit_state != PermitState::Active {
+            return Ok(Step::Waiting);
+        }
+        study.resume(now)?;
+        tx.update_study(&study, version).await?;
+        tx.append_audit(
+            system_event("study.resume", &study)
+                .detail(json!({ "next_round": study.rounds_done + 1 })),
+        )
+        .await?;
+        tx.commit().await?;
+        return Ok(Step::Progressed);
+    }
+
+    match open {
+        Some(round) => collect(fed, tx, study, permit, round, now).await,
+        None if study.rounds_done < study.spec.rounds => {
+            start_round(fed, tx, study, permit, now).await
+        }
+        None => evaluate_and_complete(fed, tx, study, permit, now).await,
+    }
+}
+
+async fn discard(
+    tx: &mut dyn Tx,
+    mut round: Round,
+    reason: &str,
+    now: Timestamp,
+) -> anyhow::Result<u64> {
+    round.phase = RoundPhase::Discarded;
+    round.closed_at = Some(now);
+    round.reason = Some(reason.to_owned());
+    tx.close_round(&round).await?;
+    tx.close_pending_tasks(round.id, TaskStatus::Discarded)
+        .await?;
+    Ok(round.round)
+}
+
+/// The researcher who submitted the study, as the policies see them.
+fn submitter(study: &Study) -> Principal {
+    Principal {
+        sub: study.researcher_sub.clone(),
+        roles: [Role::Researcher].into(),
+        organisation: Some(study.organisation.clone()),
+    }
+}
+
+fn accountant(checkpoint: &Checkpoint) -> anyhow::Result<RdpAccountant> {
+    serde_json::from_value(checkpoint.accountant.clone()).context("stored accountant is invalid")
+}
+
+/// The governance check the round must pass, with every failed condition.
+fn governance(
+    fed: &Federation,
+    study: &Study,
+    permit: &Permit,
+    participants: &[crate::domain::OrgId],
+    epsilon: Option<Epsilon>,
+    now: Timestamp,
+) -> anyhow::Result<Vec<serde_json::Value>> {
+    let outcome = check(
+        permit,
+        &CheckRequest {
+            purpose: study.spec.purpose,
+            categories: study.spec.categories.clone(),
+            data_holders: participants.to_vec(),
+            epsilon,
+        },
+        now,
+    );
+    let mut reasons: Vec<serde_json::Value> = outcome
+        .reasons
+        .iter()
+        .map(serde_json::to_value)
+        .collect::<Result<_, _>>()?;
+    if !fed.authz.is_allowed(
+        &submitter(study),
+        Action::StudyRun,
+        &Resource::Permit(permit),
+    )? {
+        reasons.push(json!({ "code": "policy_denied", "action": Action::StudyRun.name() }));
+    }
+    Ok(reasons)
+}
+
+async fn refuse(
+    fed: &Federation,
+    mut tx: Box<dyn Tx>,
+    mut study: Study,
+    round: u64,
+    reasons: Vec<serde_json::Value>,
+    now: Timestamp,
+) -> anyhow::Result<Step> {
+    let version = study.row_version;
+    let budget_only = reasons.iter().all(|r| r["code"] == "budget_exceeded");
+    let reason = if budget_only {
+        "the privacy budget cannot pay for another round".to_owned()
+    } else {
+        "the permit no longer covers the study".to_owned()
+    };
+    study.stop(reason.clone(), now)?;
+    tx.update_study(&study, version).await?;
+    let mut event = system_event("study.round.refuse", &study)
+        .detail(json!({ "round": round, "reason": reason, "reasons": reasons }));
+    event.outcome = Outcome::Denied;
+    tx.append_audit(event).await?;
+    tx.commit().await?;
+    fed.tasks_changed.notify_waiters();
+    Ok(Step::Progressed)
+}
+
+async fn start_round(
+    fed: &Federation,
+    mut tx: Box<dyn Tx>,
+    mut study: Study,
+    permit: Permit,
+    now: Timestamp,
+) -> anyhow::Result<Step> {
+    let r = study.rounds_done + 1;
+    if now < permit.record().valid_from {
+        return Ok(Step::Waiting);
+    }
+    let checkpoint = tx
+        .latest_checkpoint(study.id)
+        .await?
+        .context("a running study has no checkpoint")?;
+    // The budget pre-check: what this round would add to the study's epsilon, asked of the
+    // accountant before any task goes out.
+    let acc = accountant(&checkpoint)?;
+    let after = acc
+        .epsilon_after(&study.spec.dp.round_mechanism()?, study.spec.dp.delta)?
+        .epsilon;
+    let cost = (after - study.epsilon_spent).max(f64::MIN_POSITIVE);
+    let epsilon = Epsilon::parse(cost).map_err(|e| anyhow::anyhow!(e.1))?;
+    // Holders an amendment removed from the permit drop out; the rest must still be a quorum.
+    let participants: Vec<_> = study
+        .spec
+        .data_holders
+        .iter()
+        .filter(|h| permit.terms().has_data_holder(h))
+        .cloned()
+        .collect();
+    let mut reasons = governance(fed, &study, &permit, &participants, Some(epsilon), now)?;
+    if participants.len() < study.spec.min_sites {
+        reasons.push(
+            json!({ "code": "quorum_impossible", "permitted_holders": participants.len(),
+                             "min_sites": study.spec.min_sites }),
+        );
+    }
+    if !reasons.is_empty() {
+        return refuse(fed, tx, study, r, reasons, now).await;
+    }
+    let earlier = tx
+        .list_rounds(study.id)
+        .await?
+        .iter()
+        .filter(|x| x.round == r)
+        .count();
+    let registry_version = tx.optout_registry_version().await?;
+    let round = Round {
+        id: RoundId::new(),
+        study_id: study.id,
+        round: r,
+        attempt: u32::try_from(earlier + 1).unwrap_or(u32::MAX),
+        phase: RoundPhase::Collecting,
+        registry_version,
+        participants: participants.clone(),
+        opened_at: now,
+        deadline: now + chrono::Duration::seconds(study.spec.round_deadline_seconds as i64),
+        closed_at: None,
+        reason: None,
+        epsilon_round: None,
+        epsilon_total: None,
+        summary: RoundSummary::default(),
+    };
+    tx.insert_round(&round).await?;
+    for holder in &participants {
+        tx.insert_task(&Task::new(
+            &round,
+            TaskKind::Fit,
+            holder.clone(),
+            round.deadline,
+            now,
+        ))
+        .await?;
+    }
+    // Touch the study so a concurrent driver of the same study conflicts instead of
+    // opening a second round.
+    let version = study.row_version;
+    study.touch(now);
+    tx.update_study(&study, version).await?;
+    tx.append_audit(system_event("study.round.start", &study).detail(json!({
+        "round": r, "attempt": round.attempt, "participants": participants,
+        "registry_version": registry_version, "epsilon_round": cost,
+        "epsilon_remaining": permit.epsilon_remaining(), "deadline": round.deadline,
+    })))
+    .await?;
+    tx.commit().await?;
+    fed.tasks_changed.notify_waiters();
+    Ok(Step::Progressed)
+}
+
+async fn collect(
+    fed: &Federation,
+    mut tx: Box<dyn Tx>,
+    mut study: Study,
+    permit: Permit,
+    mut round: Round,
+    now: Timestamp,
+) -> anyhow::Result<Step> {
+    let tasks: Vec<Task> = tx
+        .round_tasks(round.id)
+        .await?
+        .into_iter()
+        .filter(|t| t.kind == TaskKind::Fit)
+        .collect();
+    let done: Vec<&Task> = tasks
+        .iter()
+        .filter(|t| t.status == TaskStatus::Completed)
+        .collect();
+    let all_in = done.len() == tasks.len();
+    if !all_in && now < round.deadline {
+        return Ok(Step::Waiting);
+    }
+    let version = study.row_version;
+    if done.len() < study.spec.min_sites {
+        round.phase = RoundPhase::Failed;
+        round.closed_at = Some(now);
+        round.reason = Some(format!(
+            "{} of {} results by the deadline; {} needed",
+            done.len(),
+            tasks.len(),
+            study.spec.min_sites
+        ));
+        tx.close_round(&round).await?;
+        tx.close_pending_tasks(round.id, TaskStatus::Expired)
+            .await?;
+        let failed = tx
+            .list_rounds(study.id)
+            .await?
+            .iter()
+            .filter(|x| x.round == round.round && x.phase == RoundPhase::Failed)
+            .count();
+        if failed >= fed.settings.max_round_attempts as usize {
+            study.fail(
+                format!("round {} missed its quorum {failed} times", round.round),
+                now,
+            )?;
+        } else {
+            study.touch(now);
+        }
+        tx.update_study(&study, version).await?;
+        let mut event = system_event("study.round.fail", &study).detail(json!({
+            "round": round.round, "attempt": round.attempt, "reason": round.reason,
+            "study_status": study.status().as_str(),
+        }));
+        event.outcome = Outcome::Failure;
+        tx.append_audit(event).await?;
+        tx.commit().await?;
+        return Ok(Step::Progressed);
+    }
+    aggregate(fed, tx, study, permit, round, tasks, now).await
+}
+
+/// Client-level DP aggregation whose public figures (clip count, noise) stay readable after
+/// the aggregator has been handed to the strategy.
+struct ReportingDp {
+    inner: DpFedAvgAggregator,
+    report: Arc<Mutex<Option<DpAggregationReport>>>,
+}
+
+impl Aggregator for ReportingDp {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+    fn aggregate(&mut self, updates: &[&[f32]], weights: &[f64]) -> fl_engine::Result<Vec<f32>> {
+        let out = self.inner.aggregate(updates, weights)?;
+        if let Ok(mut slot) = self.report.lock() {
+            *slot = self.inner.last_report().cloned();
+        }
+        Ok(out)
+    }
+}
+
+/// The noise generator of round `round`: keyed by the study's secret, so a redone
+/// aggregation draws the same noise and nobody without the key can predict it.
+fn round_noise(key: &[u8], study: StudyId, round: u64) -> anyhow::Result<NoiseRng> {
+    let key: [u8; 32] = key
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("the study's noise key is not 32 bytes"))?;
+    Ok(NoiseRng::from_secret(
+        &key,
+        format!("{study}/{round}").as_bytes(),
+    ))
+}
+
+async fn aggregate(
+    fed: &Federation,
+    mut tx: Box<dyn Tx>,
+    mut study: Study,
+    mut permit: Permit,
+    mut round: Round,
+    tasks: Vec<Task>,
+    now: Timestamp,
+) -> anyhow::Result<Step> {
+    let spec = study.spec.clone();
+    let checkpoint = tx
+        .latest_checkpoint(study.id)
+        .await?
+        .context("a running study has no checkpoint")?;
+    let (global, _) = load_safetensors(&checkpoint.global)?;
+    let report = Arc::new(Mutex::new(None));
+    let aggregator: Box<dyn Aggregator> = match spec.dp.level {
+        DpLevel::Client => Box::new(ReportingDp {
+            inner: DpFedAvgAggregator::new(
+                DpFedAvgConfig {
+                    clip_norm: spec.dp.clip_norm,
+                    noise_multiplier: spec.dp.noise_multiplier,
+                    // fixed before the round: dividing by the realised count would make the
+                    // divisor itself depend on who answered
+                    expected_sites: Some(round.participants.len() as f64),
+                    parallel: true,
+                },
+                round_noise(&tx.study_noise_key(study.id).await?, study.id, round.round)?,
+            ),
+            report: report.clone(),
+        }),
+        DpLevel::Record => Box::new(WeightedMean),
+    };
+    let mut server = spec.strategy.server(round.participants.len(), aggregator)?;
+    server.load_state(checkpoint.server_state.clone())?;
+    let mut results = Vec::new();
+    let mut sites = Vec::new();
+    for t in &tasks {
+        let rep = t.report.clone().unwrap_or_default();
+        let contributed = t.status == TaskStatus::Completed;
+        sites.push(SiteContribution {
+            data_holder: t.data_holder.clone(),
+            samples: rep.num_examples,
+            excluded_subjects: rep.excluded_subjects,
+            train_loss: rep.train_loss,
+            contributed,
+        });
+        if !contributed {
+            continue;
+        }
+        let bytes = tx
+            .task_result(t.id)
+            .await?
+            .context("a completed task has no result")?;
+        let (all, _) = load_safetensors(&bytes)?;
+        let (params, extras) = split_extras(&all)?;
+        results.push(FitRes {
+            site: t.data_holder.to_string(),
+            num_examples: usize::try_from(rep.num_examples)?,
+            params,
+            extras,
+            report: TrainReport {
+                steps: rep.local_steps.unwrap_or(0) as usize,
+                mean_loss: rep.train_loss.unwrap_or(0.0),
+            },
+        });
+    }
+    let failures = tasks.len() - results.len();
+    let next: ParameterSet = server
+        .aggregate_fit(round.round, &global, &results, failures)?
+        .unwrap_or(global);
+
+    let mut acc = accountant(&checkpoint)?;
+    acc.spend(spec.dp.round_mechanism()?)?;
+    let total = acc.epsilon(spec.dp.delta)?.epsilon;
+    let cost = total - study.epsilon_spent;
+    let permit_version = permit.row_version();
+    if let Err(e) = permit.spend_epsilon(cost, now) {
+        // Another study on the permit spent the rest first: this round must not be paid for.
+        let reason = format!(
+            "the permit's budget cannot pay for round {}: {e}",
+            round.round
+        );
+        discard(&mut *tx, round, &reason, now).await?;
+        let version = study.row_version;
+        study.stop(reason.clone(), now)?;
+        tx.update_study(&study, version).await?;
+        let mut event = system_event("study.round.refuse", &study)
+            .detail(json!({ "reason": reason, "epsilon_round": cost }));
+        event.outcome = Outcome::Denied;
+        tx.append_audit(event).await?;
+        tx.commit().await?;
+        return Ok(Step::Progressed);
+    }
+    tx.update_permit(&permit, permit_version).await?;
+    let (model, digest) = save_safetensors(&next, &study.id.to_string(), round.round, None)?;
+    tx.insert_checkpoint(
+        &Checkpoint {
+            study_id: study.id,
+            round: round.round,
+            global: model,
+            server_state: server.save_state()?,
+            accountant: serde_json::to_value(&acc)?,
+        },
+        now,
+    )
+    .await?;
+    let dp_report = report.lock().ok().and_then(|r| r.clone());
+    round.phase = RoundPhase::Aggregated;
+    round.closed_at = Some(now);
+    round.epsilon_round = Some(cost);
+    round.epsilon_total = Some(total);
+    round.summary = RoundSummary {
+        sites,
+        clipped_updates: dp_report.as_ref().map(|r| r.clipped),
+        noise_std_on_mean: dp_report.as_ref().map(|r| r.noise_std / r.divisor),
+    };
+    tx.close_round(&round).await?;
+    tx.close_pending_tasks(round.id, TaskStatus::Expired)
+        .await?;
+    let version = study.row_version;
+    study.record_round(round.round, total, now)?;
+    tx.update_study(&study, version).await?;
+    tx.append_audit(system_event("study.round.aggregate", &study).detail(json!({
+        "round": round.round, "attempt": round.attempt, "contributors": results.len(),
+        "missing": failures, "samples": results.iter().map(|r| r.num_examples).sum::<usize>(),
+        "epsilon_round": cost, "epsilon_total": total,
+        "permit_epsilon_spent": permit.record().epsilon_spent,
+        "clipped_updates": round.summary.clipped_updates, "model_digest": digest,
+    })))
+    .await?;
+    tx.commit().await?;
+    fed.tasks_changed.notify_waiters();
+    Ok(Step::Progressed)
+}
+
+/// After the last round: every holder evaluates the final model; then the study completes.
+async fn evaluate_and_complete(
+    fed: &Federation,
+    mut tx: Box<dyn Tx>,
+    mut study: Study,
+    permit: Permit,
+    now: Timestamp,
+) -> anyhow::Result<Step> {
+    let last = tx
+        .list_rounds(study.id)
+        .await?
+        .into_iter()
+        .rfind(|r| r.phase == RoundPhase::Aggregated && r.round == study.rounds_done)
+        .context("the last round is not aggregated")?;
+    let evaluations: Vec<Task> = tx
+        .round_tasks(last.id)
+        .await?
+        .into_iter()
+        .filter(|t| t.kind == TaskKind::Evaluate)
+        .collect();
+    let version = study.row_version;
+    if evaluations.is_empty() {
+        let reasons = governance(fed, &study, &permit, &last.participants, None, now)?;
+        if !reasons.is_empty() {
+            return refuse(fed, tx, study, last.round, reasons, now).await;
+        }
+        let deadline = now + chrono::Duration::seconds(study.spec.round_deadline_seconds as i64);
+        for holder in &last.participants {
+            tx.insert_task(&Task::new(
+                &last,
+                TaskKind::Evaluate,
+                holder.clone(),
+                deadline,
+                now,
+            ))
+            .await?;
+        }
+        study.touch(now);
+        tx.update_study(&study, version).await?;
+        tx.append_audit(system_event("study.evaluate.start", &study).detail(json!({
+            "round": last.round, "participants": last.participants, "deadline": deadline,
+        })))
+        .await?;
+        tx.commit().await?;
+        fed.tasks_changed.notify_waiters();
+        return Ok(Step::Progressed);
+    }
+    let pending = evaluations
+        .iter()
+        .filter(|t| t.status == TaskStatus::Pending)
+        .count();
+    if pending > 0 && evaluations.iter().all(|t| now < t.deadline) {
+        return Ok(Step::Waiting);
+    }
+    for t in evaluations
+        .iter()
+        .filter(|t| t.status == TaskStatus::Pending)
+    {
+        let mut expired = t.clone();
+        expired.status = TaskStatus::Expired;
+        tx.complete_task(&expired, None).await?;
+    }
+    study.complete(now)?;
+    tx.update_study(&study, version).await?;
+    tx.append_audit(system_event("study.complete", &study).detail(json!({
+        "rounds": study.rounds_done, "epsilon_spent": study.epsilon_spent,
+        "evaluations": evaluations.len() - pending, "missing_evaluations": pending,
+    })))
+    .await?;
+    tx.commit().await?;
+    Ok(Step::Done)
+}
+
+/// Claims the study's first checkpoint (round 0): the initial global model and server state.
+pub fn initial_checkpoint(study: &Study) -> anyhow::Result<Checkpoint> {
+    let spec = &study.spec;
+    let global = fl_engine::Net::new(
+        &spec.model,
+        fl_engine::sim::stream_seed(spec.seed, u64::MAX, 0),
+    )?
+    .parameters()?
+    .select(&spec.strategy.shared());
+    let server = spec
+        .strategy
+        .server(spec.data_holders.len(), Box::new(WeightedMean))?;
+    Ok(Checkpoint {
+        study_id: study.id,
+        round: 0,
+        global: save_safetensors(&global, &study.id.to_string(), 0, None)?.0,
+        server_state: server.save_state()?,
+        accountant: serde_json::to_value(RdpAccountant::new())?,
+    })
+}

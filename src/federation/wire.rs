@@ -1,0 +1,241 @@
+//! What travels between the gateway and a data-holder node: the task a node fetches, the
+//! parameters it trains from, and the result it returns.
+//!
+//! Parameters travel as safetensors (see `fl_engine::io`): the header names the study, round and
+//! sender and carries a SHA-256 digest of the values, so a truncated, tampered or misdirected
+//! file is refused before it can reach the aggregator. A strategy's extras (SCAFFOLD's control
+//! variates) travel in the same file under the [`EXTRAS_PREFIX`].
+
+use base64::Engine as _;
+use chrono::{DateTime, Utc};
+use fl_engine::{
+    load_safetensors, save_safetensors, EngineError, FitIns, ModelSpec, ParameterSet,
+    StrategyConfig, TrainConfig,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::domain::{
+    optout::FilterPolicy,
+    study::{SiteEvaluation, StudySpec, TaskKind},
+    DataCategory, OrgId, PermitId, Purpose, StudyId, TaskId,
+};
+
+/// Names of extras inside a parameter file.
+pub const EXTRAS_PREFIX: &str = "extras/";
+
+/// The part of a study a node needs to train: never the other holders' names.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct NodeStudy {
+    pub title: String,
+    pub purpose: Purpose,
+    pub categories: Vec<DataCategory>,
+    #[schema(value_type = Object)]
+    pub feature_spec: serde_json::Value,
+    #[schema(value_type = Object)]
+    pub model: ModelSpec,
+    #[schema(value_type = Object)]
+    pub strategy: StrategyConfig,
+    #[schema(value_type = Object)]
+    pub train: TrainConfig,
+    pub seed: u64,
+    pub validation_fraction: f64,
+    pub optout_policy: FilterPolicy,
+}
+
+impl From<&StudySpec> for NodeStudy {
+    fn from(s: &StudySpec) -> Self {
+        Self {
+            title: s.title.clone(),
+            purpose: s.purpose,
+            categories: s.categories.clone(),
+            feature_spec: s.feature_spec.clone(),
+            model: s.model.clone(),
+            strategy: s.strategy.clone(),
+            train: s.train.clone(),
+            seed: s.seed,
+            validation_fraction: s.validation_fraction,
+            optout_policy: s.optout_policy,
+        }
+    }
+}
+
+/// One task, as `GET /v1/node/tasks` hands it out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct NodeTask {
+    pub task_id: TaskId,
+    pub study_id: StudyId,
+    pub permit_id: PermitId,
+    pub data_holder: OrgId,
+    pub round: u64,
+    pub kind: TaskKind,
+    pub deadline: DateTime<Utc>,
+    /// The opt-out registry version every holder filters against in this round.
+    pub registry_version: i64,
+    pub study: NodeStudy,
+}
+
+/// The body of `POST /v1/node/tasks/{id}/result`.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskResultBody {
+    /// Training examples behind the update (after opt-out filtering).
+    pub num_examples: u64,
+    /// Subjects the opt-out filter removed before training.
+    pub excluded_subjects: u64,
+    /// The registry version the node filtered against (must be the task's).
+    pub registry_version: i64,
+    /// Base64 of the safetensors update; required for `fit` tasks, absent for `evaluate`.
+    pub parameters: Option<String>,
+    pub train_loss: Option<f64>,
+    pub local_steps: Option<u64>,
+    /// The node's evaluation of the model it received (before training).
+    #[schema(value_type = Option<Object>)]
+    pub evaluation: Option<NodeEvaluation>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeEvaluation {
+    pub validation: fl_engine::MetricSummary,
+    pub test: fl_engine::MetricSummary,
+}
+
+impl NodeEvaluation {
+    pub fn for_holder(self, data_holder: OrgId) -> SiteEvaluation {
+        SiteEvaluation {
+            data_holder,
+            validation: self.validation,
+            test: self.test,
+        }
+    }
+}
+
+fn merged(params: &ParameterSet, extras: &ParameterSet) -> fl_engine::Result<ParameterSet> {
+    let mut all = params.clone();
+    for (name, t) in extras.iter() {
+        all.insert(
+            format!("{EXTRAS_PREFIX}{name}"),
+            t.shape.clone(),
+            t.values.clone(),
+        )?;
+    }
+    Ok(all)
+}
+
+/// Splits a parameter file's tensors into the model part and the extras.
+pub fn split_extras(all: &ParameterSet) -> fl_engine::Result<(ParameterSet, ParameterSet)> {
+    let (mut params, mut extras) = (ParameterSet::new(), ParameterSet::new());
+    for (name, t) in all.iter() {
+        match name.strip_prefix(EXTRAS_PREFIX) {
+            Some(n) => extras.insert(n, t.shape.clone(), t.values.clone())?,
+            None => params.insert(name.clone(), t.shape.clone(), t.values.clone())?,
+        }
+    }
+    Ok((params, extras))
+}
+
+/// The safetensors a node downloads for a task.
+pub fn encode_fit_ins(ins: &FitIns, study: StudyId) -> fl_engine::Result<Vec<u8>> {
+    Ok(save_safetensors(
+        &merged(&ins.params, &ins.extras)?,
+        &study.to_string(),
+        ins.round,
+        None,
+    )?
+    .0)
+}
+
+pub fn decode_fit_ins(bytes: &[u8], study: StudyId, round: u64) -> fl_engine::Result<FitIns> {
+    let (all, meta) = load_safetensors(bytes)?;
+    if meta.study != study.to_string() || meta.round != round || meta.site.is_some() {
+        return Err(EngineError::Serialization(
+            "the parameter file is not this task's global model".into(),
+        ));
+    }
+    let (params, extras) = split_extras(&all)?;
+    Ok(FitIns {
+        round,
+        params,
+        extras,
+    })
+}
+
+/// A node's update as it uploads it: base64 of safetensors naming study, round and holder.
+pub fn encode_update(
+    params: &ParameterSet,
+    extras: &ParameterSet,
+    study: StudyId,
+    round: u64,
+    holder: &OrgId,
+) -> fl_engine::Result<String> {
+    let (bytes, _) = save_safetensors(
+        &merged(params, extras)?,
+        &study.to_string(),
+        round,
+        Some(holder.as_str()),
+    )?;
+    Ok(base64::engine::general_purpose::STANDARD.encode(bytes))
+}
+
+/// Why an uploaded update was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum UpdateError {
+    #[error("`parameters` is not base64")]
+    Encoding,
+    #[error("the update is {size} bytes; the limit is {limit}")]
+    TooLarge { size: usize, limit: usize },
+    #[error("the update is not a valid parameter file: {0}")]
+    Invalid(EngineError),
+    #[error("the update names study {study}, round {round}, sender {site:?}; this task is study {want_study}, round {want_round}, sender {want_site}")]
+    Misdirected {
+        study: String,
+        round: u64,
+        site: Option<String>,
+        want_study: StudyId,
+        want_round: u64,
+        want_site: OrgId,
+    },
+}
+
+/// Decodes and checks an upload against the task it answers. Names, shapes and finiteness
+/// against the global model are the aggregator's check (`fl_engine::strategy::validate_results`).
+pub fn decode_update(
+    b64: &str,
+    limit: usize,
+    study: StudyId,
+    round: u64,
+    holder: &OrgId,
+) -> Result<(Vec<u8>, ParameterSet, ParameterSet), UpdateError> {
+    // base64 grows data by 4/3: refuse before decoding anything oversized
+    if b64.len() / 4 * 3 > limit {
+        return Err(UpdateError::TooLarge {
+            size: b64.len() / 4 * 3,
+            limit,
+        });
+    }
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(b64.trim())
+        .map_err(|_| UpdateError::Encoding)?;
+    if bytes.len() > limit {
+        return Err(UpdateError::TooLarge {
+            size: bytes.len(),
+            limit,
+        });
+    }
+    let (all, meta) = load_safetensors(&bytes).map_err(UpdateError::Invalid)?;
+    if meta.study != study.to_string()
+        || meta.round != round
+        || meta.site.as_deref() != Some(holder.as_str())
+    {
+        return Err(UpdateError::Misdirected {
+            study: meta.study,
+            round: meta.round,
+            site: meta.site,
+            want_study: study,
+            want_round: round,
+            want_site: holder.clone(),
+        });
+    }
+    let (params, extras) = split_extras(&all).map_err(UpdateError::Invalid)?;
+    Ok((bytes, params, extras))
+}

@@ -1,0 +1,562 @@
+//! Federated studies: submission (validated against the permit, with every reason on
+//! refusal), reading, per-round figures, cancellation, and the release of the final model
+//! after the output check.
+
+use std::collections::BTreeMap;
+
+use axum::{
+    extract::State,
+    http::{header, HeaderValue, StatusCode},
+    response::{IntoResponse, Response},
+    routing::{get, post},
+    Json, Router,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::{
+    applications::{scope_for, ListParams},
+    error::{ApiError, ApiResult, Problem},
+    extract::{ApiJson, ApiPath, ApiQuery, Caller},
+    permits::load_permit,
+    AppState,
+};
+use crate::{
+    authz::{Action, Resource},
+    domain::{
+        check::{check, CheckRequest},
+        study::{
+            OutputCheck, Round, RoundPhase, SiteContribution, SiteEvaluation, Study, StudySpec,
+            StudyStatus,
+        },
+        study_request::{assess, parse_study, OutputFloor, StudyRefusal, StudyRequest},
+        time, PermitId, StudyId,
+    },
+    federation::rounds::initial_checkpoint,
+    store::Tx,
+};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/studies", post(create).get(list))
+        .route("/studies/{id}", get(read))
+        .route("/studies/{id}/rounds", get(rounds))
+        .route("/studies/{id}/cancel", post(cancel))
+        .route("/studies/{id}/model", get(model))
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct StudyView {
+    pub id: StudyId,
+    pub permit_id: PermitId,
+    pub organisation: String,
+    pub researcher: String,
+    pub status: StudyStatus,
+    pub status_reason: Option<String>,
+    pub rounds_done: u64,
+    pub rounds_planned: u64,
+    /// Epsilon spent so far and what the whole plan spends (composed under Rényi DP).
+    pub epsilon_spent: f64,
+    pub epsilon_planned: f64,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    pub updated_at: chrono::DateTime<chrono::Utc>,
+    pub spec: StudySpec,
+}
+
+impl StudyView {
+    fn new(s: &Study) -> Self {
+        Self {
+            id: s.id,
+            permit_id: s.spec.permit_id,
+            organisation: s.organisation.to_string(),
+            researcher: s.researcher_sub.clone(),
+            status: s.status(),
+            status_reason: s.status_reason.clone(),
+            rounds_done: s.rounds_done,
+            rounds_planned: s.spec.rounds,
+            epsilon_spent: s.epsilon_spent,
+            epsilon_planned: s
+                .spec
+                .dp
+                .epsilon_for_rounds(s.spec.rounds)
+                .unwrap_or(f64::NAN),
+            created_at: s.created_at,
+            updated_at: s.updated_at,
+            spec: s.spec.clone(),
+        }
+    }
+}
+
+fn location(id: StudyId) -> [(header::HeaderName, String); 1] {
+    [(header::LOCATION, format!("/v1/studies/{id}"))]
+}
+
+fn secret_key() -> ApiResult<Vec<u8>> {
+    let mut key = vec![0u8; 32];
+    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut key)
+        .map_err(|_| ApiError::internal(anyhow::anyhow!("no secure randomness available")))?;
+    Ok(key)
+}
+
+fn random_seed() -> ApiResult<u64> {
+    let key = secret_key()?;
+    Ok(u64::from_le_bytes(key[..8].try_into().expect("8 bytes")))
+}
+
+/// Submit a federated study under a permit. Refused with every reason when the permit does
+/// not cover it (purpose, categories, data holders, state, DP level, budget).
+#[utoipa::path(post, path = "/v1/studies", tag = "studies", request_body = StudyRequest,
+    security(("bearer" = [])),
+    responses((status = 201, body = StudyView), (status = 403, body = Problem), (status = 404, body = Problem),
+        (status = 422, body = Problem)))]
+pub async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(req): ApiJson<StudyRequest>,
+) -> ApiResult<Response> {
+    let action = Action::StudyCreate;
+    state.authorize(&caller, action, &Resource::Service)?;
+    let permit_id = PermitId::parse(&req.permit_id)
+        .map_err(|(code, msg)| ApiError::field("permit_id", code, msg).action(action.name()))?;
+    let tag = |e: ApiError| e.action(action.name()).on("permit", permit_id);
+    let now = time::now();
+    let mut tx = state.store.begin().await?;
+    let permit = load_permit(&mut *tx, permit_id, action).await?;
+    state
+        .authorize(&caller, Action::StudyRun, &Resource::Permit(&permit))
+        .map_err(tag)?;
+    let fed = &state.settings.federation;
+    let floor = OutputFloor {
+        min_sites: fed.output_min_sites,
+        min_samples_per_site: fed.output_min_samples_per_site,
+    };
+    let delta = permit.terms().privacy_budget.delta.value();
+    let spec = parse_study(&req, delta, floor, random_seed()?)
+        .map_err(|errors| tag(ApiError::invalid(errors)))?;
+    let reasons: Vec<StudyRefusal> = assess(&spec, &permit, now).map_err(ApiError::internal)?;
+    if !reasons.is_empty() {
+        return Err(tag(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "study_not_permitted",
+            format!(
+                "the permit does not cover this study ({} reasons)",
+                reasons.len()
+            ),
+        )
+        .with("reasons", json!(reasons))));
+    }
+    let organisation = caller
+        .principal
+        .organisation
+        .clone()
+        .ok_or_else(|| tag(ApiError::forbidden(action.name())))?;
+    let study = Study::new(organisation, &caller.principal.sub, spec, now);
+    tx.insert_study(&study, &secret_key()?).await?;
+    tx.insert_checkpoint(
+        &initial_checkpoint(&study).map_err(ApiError::internal)?,
+        now,
+    )
+    .await?;
+    let view = StudyView::new(&study);
+    tx.append_audit(
+        caller
+            .audit(action, "study", Some(study.id.to_string()))
+            .permit(permit_id)
+            .detail(json!({
+                "title": study.spec.title, "purpose": study.spec.purpose,
+                "categories": study.spec.categories, "data_holders": study.spec.data_holders,
+                "strategy": study.spec.strategy.name(), "rounds": study.spec.rounds,
+                "dp": study.spec.dp, "epsilon_planned": view.epsilon_planned,
+            })),
+    )
+    .await?;
+    tx.commit().await?;
+    state.federation.wake.notify_one();
+    Ok((StatusCode::CREATED, location(study.id), Json(view)).into_response())
+}
+
+async fn load_study(tx: &mut dyn Tx, id: StudyId, action: Action) -> ApiResult<Study> {
+    tx.get_study(id).await?.ok_or_else(|| {
+        ApiError::not_found("study", id)
+            .action(action.name())
+            .on("study", id)
+    })
+}
+
+/// Loads a study the caller may act on, or the refusal.
+async fn authorized_study(
+    state: &AppState,
+    caller: &Caller,
+    tx: &mut dyn Tx,
+    id: StudyId,
+    action: Action,
+) -> ApiResult<Study> {
+    let study = load_study(tx, id, action).await?;
+    state
+        .authorize(caller, action, &Resource::Study(&study))
+        .map_err(|e| e.on("study", id))?;
+    Ok(study)
+}
+
+/// List the studies the caller may see.
+#[utoipa::path(get, path = "/v1/studies", tag = "studies", params(ListParams), security(("bearer" = [])),
+    responses((status = 200, body = Vec<StudyView>)))]
+pub async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiQuery(params): ApiQuery<ListParams>,
+) -> ApiResult<Json<Vec<StudyView>>> {
+    state.authorize(&caller, Action::StudyList, &Resource::Service)?;
+    let page = params.page()?;
+    let mut tx = state.store.begin().await?;
+    let mut visible = Vec::new();
+    for s in tx.list_studies(&scope_for(&caller), page).await? {
+        if state.allows(&caller, Action::StudyRead, &Resource::Study(&s))? {
+            visible.push(StudyView::new(&s));
+        }
+    }
+    tx.append_audit(
+        caller
+            .audit(Action::StudyList, "study", None)
+            .detail(json!({ "returned": visible.len() })),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Json(visible))
+}
+
+/// Read one study.
+#[utoipa::path(get, path = "/v1/studies/{id}", tag = "studies", security(("bearer" = [])),
+    params(("id" = String, Path, description = "Study id")),
+    responses((status = 200, body = StudyView), (status = 404, body = Problem)))]
+pub async fn read(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<StudyId>,
+) -> ApiResult<Json<StudyView>> {
+    let mut tx = state.store.begin().await?;
+    let study = authorized_study(&state, &caller, &mut *tx, id, Action::StudyRead).await?;
+    tx.append_audit(
+        caller
+            .audit(Action::StudyRead, "study", Some(id.to_string()))
+            .permit(study.spec.permit_id),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Json(StudyView::new(&study)))
+}
+
+/// How the holders judged one round's model on their own data.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct EvaluationView {
+    /// Uniform mean over the holders that reported (the FLamby convention).
+    pub mean_validation_accuracy: f64,
+    pub mean_test_accuracy: f64,
+    pub mean_test_balanced_accuracy: f64,
+    pub sites: Vec<SiteEvaluation>,
+}
+
+impl EvaluationView {
+    fn new(sites: Vec<SiteEvaluation>) -> Option<Self> {
+        if sites.is_empty() {
+            return None;
+        }
+        let n = sites.len() as f64;
+        let mean = |f: &dyn Fn(&SiteEvaluation) -> f64| sites.iter().map(f).sum::<f64>() / n;
+        Some(Self {
+            mean_validation_accuracy: mean(&|s| s.validation.accuracy),
+            mean_test_accuracy: mean(&|s| s.test.accuracy),
+            mean_test_balanced_accuracy: mean(&|s| s.test.balanced_accuracy),
+            sites,
+        })
+    }
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct RoundView {
+    pub round: u64,
+    pub attempt: u32,
+    pub phase: RoundPhase,
+    pub registry_version: i64,
+    pub participants: Vec<String>,
+    pub opened_at: chrono::DateTime<chrono::Utc>,
+    pub deadline: chrono::DateTime<chrono::Utc>,
+    pub closed_at: Option<chrono::DateTime<chrono::Utc>>,
+    pub reason: Option<String>,
+    pub epsilon_round: Option<f64>,
+    /// The study's epsilon after this round.
+    pub epsilon_total: Option<f64>,
+    pub samples: u64,
+    pub excluded_subjects: u64,
+    pub sites: Vec<SiteContribution>,
+    pub clipped_updates: Option<usize>,
+    pub noise_std_on_mean: Option<f64>,
+    /// The holders' evaluation of the model this round produced (aggregated rounds only).
+    pub evaluation: Option<EvaluationView>,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct RoundsView {
+    pub study_id: StudyId,
+    pub status: StudyStatus,
+    pub epsilon_spent: f64,
+    /// The holders' evaluation of the initial model.
+    pub initial_evaluation: Option<EvaluationView>,
+    pub rounds: Vec<RoundView>,
+}
+
+fn round_view(r: Round, evaluation: Option<EvaluationView>) -> RoundView {
+    let contributed = || r.summary.sites.iter().filter(|s| s.contributed);
+    RoundView {
+        round: r.round,
+        attempt: r.attempt,
+        phase: r.phase,
+        registry_version: r.registry_version,
+        participants: r.participants.iter().map(ToString::to_string).collect(),
+        opened_at: r.opened_at,
+        deadline: r.deadline,
+        closed_at: r.closed_at,
+        reason: r.reason,
+        epsilon_round: r.epsilon_round,
+        epsilon_total: r.epsilon_total,
+        samples: contributed().map(|s| s.samples).sum(),
+        excluded_subjects: contributed().map(|s| s.excluded_subjects).sum(),
+        clipped_updates: r.summary.clipped_updates,
+        noise_std_on_mean: r.summary.noise_std_on_mean,
+        sites: r.summary.sites,
+        evaluation,
+    }
+}
+
+/// Every round attempt of the study with its participants, samples, opt-out exclusions,
+/// epsilon and the holders' evaluation of the resulting model.
+#[utoipa::path(get, path = "/v1/studies/{id}/rounds", tag = "studies", security(("bearer" = [])),
+    params(("id" = String, Path, description = "Study id")),
+    responses((status = 200, body = RoundsView), (status = 404, body = Problem)))]
+pub async fn rounds(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<StudyId>,
+) -> ApiResult<Json<RoundsView>> {
+    let mut tx = state.store.begin().await?;
+    let study = authorized_study(&state, &caller, &mut *tx, id, Action::StudyRead).await?;
+    let mut by_round: BTreeMap<u64, Vec<SiteEvaluation>> = BTreeMap::new();
+    for (round, e) in tx.list_evaluations(id).await? {
+        by_round.entry(round).or_default().push(e);
+    }
+    let rounds = tx
+        .list_rounds(id)
+        .await?
+        .into_iter()
+        .map(|r| {
+            let eval = (r.phase == RoundPhase::Aggregated)
+                .then(|| by_round.get(&r.round).cloned())
+                .flatten()
+                .and_then(EvaluationView::new);
+            round_view(r, eval)
+        })
+        .collect();
+    tx.append_audit(
+        caller
+            .audit(Action::StudyRead, "study", Some(id.to_string()))
+            .permit(study.spec.permit_id)
+            .detail(json!({ "view": "rounds" })),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Json(RoundsView {
+        study_id: id,
+        status: study.status(),
+        epsilon_spent: study.epsilon_spent,
+        initial_evaluation: by_round.remove(&0).and_then(EvaluationView::new),
+        rounds,
+    }))
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CancelRequest {
+    pub reason: String,
+}
+
+/// Cancel a running or suspended study; the round in flight is discarded.
+#[utoipa::path(post, path = "/v1/studies/{id}/cancel", tag = "studies", request_body = CancelRequest,
+    security(("bearer" = [])), params(("id" = String, Path, description = "Study id")),
+    responses((status = 200, body = StudyView), (status = 409, body = Problem)))]
+pub async fn cancel(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<StudyId>,
+    ApiJson(req): ApiJson<CancelRequest>,
+) -> ApiResult<Json<StudyView>> {
+    let action = Action::StudyCancel;
+    let tag = |e: ApiError| e.action(action.name()).on("study", id);
+    if req.reason.trim().is_empty() {
+        return Err(tag(ApiError::field(
+            "reason",
+            "required",
+            "a reason is required",
+        )));
+    }
+    let now = time::now();
+    let mut tx = state.store.begin().await?;
+    let mut study = authorized_study(&state, &caller, &mut *tx, id, action).await?;
+    let version = study.row_version;
+    study
+        .cancel(req.reason.trim().to_owned(), now)
+        .map_err(|e| tag(ApiError::conflict(e)))?;
+    let mut discarded = None;
+    if let Some(mut round) = tx.open_round(id).await? {
+        round.phase = RoundPhase::Discarded;
+        round.closed_at = Some(now);
+        round.reason = Some("the study was cancelled".into());
+        tx.close_round(&round).await?;
+        tx.close_pending_tasks(round.id, crate::domain::study::TaskStatus::Discarded)
+            .await?;
+        discarded = Some(round.round);
+    }
+    tx.update_study(&study, version).await?;
+    tx.append_audit(
+        caller
+            .audit(action, "study", Some(id.to_string()))
+            .permit(study.spec.permit_id)
+            .detail(
+                json!({ "reason": req.reason.trim(), "discarded_round": discarded,
+                            "rounds_done": study.rounds_done }),
+            ),
+    )
+    .await?;
+    tx.commit().await?;
+    state.federation.tasks_changed.notify_waiters();
+    Ok(Json(StudyView::new(&study)))
+}
+
+/// Why the output check refused a release.
+fn output_check(check: &OutputCheck, last: &Round) -> Vec<serde_json::Value> {
+    let contributed: Vec<&SiteContribution> = last
+        .summary
+        .sites
+        .iter()
+        .filter(|s| s.contributed)
+        .collect();
+    let mut reasons = Vec::new();
+    if contributed.len() < check.min_sites {
+        reasons.push(json!({ "code": "too_few_sites", "sites": contributed.len(),
+                             "min_sites": check.min_sites }));
+    }
+    let small = contributed
+        .iter()
+        .filter(|s| s.samples < check.min_samples_per_site)
+        .count();
+    if small > 0 {
+        // how many, not which: naming a small site would itself disclose something
+        reasons.push(json!({ "code": "site_below_min_samples", "sites": small,
+                             "min_samples_per_site": check.min_samples_per_site }));
+    }
+    reasons
+}
+
+/// The final aggregate as safetensors: only for a completed study, while the permit is active
+/// and covers the study's purpose, and only after the output check (minimum sites and samples
+/// per site). The release is audited.
+#[utoipa::path(get, path = "/v1/studies/{id}/model", tag = "studies", security(("bearer" = [])),
+    params(("id" = String, Path, description = "Study id")),
+    responses((status = 200, description = "safetensors", content_type = "application/octet-stream"),
+        (status = 403, body = Problem), (status = 409, body = Problem)))]
+pub async fn model(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<StudyId>,
+) -> ApiResult<Response> {
+    let action = Action::StudyModel;
+    let tag = |e: ApiError| e.action(action.name()).on("study", id);
+    let now = time::now();
+    let mut tx = state.store.begin().await?;
+    let study = authorized_study(&state, &caller, &mut *tx, id, action).await?;
+    if study.status() != StudyStatus::Completed {
+        return Err(tag(ApiError::new(
+            StatusCode::CONFLICT,
+            "study_not_completed",
+            format!(
+                "the study is {}; only a completed study's model is released",
+                study.status().as_str()
+            ),
+        )
+        .with("current_state", json!(study.status().as_str()))));
+    }
+    let permit = load_permit(&mut *tx, study.spec.permit_id, action).await?;
+    let outcome = check(
+        &permit,
+        &CheckRequest {
+            purpose: study.spec.purpose,
+            categories: study.spec.categories.clone(),
+            data_holders: vec![],
+            epsilon: None,
+        },
+        now,
+    );
+    if !outcome.allowed {
+        return Err(tag(ApiError::new(
+            StatusCode::CONFLICT,
+            "release_not_permitted",
+            "the permit no longer covers releasing this study's model",
+        )
+        .with("reasons", json!(outcome.reasons))));
+    }
+    let last = tx
+        .list_rounds(id)
+        .await?
+        .into_iter()
+        .rfind(|r| r.phase == RoundPhase::Aggregated)
+        .ok_or_else(|| {
+            tag(ApiError::new(
+                StatusCode::CONFLICT,
+                "no_model",
+                "no round was aggregated",
+            ))
+        })?;
+    let reasons = output_check(&study.spec.output_check, &last);
+    if !reasons.is_empty() {
+        return Err(tag(ApiError::new(
+            StatusCode::CONFLICT,
+            "output_check_failed",
+            "the final aggregate rests on too few sites or samples to leave",
+        )
+        .with("reasons", json!(reasons))));
+    }
+    let checkpoint = tx.latest_checkpoint(id).await?.ok_or_else(|| {
+        tag(ApiError::new(
+            StatusCode::CONFLICT,
+            "no_model",
+            "no checkpoint",
+        ))
+    })?;
+    let digest = fl_engine::load_safetensors(&checkpoint.global)
+        .map_err(ApiError::internal)?
+        .1
+        .digest;
+    tx.append_audit(
+        caller
+            .audit(action, "study", Some(id.to_string()))
+            .permit(study.spec.permit_id)
+            .detail(json!({ "round": checkpoint.round, "digest": digest, "bytes": checkpoint.global.len(),
+                            "epsilon_spent": study.epsilon_spent, "sites": last.summary.sites.iter().filter(|s| s.contributed).count() })),
+    )
+    .await?;
+    tx.commit().await?;
+    let mut response = checkpoint.global.into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/octet-stream"),
+    );
+    if let Ok(v) =
+        HeaderValue::from_str(&format!("attachment; filename=\"study-{id}.safetensors\""))
+    {
+        headers.insert(header::CONTENT_DISPOSITION, v);
+    }
+    if let Ok(v) = HeaderValue::from_str(&digest) {
+        headers.insert("x-model-digest", v);
+    }
+    Ok(response)
+}
