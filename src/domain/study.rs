@@ -510,4 +510,55 @@ mod tests {
         assert!((39.5..41.6).contains(&eps), "{eps}");
         assert!(plan.epsilon_for_rounds(1).unwrap() < eps);
     }
+
+    fn study(rounds: u64) -> Study {
+        let spec = crate::domain::study_request::tests::spec(rounds);
+        Study::new(
+            OrgId::parse("uni-a").unwrap(),
+            "alice",
+            spec,
+            super::super::time::now(),
+        )
+    }
+
+    #[test]
+    fn the_lifecycle_admits_only_its_transitions() {
+        let now = super::super::time::now();
+        let mut s = study(2);
+        assert_eq!(s.status(), StudyStatus::Running);
+        assert!(s.complete(now).is_err(), "no round has run");
+        assert!(
+            s.record_round(2, 1.0, now).is_err(),
+            "rounds are recorded in order"
+        );
+        s.record_round(1, 1.0, now).unwrap();
+        s.suspend("permit suspended".into(), now).unwrap();
+        assert!(
+            s.record_round(2, 2.0, now).is_err(),
+            "no round while suspended"
+        );
+        assert!(s.suspend("again".into(), now).is_err());
+        s.resume(now).unwrap();
+        s.record_round(2, 2.0, now).unwrap();
+        let v = s.row_version;
+        s.complete(now).unwrap();
+        assert_eq!(
+            (s.status(), s.rounds_done, s.epsilon_spent),
+            (StudyStatus::Completed, 2, 2.0)
+        );
+        assert!(s.row_version > v);
+        for (name, r) in [
+            ("cancel", s.clone().cancel("x".into(), now)),
+            ("stop", s.clone().stop("x".into(), now)),
+            ("fail", s.clone().fail("x".into(), now)),
+            ("resume", s.clone().resume(now)),
+        ] {
+            let e = r.expect_err(name);
+            assert_eq!(e.current_state, "completed", "{name}");
+        }
+        let mut c = study(3);
+        c.cancel("no longer needed".into(), now).unwrap();
+        assert_eq!(c.status(), StudyStatus::Cancelled);
+        assert!(!c.status().is_live());
+    }
 }

@@ -83,6 +83,10 @@ pub struct DpRequest {
     pub target_epsilon: Option<f64>,
     /// Record level only: the Poisson sampling rate of DP-SGD.
     pub sampling_rate: Option<f64>,
+    /// Development mode only: derive the aggregation noise from this value instead of a fresh
+    /// secret, so that two runs can be compared bit for bit. Anyone who knows it can remove
+    /// the noise, so a production gateway refuses it.
+    pub noise_seed: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, utoipa::ToSchema)]
@@ -685,4 +689,204 @@ pub fn assess(
         ));
     }
     Ok(reasons)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::domain::{
+        application::NewApplication, time, ApplicationId, Delta, Epsilon, MemberState,
+        PrivacyBudget,
+    };
+
+    const FEATURES: &str = r#"{"name": "t", "features": [
+        {"name": "age", "category": "ehr_data",
+         "source": {"observation": {"system": "http://loinc.org", "code": "30525-0"}},
+         "transform": {"kind": "number"}}],
+      "label": {"name": "chd", "category": "ehr_data",
+        "source": {"condition": {"system": "http://snomed.info/sct", "code": "53741008"}}}}"#;
+
+    fn request() -> StudyRequest {
+        serde_json::from_value(serde_json::json!({
+            "title": "t", "permit_id": PermitId::new().to_string(), "purpose": "scientific_research",
+            "categories": ["ehr_data"], "data_holders": ["hosp-1", "hosp-2"],
+            "feature_spec": serde_json::from_str::<serde_json::Value>(FEATURES).unwrap(),
+            "model": {"architecture": "logistic"}, "strategy": {"name": "fedavg"},
+            "optimizer": {"name": "sgd", "lr": 0.1}, "local_steps": 10, "batch_size": 4,
+            "rounds": 10, "min_sites": 2, "round_deadline_seconds": 60,
+            "dp": {"level": "client", "clip_norm": 1.0, "noise_multiplier": 1.0}
+        }))
+        .unwrap()
+    }
+
+    const FLOOR: OutputFloor = OutputFloor {
+        min_sites: 2,
+        min_samples_per_site: 10,
+    };
+
+    pub(crate) fn spec(rounds: u64) -> StudySpec {
+        let mut r = request();
+        r.rounds = rounds;
+        parse_study(&r, 1e-5, FLOOR, 7).unwrap()
+    }
+
+    fn permit(epsilon: f64, unit: BudgetUnit) -> Permit {
+        let now = time::now();
+        let req = NewApplication {
+            title: "t".into(),
+            organisation: OrgId::parse("uni-a").unwrap(),
+            public_body: false,
+            purposes: vec![Purpose::ScientificResearch],
+            research_flags: vec![],
+            categories: vec![DataCategory::EhrData],
+            data_holders: vec![
+                OrgId::parse("hosp-1").unwrap(),
+                OrgId::parse("hosp-2").unwrap(),
+            ],
+            member_states: vec![MemberState::parse("DE").unwrap()],
+            period_start: now,
+            period_end: now + chrono::Duration::days(365),
+            privacy_budget: PrivacyBudget {
+                epsilon: Epsilon::parse(epsilon).unwrap(),
+                delta: Delta::parse(1e-5).unwrap(),
+                unit,
+            },
+            justification: "j".into(),
+            optout_exception: None,
+        };
+        Permit::issue(ApplicationId::new(), "alice", &req, false, None, now)
+    }
+
+    #[test]
+    fn a_valid_request_becomes_a_study_with_its_input_width_from_the_features() {
+        let s = spec(10);
+        assert_eq!(s.model, ModelSpec::logistic(1, 1));
+        assert_eq!((s.seed, s.output_check.min_sites), (7, 2));
+        assert_eq!((s.dp.sampling_rate, s.dp.steps_per_round), (1.0, 1));
+        assert!(s.train.record_dp.is_none());
+    }
+
+    #[test]
+    fn every_bad_field_is_reported_at_once() {
+        let mut r = request();
+        r.purpose = "advertising_marketing".into();
+        r.model.architecture = "transformer".into();
+        r.optimizer.lr = -1.0;
+        r.min_sites = 3;
+        r.local_epochs = Some(1);
+        r.dp.target_epsilon = Some(1.0);
+        let codes: Vec<&str> = parse_study(&r, 1e-5, FLOOR, 7)
+            .unwrap_err()
+            .iter()
+            .map(|e| e.code)
+            .collect();
+        for want in [
+            "prohibited_use",
+            "unknown_architecture",
+            "invalid_number",
+            "out_of_range",
+            "local_work_required",
+            "noise_required",
+        ] {
+            assert!(codes.contains(&want), "{want} missing from {codes:?}");
+        }
+    }
+
+    #[test]
+    fn record_level_dp_is_accounted_per_local_step_and_ditto_counts_twice() {
+        let mut r = request();
+        r.dp = DpRequest {
+            level: "record".into(),
+            clip_norm: 1.0,
+            noise_multiplier: Some(1.0),
+            target_epsilon: None,
+            sampling_rate: Some(0.05),
+            noise_seed: None,
+        };
+        let s = parse_study(&r, 1e-5, FLOOR, 7).unwrap();
+        assert_eq!((s.dp.sampling_rate, s.dp.steps_per_round), (0.05, 10));
+        assert!(s.train.record_dp.is_some());
+        r.strategy.name = "ditto".into();
+        assert_eq!(
+            parse_study(&r, 1e-5, FLOOR, 7).unwrap().dp.steps_per_round,
+            20
+        );
+        r.local_steps = None;
+        r.local_epochs = Some(1);
+        let err = parse_study(&r, 1e-5, FLOOR, 7).unwrap_err();
+        assert!(err.iter().any(|e| e.code == "record_dp_needs_steps"));
+    }
+
+    #[test]
+    fn a_target_epsilon_is_met_exactly_by_the_derived_noise() {
+        let mut r = request();
+        r.dp.noise_multiplier = None;
+        r.dp.target_epsilon = Some(5.0);
+        let s = parse_study(&r, 1e-5, FLOOR, 7).unwrap();
+        let eps = s.dp.epsilon_for_rounds(10).unwrap();
+        assert!(eps <= 5.0 && eps > 5.0 - 1e-6, "{eps}");
+    }
+
+    #[test]
+    fn the_budget_assessment_names_the_affordable_rounds() {
+        let s = spec(10);
+        let one = s.dp.epsilon_for_rounds(1).unwrap();
+        let four = s.dp.epsilon_for_rounds(4).unwrap();
+        let five = s.dp.epsilon_for_rounds(5).unwrap();
+        // a moment after issue, when the permits below are valid
+        let now = time::now() + chrono::Duration::seconds(1);
+        // a budget between the cost of 4 and of 5 rounds affords exactly 4
+        let reasons = assess(&s, &permit((four + five) / 2.0, BudgetUnit::Record), now).unwrap();
+        assert!(
+            matches!(
+                reasons.as_slice(),
+                [StudyRefusal::Study(
+                    StudyReason::PlannedRoundsExceedBudget {
+                        affordable_rounds: 4,
+                        ..
+                    }
+                )]
+            ),
+            "{reasons:?}"
+        );
+        let reasons = assess(&s, &permit(one / 2.0, BudgetUnit::Record), now).unwrap();
+        assert!(matches!(
+            reasons.as_slice(),
+            [StudyRefusal::Study(
+                StudyReason::BudgetTooSmallForOneRound { .. }
+            )]
+        ));
+        let enough = s.dp.epsilon_for_rounds(10).unwrap() + 0.01;
+        assert!(assess(&s, &permit(enough, BudgetUnit::DataHolder), now)
+            .unwrap()
+            .is_empty());
+    }
+
+    #[test]
+    fn a_holder_level_budget_needs_client_level_dp_and_the_permit_must_grant_everything() {
+        let mut r = request();
+        r.dp = DpRequest {
+            level: "record".into(),
+            clip_norm: 1.0,
+            noise_multiplier: Some(5.0),
+            target_epsilon: None,
+            sampling_rate: Some(0.01),
+            noise_seed: None,
+        };
+        r.data_holders.push("hosp-9".into());
+        let s = parse_study(&r, 1e-5, FLOOR, 7).unwrap();
+        let later = time::now() + chrono::Duration::seconds(1);
+        let reasons = assess(&s, &permit(100.0, BudgetUnit::DataHolder), later).unwrap();
+        assert_eq!(reasons.len(), 2, "{reasons:?}");
+        assert!(reasons.contains(&StudyRefusal::Study(
+            StudyReason::DpLevelWeakerThanPermitUnit {
+                permit_unit: BudgetUnit::DataHolder
+            }
+        )));
+        assert!(
+            reasons.contains(&StudyRefusal::Permit(DenyReason::DataHolderNotPermitted {
+                data_holder: OrgId::parse("hosp-9").unwrap()
+            }))
+        );
+    }
 }

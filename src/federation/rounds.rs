@@ -402,15 +402,15 @@ impl Aggregator for ReportingDp {
     }
 }
 
-/// The noise generator of round `round`: keyed by the study's secret, so a redone
+/// The noise generator of round `round`: keyed by the study's own secret, so a redone
 /// aggregation draws the same noise and nobody without the key can predict it.
-fn round_noise(key: &[u8], study: StudyId, round: u64) -> anyhow::Result<NoiseRng> {
+fn round_noise(key: &[u8], round: u64) -> anyhow::Result<NoiseRng> {
     let key: [u8; 32] = key
         .try_into()
         .map_err(|_| anyhow::anyhow!("the study's noise key is not 32 bytes"))?;
     Ok(NoiseRng::from_secret(
         &key,
-        format!("{study}/{round}").as_bytes(),
+        format!("round/{round}").as_bytes(),
     ))
 }
 
@@ -441,7 +441,7 @@ async fn aggregate(
                     expected_sites: Some(round.participants.len() as f64),
                     parallel: true,
                 },
-                round_noise(&tx.study_noise_key(study.id).await?, study.id, round.round)?,
+                round_noise(&tx.study_noise_key(study.id).await?, round.round)?,
             ),
             report: report.clone(),
         }),

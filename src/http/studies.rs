@@ -91,6 +91,26 @@ fn location(id: StudyId) -> [(header::HeaderName, String); 1] {
     [(header::LOCATION, format!("/v1/studies/{id}"))]
 }
 
+/// The study's noise key: a fresh secret, or in development mode one derived from the
+/// requested `noise_seed` so that runs can be replayed.
+fn noise_key(req: &StudyRequest, dev: bool) -> ApiResult<Vec<u8>> {
+    use sha2::{Digest, Sha256};
+    match req.dp.noise_seed {
+        None => secret_key(),
+        Some(_) if !dev => Err(ApiError::field(
+            "dp.noise_seed",
+            "reproducible_noise_not_allowed",
+            "reproducible noise offers no privacy; only a development-mode gateway accepts it",
+        )),
+        Some(seed) => {
+            let mut h = Sha256::new();
+            h.update(b"ehds-gateway reproducible noise");
+            h.update(seed.to_le_bytes());
+            Ok(h.finalize().to_vec())
+        }
+    }
+}
+
 fn secret_key() -> ApiResult<Vec<u8>> {
     let mut key = vec![0u8; 32];
     ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut key)
@@ -130,6 +150,7 @@ pub async fn create(
         min_sites: fed.output_min_sites,
         min_samples_per_site: fed.output_min_samples_per_site,
     };
+    let key = noise_key(&req, state.dev.is_some()).map_err(tag)?;
     let delta = permit.terms().privacy_budget.delta.value();
     let spec = parse_study(&req, delta, floor, random_seed()?)
         .map_err(|errors| tag(ApiError::invalid(errors)))?;
@@ -151,7 +172,7 @@ pub async fn create(
         .clone()
         .ok_or_else(|| tag(ApiError::forbidden(action.name())))?;
     let study = Study::new(organisation, &caller.principal.sub, spec, now);
-    tx.insert_study(&study, &secret_key()?).await?;
+    tx.insert_study(&study, &key).await?;
     tx.insert_checkpoint(
         &initial_checkpoint(&study).map_err(ApiError::internal)?,
         now,
@@ -167,6 +188,7 @@ pub async fn create(
                 "categories": study.spec.categories, "data_holders": study.spec.data_holders,
                 "strategy": study.spec.strategy.name(), "rounds": study.spec.rounds,
                 "dp": study.spec.dp, "epsilon_planned": view.epsilon_planned,
+                "reproducible_noise": req.dp.noise_seed.is_some(),
             })),
     )
     .await?;
