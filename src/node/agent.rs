@@ -319,12 +319,31 @@ impl Agent {
             .collect())
     }
 
+    /// The latest state saved after a round no later than `round`: a node that missed rounds
+    /// (it was down, or too late) continues from where it last trained.
     fn load_state(&self, study: StudyId, round: u64) -> anyhow::Result<Option<SavedState>> {
-        let path = self.study_dir(study).join(format!("state-{round}.json"));
-        match std::fs::read(&path) {
-            Ok(bytes) => Ok(Some(serde_json::from_slice(&bytes)?)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e.into()),
+        let dir = self.study_dir(study);
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            return Ok(None);
+        };
+        let best = entries
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                let r: u64 = name
+                    .strip_prefix("state-")?
+                    .strip_suffix(".json")?
+                    .parse()
+                    .ok()?;
+                (r <= round).then_some(r)
+            })
+            .max();
+        match best {
+            Some(r) => {
+                let bytes = std::fs::read(dir.join(format!("state-{r}.json")))?;
+                Ok(Some(serde_json::from_slice(&bytes)?))
+            }
+            None => Ok(None),
         }
     }
 
@@ -334,9 +353,17 @@ impl Agent {
         let tmp = dir.join(format!("state-{}.json.tmp", state.round));
         std::fs::write(&tmp, serde_json::to_vec(state)?)?;
         std::fs::rename(&tmp, dir.join(format!("state-{}.json", state.round)))?;
-        // keep the state a repeated task of the next round would start from, and this one
-        if state.round >= 2 {
-            let _ = std::fs::remove_file(dir.join(format!("state-{}.json", state.round - 2)));
+        // keep this state and the one a repeated task of this round starts from
+        for entry in std::fs::read_dir(&dir)?.filter_map(|e| e.ok()) {
+            let name = entry.file_name().into_string().unwrap_or_default();
+            let older = name
+                .strip_prefix("state-")
+                .and_then(|n| n.strip_suffix(".json"))
+                .and_then(|n| n.parse::<u64>().ok())
+                .is_some_and(|r| r + 1 < state.round);
+            if older {
+                let _ = std::fs::remove_file(entry.path());
+            }
         }
         Ok(())
     }
@@ -364,7 +391,7 @@ impl Agent {
                     client.load_state(saved.client)?;
                 }
                 None => tracing::warn!(study = %task.study_id, round,
-                    "no saved state for the previous round; starting from a fresh local model"),
+                    "no saved state; starting from a fresh local model"),
             }
         }
         Ok((site, client))
