@@ -413,6 +413,9 @@ pub async fn cancel(
 ) -> ApiResult<Json<StudyView>> {
     let action = Action::StudyCancel;
     let tag = |e: ApiError| e.action(action.name()).on("study", id);
+    let now = time::now();
+    let mut tx = state.store.begin().await?;
+    let mut study = authorized_study(&state, &caller, &mut *tx, id, action).await?;
     if req.reason.trim().is_empty() {
         return Err(tag(ApiError::field(
             "reason",
@@ -420,9 +423,6 @@ pub async fn cancel(
             "a reason is required",
         )));
     }
-    let now = time::now();
-    let mut tx = state.store.begin().await?;
-    let mut study = authorized_study(&state, &caller, &mut *tx, id, action).await?;
     let version = study.row_version;
     study
         .cancel(req.reason.trim().to_owned(), now)

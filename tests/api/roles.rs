@@ -58,6 +58,22 @@ async fn every_role_can_do_exactly_what_the_policies_say(app: TestApp) {
             token: app.token("nobody", &[], Some("uni-a")),
         },
     ];
+    // A running study under the permit, and hosp-1's task in its first round.
+    let created = app
+        .post("/v1/studies", &app.researcher(), &study(&pid))
+        .await;
+    assert_eq!(created.status, 201, "{}", created.text);
+    let sid = created.body["id"].as_str().unwrap().to_owned();
+    let tasks = app
+        .get("/v1/node/tasks?wait=10", &app.holder("hosp-1"))
+        .await;
+    let tid = tasks.body[0]["task_id"]
+        .as_str()
+        .expect("a task")
+        .to_owned();
+    let mut invalid_study = study(&pid);
+    invalid_study["rounds"] = json!(0);
+    let bad_result = json!({"num_examples": 1, "excluded_subjects": 0, "registry_version": -1});
     let bad_pseudonym = json!({"subject_pseudonym": "123", "member_state": "DE"});
     let filter = json!({"permit_id": pid, "subjects": ["psn-aaaaaaaa-0001-subject"]});
     // (method, path, body, callers allowed)
@@ -172,6 +188,60 @@ async fn every_role_can_do_exactly_what_the_policies_say(app: TestApp) {
             filter,
             &["holder-named"],
         ),
+        (
+            "POST",
+            "/v1/studies".into(),
+            invalid_study,
+            &["researcher-own"],
+        ),
+        (
+            "GET",
+            "/v1/studies".into(),
+            Value::Null,
+            &["officer", "researcher-own", "researcher-other"],
+        ),
+        (
+            "GET",
+            format!("/v1/studies/{sid}"),
+            Value::Null,
+            &["officer", "researcher-own"],
+        ),
+        (
+            "GET",
+            format!("/v1/studies/{sid}/rounds"),
+            Value::Null,
+            &["officer", "researcher-own"],
+        ),
+        (
+            "POST",
+            format!("/v1/studies/{sid}/cancel"),
+            json!({"reason": ""}),
+            &["officer", "researcher-own"],
+        ),
+        (
+            "GET",
+            format!("/v1/studies/{sid}/model"),
+            Value::Null,
+            &["researcher-own"],
+        ),
+        (
+            "GET",
+            "/v1/node/tasks".into(),
+            Value::Null,
+            &["holder-named", "holder-other"],
+        ),
+        (
+            "GET",
+            format!("/v1/node/tasks/{tid}/parameters"),
+            Value::Null,
+            &["holder-named"],
+        ),
+        (
+            "POST",
+            format!("/v1/node/tasks/{tid}/result"),
+            bad_result,
+            &["holder-named"],
+        ),
         ("GET", "/v1/audit/events".into(), Value::Null, &["auditor"]),
         (
             "GET",
@@ -239,3 +309,21 @@ async fn every_role_can_do_exactly_what_the_policies_say(app: TestApp) {
     );
 }
 both_backends!(every_role_can_do_exactly_what_the_policies_say);
+
+/// A small valid study under `permit` (the default application's two hospitals).
+fn study(permit: &str) -> Value {
+    json!({
+        "title": "role matrix", "permit_id": permit, "purpose": "scientific_research",
+        "categories": ["ehr_data"], "data_holders": ["hosp-1", "hosp-2"],
+        "feature_spec": {"name": "t", "features": [
+            {"name": "age", "category": "ehr_data",
+             "source": {"observation": {"system": "http://loinc.org", "code": "30525-0"}},
+             "transform": {"kind": "number"}}],
+          "label": {"name": "chd", "category": "ehr_data",
+            "source": {"condition": {"system": "http://snomed.info/sct", "code": "53741008"}}}},
+        "model": {"architecture": "logistic"}, "strategy": {"name": "fedavg"},
+        "optimizer": {"name": "sgd", "lr": 0.1}, "local_steps": 5, "batch_size": 4,
+        "rounds": 2, "min_sites": 2, "round_deadline_seconds": 600,
+        "dp": {"level": "client", "clip_norm": 1.0, "noise_multiplier": 2.0}
+    })
+}
