@@ -620,6 +620,7 @@ pub enum StudyRefusal {
 pub enum StudyReason {
     /// The permit's budget protects whole data holders; only client-level DP does that.
     DpLevelWeakerThanPermitUnit { permit_unit: BudgetUnit },
+    /// `remaining`: the permit's unspent budget less what its other live studies reserved.
     BudgetTooSmallForOneRound {
         epsilon_one_round: f64,
         remaining: f64,
@@ -632,10 +633,13 @@ pub enum StudyReason {
 }
 
 /// Every reason `permit` does not cover `spec` now: the round-time governance check, the DP
-/// level the permit's budget unit demands, and the budget the whole plan spends.
+/// level the permit's budget unit demands, and the budget the whole plan spends. `reserved` is
+/// what the permit's other live studies have planned but not yet spent: their plans were
+/// accepted first, so a new study may not count on that budget.
 pub fn assess(
     spec: &StudySpec,
     permit: &Permit,
+    reserved: f64,
     now: Timestamp,
 ) -> fl_engine::Result<Vec<StudyRefusal>> {
     let outcome = check(
@@ -659,7 +663,7 @@ pub fn assess(
             StudyReason::DpLevelWeakerThanPermitUnit { permit_unit: unit },
         ));
     }
-    let remaining = permit.epsilon_remaining();
+    let remaining = (permit.epsilon_remaining() - reserved).max(0.0);
     let one = spec.dp.epsilon_for_rounds(1)?;
     let planned = spec.dp.epsilon_for_rounds(spec.rounds)?;
     if one > remaining {
@@ -836,7 +840,13 @@ pub(crate) mod tests {
         // a moment after issue, when the permits below are valid
         let now = time::now() + chrono::Duration::seconds(1);
         // a budget between the cost of 4 and of 5 rounds affords exactly 4
-        let reasons = assess(&s, &permit((four + five) / 2.0, BudgetUnit::Record), now).unwrap();
+        let reasons = assess(
+            &s,
+            &permit((four + five) / 2.0, BudgetUnit::Record),
+            0.0,
+            now,
+        )
+        .unwrap();
         assert!(
             matches!(
                 reasons.as_slice(),
@@ -849,7 +859,7 @@ pub(crate) mod tests {
             ),
             "{reasons:?}"
         );
-        let reasons = assess(&s, &permit(one / 2.0, BudgetUnit::Record), now).unwrap();
+        let reasons = assess(&s, &permit(one / 2.0, BudgetUnit::Record), 0.0, now).unwrap();
         assert!(matches!(
             reasons.as_slice(),
             [StudyRefusal::Study(
@@ -876,7 +886,7 @@ pub(crate) mod tests {
         r.data_holders.push("hosp-9".into());
         let s = parse_study(&r, 1e-5, FLOOR, 7).unwrap();
         let later = time::now() + chrono::Duration::seconds(1);
-        let reasons = assess(&s, &permit(100.0, BudgetUnit::DataHolder), later).unwrap();
+        let reasons = assess(&s, &permit(100.0, BudgetUnit::DataHolder), 0.0, later).unwrap();
         assert_eq!(reasons.len(), 2, "{reasons:?}");
         assert!(reasons.contains(&StudyRefusal::Study(
             StudyReason::DpLevelWeakerThanPermitUnit {

@@ -154,7 +154,18 @@ pub async fn create(
     let delta = permit.terms().privacy_budget.delta.value();
     let spec = parse_study(&req, delta, floor, random_seed()?)
         .map_err(|errors| tag(ApiError::invalid(errors)))?;
-    let reasons: Vec<StudyRefusal> = assess(&spec, &permit, now).map_err(ApiError::internal)?;
+    // Plans accepted earlier hold their unspent budget: a later study cannot count on it.
+    let mut reserved = 0.0;
+    for other in tx.live_studies_for_permit(permit_id).await? {
+        let planned = other
+            .spec
+            .dp
+            .epsilon_for_rounds(other.spec.rounds)
+            .map_err(ApiError::internal)?;
+        reserved += (planned - other.epsilon_spent).max(0.0);
+    }
+    let reasons: Vec<StudyRefusal> =
+        assess(&spec, &permit, reserved, now).map_err(ApiError::internal)?;
     if !reasons.is_empty() {
         return Err(tag(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,

@@ -121,6 +121,8 @@ pub trait Tx: Send {
     async fn list_studies(&mut self, scope: &Scope, page: Page) -> Result<Vec<Study>>;
     /// Studies the round loop still drives (running or suspended), oldest first.
     async fn live_study_ids(&mut self) -> Result<Vec<StudyId>>;
+    /// The running or suspended studies under a permit.
+    async fn live_studies_for_permit(&mut self, permit: PermitId) -> Result<Vec<Study>>;
     /// Writes a changed study if its stored row version is still `expected_row_version`.
     async fn update_study(&mut self, study: &Study, expected_row_version: i64) -> Result<()>;
     /// The secret that seeds the study's aggregation noise.

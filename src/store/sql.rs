@@ -505,6 +505,17 @@ macro_rules! impl_tx {
                 Ok(ids.into_iter().map(crate::domain::StudyId).collect())
             }
 
+            async fn live_studies_for_permit(&mut self, permit: crate::domain::PermitId)
+                -> crate::store::Result<Vec<crate::domain::study::Study>> {
+                let found = sqlx::query(
+                    "select * from study where permit_id = $1 and status in ('running', 'suspended') order by created_at",
+                )
+                .bind(permit.0)
+                .fetch_all(&mut *self.tx)
+                .await?;
+                found.iter().map(rows::study).collect()
+            }
+
             async fn update_study(&mut self, s: &crate::domain::study::Study, expected_row_version: i64)
                 -> crate::store::Result<()> {
                 let done = sqlx::query(

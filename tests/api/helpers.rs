@@ -248,3 +248,110 @@ macro_rules! both_backends {
         }
     };
 }
+
+/// The hospitals of the example federation (`examples/federation`) and the member states the
+/// example assigns them.
+pub const EXAMPLE_HOSPITALS: [(&str, &str); 4] = [
+    ("cleveland", "DE"),
+    ("hungarian", "HU"),
+    ("switzerland", "AT"),
+    ("va", "NL"),
+];
+
+pub fn example_federation_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/federation")
+}
+
+/// The example federation's feature specification (13 inputs, all `ehr_data`).
+pub fn example_features() -> Value {
+    let path = example_federation_dir().join("heart_disease.features.json");
+    serde_json::from_slice(&std::fs::read(path).expect("example feature spec")).unwrap()
+}
+
+/// An application from alice's organisation for `holders` (hospitals of the example
+/// federation), `ehr_data` only, with the given budget (`unit`: `record` or `data_holder`).
+pub fn federation_application(holders: &[&str], epsilon: f64, unit: &str) -> Value {
+    let states: Vec<&str> = EXAMPLE_HOSPITALS
+        .iter()
+        .filter(|h| holders.contains(&h.0))
+        .map(|h| h.1)
+        .collect();
+    json!({
+        "title": "Federated heart-disease risk model",
+        "applicant": {"organisation": "uni-a", "public_body": false},
+        "purposes": ["scientific_research"],
+        "research_flags": ["algorithm_training"],
+        "categories": ["ehr_data"],
+        "data_holders": holders,
+        "member_states": if states.is_empty() { vec!["DE"] } else { states },
+        "requested_period": {"start": in_days(0), "end": in_days(365)},
+        "privacy_budget": {"epsilon": epsilon, "delta": 1e-5, "unit": unit},
+        "justification": "Train a risk model across hospitals without moving any record.",
+        "declares_no_prohibited_use": true
+    })
+}
+
+/// A small valid study on the example feature specification: FedAvg on a logistic model,
+/// client-level DP with a fixed noise multiplier, one round, every holder needed.
+pub fn study_body(permit_id: &str, holders: &[&str]) -> Value {
+    json!({
+        "title": "Coronary artery disease risk",
+        "permit_id": permit_id,
+        "purpose": "scientific_research",
+        "categories": ["ehr_data"],
+        "data_holders": holders,
+        "feature_spec": example_features(),
+        "model": {"architecture": "logistic"},
+        "strategy": {"name": "fedavg"},
+        "optimizer": {"name": "sgd", "lr": 0.1},
+        "local_steps": 20,
+        "batch_size": 8,
+        "rounds": 1,
+        "min_sites": holders.len(),
+        "round_deadline_seconds": 120,
+        "dp": {"level": "client", "clip_norm": 1.0, "noise_multiplier": 2.0},
+        "seed": 7
+    })
+}
+
+impl TestApp {
+    /// Creates a permit from `body` (approved as is); returns its id.
+    pub async fn permit_id(&self, body: &Value) -> String {
+        let (_, permit) = self
+            .permit_with(body, &json!({"decision": "approve"}))
+            .await;
+        permit["id"].as_str().expect("permit id").to_owned()
+    }
+
+    /// Submits a study as alice and expects it to be accepted; returns its id.
+    pub async fn submit_study(&self, body: &Value) -> String {
+        let created = self.post("/v1/studies", &self.researcher(), body).await;
+        assert_eq!(created.status, 201, "{}", created.text);
+        created.body["id"].as_str().expect("study id").to_owned()
+    }
+
+    /// Polls `GET {path}` as `token` until `done` holds for the body, for at most `secs`.
+    pub async fn wait_for(
+        &self,
+        path: &str,
+        token: &str,
+        secs: u64,
+        what: &str,
+        done: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+        loop {
+            let r = self.get(path, token).await;
+            if r.status == 200 && done(&r.body) {
+                return r.body;
+            }
+            assert!(
+                std::time::Instant::now() < until,
+                "timed out after {secs} s waiting for {what}; last answer from {path}: {} {}",
+                r.status,
+                r.text
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+}

@@ -9,4 +9,5 @@ mod lifecycle;
 mod openapi;
 mod optouts;
 mod roles;
+mod studies;
 mod validation;

@@ -1,0 +1,1281 @@
+//! Federated studies over HTTP: submission against the permit, the node protocol's refusals,
+//! deadlines, governance changes in the middle of a round, the privacy budget, cancellation and
+//! the output check. The test plays the data holders' nodes itself: it fetches tasks, downloads
+//! the global model and uploads it back slightly changed.
+
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use ehds_gateway::{
+    domain::{study::TaskKind, OrgId, StudyId},
+    federation::wire::{decode_fit_ins, encode_update, NodeTask},
+};
+use fl_engine::{FitIns, ParameterSet};
+use serde_json::{json, Value};
+
+use crate::both_backends;
+use crate::helpers::*;
+
+const TWO: [&str; 2] = ["cleveland", "hungarian"];
+const THREE: [&str; 3] = ["cleveland", "hungarian", "switzerland"];
+
+/// A data holder's node, played by the test.
+struct Node<'a> {
+    app: &'a TestApp,
+    org: &'static str,
+    token: String,
+}
+
+impl<'a> Node<'a> {
+    fn new(app: &'a TestApp, org: &'static str) -> Self {
+        Self {
+            app,
+            org,
+            token: app.holder(org),
+        }
+    }
+
+    fn holder(&self) -> OrgId {
+        OrgId::parse(self.org).expect("valid organisation id")
+    }
+
+    /// The node's open tasks right now.
+    async fn tasks(&self) -> Vec<NodeTask> {
+        let r = self.app.get("/v1/node/tasks", &self.token).await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        serde_json::from_value(r.body).expect("tasks parse")
+    }
+
+    /// Waits (up to 30 s) for the node's task of `kind` in `round` of `study`.
+    async fn task(&self, study: &str, round: u64, kind: TaskKind) -> NodeTask {
+        let until = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(t) = self
+                .tasks()
+                .await
+                .into_iter()
+                .find(|t| t.study_id.to_string() == study && t.round == round && t.kind == kind)
+            {
+                return t;
+            }
+            assert!(
+                Instant::now() < until,
+                "{} never got its {kind:?} task of round {round}",
+                self.org
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn global(&self, task: &NodeTask) -> FitIns {
+        let r = self
+            .app
+            .client
+            .get(format!(
+                "{}/v1/node/tasks/{}/parameters",
+                self.app.base, task.task_id
+            ))
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status();
+        let bytes = r.bytes().await.unwrap();
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&bytes));
+        decode_fit_ins(&bytes, task.study_id, task.round).expect("global model")
+    }
+
+    /// The global model, every value moved by `delta`, as this node's update for `task`.
+    async fn echo(&self, task: &NodeTask, delta: f32) -> String {
+        let ins = self.global(task).await;
+        encode_update(
+            &shifted(&ins.params, delta),
+            &ins.extras,
+            task.study_id,
+            task.round,
+            &self.holder(),
+        )
+        .unwrap()
+    }
+
+    async fn upload(&self, task: &NodeTask, body: &Value) -> Reply {
+        self.app
+            .post(
+                &format!("/v1/node/tasks/{}/result", task.task_id),
+                &self.token,
+                body,
+            )
+            .await
+    }
+
+    /// Answers `task` correctly, reporting `samples` training examples.
+    async fn answer(&self, task: &NodeTask, samples: u64) {
+        let parameters = match task.kind {
+            TaskKind::Fit => Some(self.echo(task, 0.01).await),
+            TaskKind::Evaluate => None,
+        };
+        let r = self
+            .upload(task, &result_body(task, samples, parameters))
+            .await;
+        assert_eq!(
+            r.status, 200,
+            "{} answering {:?}: {}",
+            self.org, task.kind, r.text
+        );
+    }
+}
+
+fn shifted(params: &ParameterSet, delta: f32) -> ParameterSet {
+    let mut out = ParameterSet::new();
+    for (name, t) in params.iter() {
+        out.insert(
+            name.clone(),
+            t.shape.clone(),
+            t.values.iter().map(|v| v + delta).collect(),
+        )
+        .unwrap();
+    }
+    out
+}
+
+fn result_body(task: &NodeTask, samples: u64, parameters: Option<String>) -> Value {
+    json!({
+        "num_examples": samples,
+        "excluded_subjects": 1,
+        "registry_version": task.registry_version,
+        "parameters": parameters,
+        "train_loss": 0.5,
+        "local_steps": 20,
+    })
+}
+
+/// A well-formed, untampered parameter file whose values are all NaN: the header's digest is
+/// that of the NaN values, so only the finiteness check can refuse it. (`encode_update` refuses
+/// to write non-finite values, so the file is made from a finite one.)
+fn nan_update(params: &ParameterSet, task: &NodeTask, holder: &OrgId) -> String {
+    let (bytes, digest) = fl_engine::save_safetensors(
+        params,
+        &task.study_id.to_string(),
+        task.round,
+        Some(holder.as_str()),
+    )
+    .unwrap();
+    let mut nan = ParameterSet::new();
+    for (name, t) in params.iter() {
+        nan.insert(
+            name.clone(),
+            t.shape.clone(),
+            vec![f32::NAN; t.values.len()],
+        )
+        .unwrap();
+    }
+    let header_len = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let header = std::str::from_utf8(&bytes[8..8 + header_len]).unwrap();
+    let replaced = header.replace(&digest, &nan.digest());
+    assert_eq!(replaced.len(), header.len());
+    let mut out = bytes[..8].to_vec();
+    out.extend_from_slice(replaced.as_bytes());
+    // the data section (everything after the header) is nothing but little-endian f32 values
+    let data = bytes.len() - 8 - header_len;
+    assert_eq!(data, params.num_values() * 4);
+    for _ in 0..params.num_values() {
+        out.extend_from_slice(&f32::NAN.to_le_bytes());
+    }
+    base64::engine::general_purpose::STANDARD.encode(out)
+}
+
+async fn study(app: &TestApp, id: &str) -> Value {
+    let r = app
+        .get(&format!("/v1/studies/{id}"), &app.researcher())
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    r.body
+}
+
+async fn rounds(app: &TestApp, id: &str) -> Value {
+    let r = app
+        .get(&format!("/v1/studies/{id}/rounds"), &app.researcher())
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    r.body
+}
+
+async fn wait_status(app: &TestApp, id: &str, status: &str) -> Value {
+    app.wait_for(
+        &format!("/v1/studies/{id}"),
+        &app.researcher(),
+        30,
+        &format!("study {id} to be {status}"),
+        |s| s["status"] == status,
+    )
+    .await
+}
+
+/// Waits until attempt `attempt` of round `round` is in `phase`; returns the rounds view.
+async fn wait_round(app: &TestApp, id: &str, round: u64, attempt: u64, phase: &str) -> Value {
+    app.wait_for(
+        &format!("/v1/studies/{id}/rounds"),
+        &app.researcher(),
+        30,
+        &format!("round {round} attempt {attempt} to be {phase}"),
+        |v| {
+            v["rounds"].as_array().is_some_and(|rs| {
+                rs.iter()
+                    .any(|r| r["round"] == round && r["attempt"] == attempt && r["phase"] == phase)
+            })
+        },
+    )
+    .await
+}
+
+fn the_round(view: &Value, round: u64, attempt: u64) -> Value {
+    view["rounds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["round"] == round && r["attempt"] == attempt)
+        .cloned()
+        .unwrap_or_else(|| panic!("no round {round} attempt {attempt} in {view}"))
+}
+
+/// Plays every node until the study is no longer running (at most 60 s); every node answers
+/// every task it gets with `samples` examples. Returns the study.
+async fn run_to_end(app: &TestApp, id: &str, nodes: &[Node<'_>], samples: u64) -> Value {
+    let until = Instant::now() + Duration::from_secs(60);
+    loop {
+        for n in nodes {
+            for t in n.tasks().await {
+                if t.study_id.to_string() == id {
+                    n.answer(&t, samples).await;
+                }
+            }
+        }
+        let s = study(app, id).await;
+        if s["status"] != "running" {
+            return s;
+        }
+        assert!(Instant::now() < until, "study {id} still running: {s}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn studies_listed(app: &TestApp) -> usize {
+    let r = app.get("/v1/studies", &app.researcher()).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    r.body.as_array().unwrap().len()
+}
+
+/// The denied `study.create` entries, oldest first.
+async fn refused_submissions(app: &TestApp) -> Vec<Value> {
+    app.audit("action=study.create&outcome=denied").await
+}
+
+fn reason_codes(reply: &Reply) -> Vec<String> {
+    reply.body["reasons"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no reasons in {}", reply.text))
+        .iter()
+        .map(|r| r["code"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn field_codes(reply: &Reply) -> Vec<(String, String)> {
+    reply.body["errors"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no errors in {}", reply.text))
+        .iter()
+        .map(|e| {
+            (
+                e["field"].as_str().unwrap().to_owned(),
+                e["code"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Submits `body` expecting a refusal with `status` and `code`; checks that nothing was stored
+/// and that the refusal is on the audit trail with its code.
+async fn refused(app: &TestApp, token: &str, body: &Value, status: u16, code: &str) -> Reply {
+    let before = refused_submissions(app).await.len();
+    let r = app.post("/v1/studies", token, body).await;
+    assert_eq!((r.status.as_u16(), r.code()), (status, code), "{}", r.text);
+    assert_eq!(studies_listed(app).await, 0, "a refused study was stored");
+    let trail = refused_submissions(app).await;
+    assert_eq!(trail.len(), before + 1, "the refusal is audited once");
+    let last = trail.last().unwrap();
+    assert_eq!(last["detail"]["code"], code);
+    assert_eq!(last["http_status"], status);
+    r
+}
+
+fn with(mut body: Value, edits: &[(&str, Value)]) -> Value {
+    for (path, v) in edits {
+        let mut at = &mut body;
+        let parts: Vec<&str> = path.split('.').collect();
+        for p in &parts[..parts.len() - 1] {
+            at = &mut at[*p];
+        }
+        at[parts[parts.len() - 1]] = v.clone();
+    }
+    body
+}
+
+/// The example features with the first one reading `genetic_genomic` data.
+fn genomic_features() -> Value {
+    let mut f = example_features();
+    f["features"][0]["category"] = json!("genetic_genomic");
+    f
+}
+
+// 1. Submission is checked against the permit, with every reason, and nothing is stored.
+async fn submission_is_checked_against_the_permit(app: TestApp) {
+    let alice = app.researcher();
+    let permit = app
+        .permit_id(&federation_application(&TWO, 50.0, "record"))
+        .await;
+    let base = study_body(&permit, &TWO);
+
+    // A feature reads a category the permit does not grant.
+    let r = refused(
+        &app,
+        &alice,
+        &with(
+            base.clone(),
+            &[
+                ("categories", json!(["ehr_data", "genetic_genomic"])),
+                ("feature_spec", genomic_features()),
+            ],
+        ),
+        422,
+        "study_not_permitted",
+    )
+    .await;
+    assert_eq!(reason_codes(&r), ["category_not_permitted"], "{}", r.text);
+    assert_eq!(r.body["reasons"][0]["category"], "genetic_genomic");
+
+    // A feature reads a category the study does not declare.
+    let r = refused(
+        &app,
+        &alice,
+        &with(base.clone(), &[("feature_spec", genomic_features())]),
+        422,
+        "feature_category_not_declared",
+    )
+    .await;
+    let fields = field_codes(&r);
+    assert_eq!(fields.len(), 1, "{}", r.text);
+    assert!(
+        fields[0].0.starts_with("feature_spec.features"),
+        "{fields:?}"
+    );
+
+    // Several malformed fields: every one is named.
+    let r = refused(
+        &app,
+        &alice,
+        &with(
+            base.clone(),
+            &[
+                ("rounds", json!(0)),
+                ("batch_size", json!(0)),
+                ("min_sites", json!(3)),
+                ("optimizer.name", json!("rmsprop")),
+                ("strategy.name", json!("fedmagic")),
+                ("dp.clip_norm", json!(-1.0)),
+            ],
+        ),
+        422,
+        "validation_failed",
+    )
+    .await;
+    let fields = field_codes(&r);
+    for (field, code) in [
+        ("rounds", "out_of_range"),
+        ("batch_size", "out_of_range"),
+        ("min_sites", "out_of_range"),
+        ("optimizer.name", "unknown_optimizer"),
+        ("strategy.name", "unknown_strategy"),
+        ("dp.clip_norm", "invalid_number"),
+    ] {
+        assert!(
+            fields.contains(&(field.to_owned(), code.to_owned())),
+            "{field}: {code} missing from {fields:?}"
+        );
+    }
+
+    // Record-level DP does not protect the unit a `data_holder` budget protects.
+    let per_holder = app
+        .permit_id(&federation_application(&TWO, 50.0, "data_holder"))
+        .await;
+    let r = refused(
+        &app,
+        &alice,
+        &with(
+            study_body(&per_holder, &TWO),
+            &[(
+                "dp",
+                json!({"level": "record", "clip_norm": 1.0, "noise_multiplier": 1.0,
+                       "sampling_rate": 0.1}),
+            )],
+        ),
+        422,
+        "study_not_permitted",
+    )
+    .await;
+    assert_eq!(
+        reason_codes(&r),
+        ["dp_level_weaker_than_permit_unit"],
+        "{}",
+        r.text
+    );
+    assert_eq!(r.body["reasons"][0]["permit_unit"], "data_holder");
+
+    // A budget that cannot pay for one round, and a plan longer than the budget.
+    let small = app
+        .permit_id(&federation_application(&TWO, 0.5, "record"))
+        .await;
+    let r = refused(
+        &app,
+        &alice,
+        &with(
+            study_body(&small, &TWO),
+            &[("dp.noise_multiplier", json!(0.5))],
+        ),
+        422,
+        "study_not_permitted",
+    )
+    .await;
+    assert_eq!(
+        reason_codes(&r),
+        ["budget_too_small_for_one_round"],
+        "{}",
+        r.text
+    );
+    let one = r.body["reasons"][0]["epsilon_one_round"].as_f64().unwrap();
+    assert!(one > 0.5, "{}", r.text);
+    assert_eq!(r.body["reasons"][0]["remaining"], 0.5);
+
+    let long = with(
+        study_body(&small, &TWO),
+        &[
+            ("dp.noise_multiplier", json!(30.0)),
+            ("rounds", json!(1000)),
+        ],
+    );
+    let r = refused(&app, &alice, &long, 422, "study_not_permitted").await;
+    assert_eq!(
+        reason_codes(&r),
+        ["planned_rounds_exceed_budget"],
+        "{}",
+        r.text
+    );
+    let reason = &r.body["reasons"][0];
+    assert!(
+        reason["planned_epsilon"].as_f64().unwrap() > 0.5,
+        "{reason}"
+    );
+    let affordable = reason["affordable_rounds"].as_u64().unwrap();
+    assert!((1..1000).contains(&affordable), "{reason}");
+
+    // Another organisation's researcher cannot run a study under alice's permit.
+    let bob = app.token("bob", &["researcher"], Some("uni-b"));
+    refused(&app, &bob, &base, 403, "forbidden").await;
+
+    // `affordable_rounds` is exact: one round more is refused, that many are accepted.
+    let more = with(long.clone(), &[("rounds", json!(affordable + 1))]);
+    let r = refused(&app, &alice, &more, 422, "study_not_permitted").await;
+    assert_eq!(reason_codes(&r), ["planned_rounds_exceed_budget"]);
+    let fits = app
+        .submit_study(&with(long, &[("rounds", json!(affordable))]))
+        .await;
+    assert!(
+        study(&app, &fits).await["epsilon_planned"]
+            .as_f64()
+            .unwrap()
+            <= 0.5
+    );
+    assert_eq!(studies_listed(&app).await, 1);
+}
+both_backends!(submission_is_checked_against_the_permit);
+
+// 2. Every kind of bad upload is refused, stored nowhere and audited; good ones then count.
+async fn bad_updates_are_refused_and_nothing_is_stored(app: TestApp) {
+    let permit = app
+        .permit_id(&federation_application(&TWO, 50.0, "record"))
+        .await;
+    let id = app.submit_study(&study_body(&permit, &TWO)).await;
+    let a = Node::new(&app, "cleveland");
+    let b = Node::new(&app, "hungarian");
+    let ta = a.task(&id, 1, TaskKind::Fit).await;
+    let tb = b.task(&id, 1, TaskKind::Fit).await;
+    let ins = b.global(&tb).await;
+    let study_id: StudyId = tb.study_id;
+    let good = |params: &ParameterSet, round: u64, holder: &OrgId| {
+        encode_update(params, &ins.extras, study_id, round, holder).unwrap()
+    };
+
+    let mut wrong_shape = shifted(&ins.params, 0.01);
+    let (name, t) = wrong_shape
+        .iter()
+        .next()
+        .map(|(n, t)| (n.clone(), t.clone()))
+        .unwrap();
+    let mut longer = t.values.clone();
+    longer.push(0.0);
+    wrong_shape
+        .insert(name, vec![longer.len()], longer)
+        .unwrap();
+    let mut stray = shifted(&ins.params, 0.01);
+    stray.insert("stray.weight", vec![1], vec![0.5]).unwrap();
+
+    // (what, body, status, code, a phrase the detail must contain)
+    let refusals: Vec<(&str, Value, u16, &str, &str)> = vec![
+        (
+            "garbage base64",
+            result_body(&tb, 100, Some("%%% not base64 %%%".into())),
+            422,
+            "invalid_encoding",
+            "base64",
+        ),
+        (
+            "base64 of something that is not safetensors",
+            result_body(
+                &tb,
+                100,
+                Some(base64::engine::general_purpose::STANDARD.encode(b"hello, gateway")),
+            ),
+            422,
+            "invalid_update",
+            "not a valid parameter file",
+        ),
+        (
+            "wrong shapes",
+            result_body(&tb, 100, Some(good(&wrong_shape, 1, &b.holder()))),
+            422,
+            "invalid_update",
+            "shape mismatch",
+        ),
+        (
+            "a tensor the model does not have",
+            result_body(&tb, 100, Some(good(&stray, 1, &b.holder()))),
+            422,
+            "invalid_update",
+            "stray.weight",
+        ),
+        (
+            "NaN values",
+            result_body(&tb, 100, Some(nan_update(&ins.params, &tb, &b.holder()))),
+            422,
+            "invalid_update",
+            "non-finite",
+        ),
+        (
+            "an update for another round",
+            result_body(&tb, 100, Some(good(&ins.params, 2, &b.holder()))),
+            422,
+            "update_misdirected",
+            "round 2",
+        ),
+        (
+            "an update naming another sender",
+            result_body(&tb, 100, Some(good(&ins.params, 1, &a.holder()))),
+            422,
+            "update_misdirected",
+            "cleveland",
+        ),
+        (
+            "no update at all",
+            result_body(&tb, 100, None),
+            422,
+            "parameters_required",
+            "",
+        ),
+        (
+            "zero examples",
+            result_body(&tb, 0, Some(good(&ins.params, 1, &b.holder()))),
+            422,
+            "zero_samples",
+            "",
+        ),
+        (
+            "another registry version",
+            with(
+                result_body(&tb, 100, Some(good(&ins.params, 1, &b.holder()))),
+                &[("registry_version", json!(tb.registry_version + 7))],
+            ),
+            422,
+            "registry_version_mismatch",
+            "",
+        ),
+    ];
+    for (what, body, status, code, phrase) in &refusals {
+        let r = b.upload(&tb, body).await;
+        assert_eq!(
+            (r.status.as_u16(), r.code()),
+            (*status, *code),
+            "{what}: {}",
+            r.text
+        );
+        let detail = r.body["errors"][0]["message"]
+            .as_str()
+            .or(r.body["detail"].as_str())
+            .unwrap_or("");
+        assert!(detail.contains(phrase), "{what}: {}", r.text);
+    }
+
+    // A node answering another node's task is refused whatever it sends.
+    let foreign = a
+        .upload(
+            &tb,
+            &result_body(&tb, 100, Some(good(&ins.params, 1, &b.holder()))),
+        )
+        .await;
+    assert_eq!(
+        (foreign.status.as_u16(), foreign.code()),
+        (403, "forbidden"),
+        "{}",
+        foreign.text
+    );
+    let foreign_params = app
+        .get(
+            &format!("/v1/node/tasks/{}/parameters", tb.task_id),
+            &a.token,
+        )
+        .await;
+    assert_eq!(foreign_params.status, 403);
+
+    // None of that was stored: the round still collects, hungarian's task is still open.
+    let view = rounds(&app, &id).await;
+    assert_eq!(the_round(&view, 1, 1)["phase"], "collecting", "{view}");
+    assert!(b.tasks().await.iter().any(|t| t.task_id == tb.task_id));
+    let results = app.audit("action=node.task.result").await;
+    assert!(
+        results.iter().filter(|e| e["outcome"] == "success").count() == 0,
+        "{results:?}"
+    );
+    let denied: Vec<&Value> = results
+        .iter()
+        .filter(|e| e["outcome"] == "denied" && e["resource_id"] == tb.task_id.to_string())
+        .collect();
+    assert_eq!(denied.len(), refusals.len() + 1, "{denied:?}");
+    for (_, _, status, code, _) in &refusals {
+        assert!(
+            denied
+                .iter()
+                .any(|e| e["detail"]["code"] == *code && e["http_status"] == *status),
+            "{code} not audited"
+        );
+    }
+    let by_a = denied
+        .iter()
+        .find(|e| e["http_status"] == 403)
+        .expect("the foreign upload is audited");
+    assert_eq!(by_a["actor"]["organisation"], "cleveland", "{by_a}");
+
+    // Valid results are accepted once; a second upload is a conflict.
+    let second = a.echo(&ta, 0.02).await;
+    a.answer(&ta, 120).await;
+    let twice = a
+        .upload(&ta, &result_body(&ta, 120, Some(second.clone())))
+        .await;
+    assert_eq!(
+        (twice.status.as_u16(), twice.code()),
+        (409, "task_already_completed"),
+        "{}",
+        twice.text
+    );
+    assert_eq!(
+        the_round(&rounds(&app, &id).await, 1, 1)["phase"],
+        "collecting",
+        "one of two results is not a quorum of two"
+    );
+    b.answer(&tb, 80).await;
+    let view = wait_round(&app, &id, 1, 1, "aggregated").await;
+    let round = the_round(&view, 1, 1);
+    assert_eq!(round["samples"], 200, "{round}");
+    let sites = round["sites"].as_array().unwrap();
+    assert_eq!(sites.len(), 2);
+    assert!(sites.iter().all(|s| s["contributed"] == true), "{round}");
+    let aggregate = app
+        .audit(&format!("action=study.round.aggregate&resource_id={id}"))
+        .await;
+    assert_eq!(aggregate.len(), 1);
+    assert_eq!(aggregate[0]["detail"]["contributors"], 2);
+    let accepted = app.audit("action=node.task.result&outcome=success").await;
+    assert_eq!(accepted.len(), 2, "{accepted:?}");
+    let late = a.upload(&ta, &result_body(&ta, 120, Some(second))).await;
+    assert_eq!(late.status, 409, "{}", late.text);
+    let params = app
+        .get(
+            &format!("/v1/node/tasks/{}/parameters", ta.task_id),
+            &a.token,
+        )
+        .await;
+    assert_eq!(params.status, 409, "{}", params.text);
+}
+both_backends!(bad_updates_are_refused_and_nothing_is_stored);
+
+// 3. A silent node: the deadline aggregates with the quorum, or fails the attempt without it.
+async fn deadline_aggregates_with_quorum_or_fails_the_attempt(app: TestApp) {
+    let permit = app
+        .permit_id(&federation_application(&THREE, 50.0, "record"))
+        .await;
+    let nodes = [Node::new(&app, "cleveland"), Node::new(&app, "hungarian")];
+    let silent = Node::new(&app, "switzerland");
+
+    // Quorum 2 of 3: the round closes at the deadline with the two results.
+    let quorum = with(
+        study_body(&permit, &THREE),
+        &[
+            ("min_sites", json!(2)),
+            ("round_deadline_seconds", json!(3)),
+        ],
+    );
+    let id = app.submit_study(&quorum).await;
+    // the silent node fetched its task and the model, but is too slow
+    let missed = silent.task(&id, 1, TaskKind::Fit).await;
+    let too_late = silent.echo(&missed, 0.01).await;
+    for n in &nodes {
+        let t = n.task(&id, 1, TaskKind::Fit).await;
+        n.answer(&t, 50).await;
+    }
+    let view = wait_round(&app, &id, 1, 1, "aggregated").await;
+    let round = the_round(&view, 1, 1);
+    let sites = round["sites"].as_array().unwrap();
+    assert_eq!(sites.len(), 3, "{round}");
+    for s in sites {
+        let expected = s["data_holder"] != "switzerland";
+        assert_eq!(s["contributed"], expected, "{round}");
+    }
+    assert_eq!(round["samples"], 100);
+    let aggregate = app
+        .audit(&format!("action=study.round.aggregate&resource_id={id}"))
+        .await;
+    assert_eq!(aggregate[0]["detail"]["contributors"], 2);
+    assert_eq!(aggregate[0]["detail"]["missing"], 1);
+    let late = silent
+        .upload(&missed, &result_body(&missed, 50, Some(too_late)))
+        .await;
+    assert_eq!(late.status, 409, "{}", late.text);
+    assert!(
+        ["task_closed", "task_deadline_passed"].contains(&late.code()),
+        "{}",
+        late.text
+    );
+    let late_audit = app
+        .audit(&format!(
+            "action=node.task.result&resource_id={}",
+            missed.task_id
+        ))
+        .await;
+    assert_eq!(late_audit.len(), 1);
+    assert_eq!(late_audit[0]["outcome"], "denied");
+
+    // Quorum 3 of 3: the attempt fails and a second attempt at the same round opens.
+    let all = with(
+        study_body(&permit, &THREE),
+        &[
+            ("min_sites", json!(3)),
+            ("round_deadline_seconds", json!(3)),
+        ],
+    );
+    let id = app.submit_study(&all).await;
+    let mut first_attempt = Vec::new();
+    for n in &nodes {
+        let t = n.task(&id, 1, TaskKind::Fit).await;
+        n.answer(&t, 50).await;
+        first_attempt.push(t.task_id);
+    }
+    first_attempt.push(silent.task(&id, 1, TaskKind::Fit).await.task_id);
+    let view = wait_round(&app, &id, 1, 2, "collecting").await;
+    let first = the_round(&view, 1, 1);
+    assert_eq!(first["phase"], "failed", "{first}");
+    assert!(
+        first["reason"].as_str().unwrap().contains("2 of 3"),
+        "{first}"
+    );
+    assert_eq!(
+        view["epsilon_spent"], 0.0,
+        "a failed attempt spends nothing"
+    );
+    assert_eq!(view["status"], "running");
+    let failed = app
+        .audit(&format!("action=study.round.fail&resource_id={id}"))
+        .await;
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0]["outcome"], "failure");
+    // the second attempt hands every holder a new task, the ones that answered included
+    for n in nodes.iter().chain(std::iter::once(&silent)) {
+        let t = n.task(&id, 1, TaskKind::Fit).await;
+        assert!(
+            !first_attempt.contains(&t.task_id),
+            "{} got an old task",
+            n.org
+        );
+    }
+}
+both_backends!(deadline_aggregates_with_quorum_or_fails_the_attempt);
+
+/// The seq of the only audit entry with `action` on `resource`.
+async fn seq_of(app: &TestApp, action: &str, resource: &str) -> i64 {
+    let found = app
+        .audit(&format!("action={action}&resource_id={resource}"))
+        .await;
+    assert_eq!(found.len(), 1, "{action} on {resource}: {found:?}");
+    found[0]["seq"].as_i64().unwrap()
+}
+
+// 4a. Revocation in the middle of a round stops the study for good.
+async fn revocation_discards_the_round_and_stops_the_study(app: TestApp) {
+    let permit = app
+        .permit_id(&federation_application(&TWO, 50.0, "record"))
+        .await;
+    let id = app
+        .submit_study(&with(study_body(&permit, &TWO), &[("rounds", json!(3))]))
+        .await;
+    let a = Node::new(&app, "cleveland");
+    let b = Node::new(&app, "hungarian");
+    // round 1 completes, round 2 is collecting with one result in
+    for n in [&a, &b] {
+        let t = n.task(&id, 1, TaskKind::Fit).await;
+        n.answer(&t, 50).await;
+    }
+    let ta = a.task(&id, 2, TaskKind::Fit).await;
+    let tb = b.task(&id, 2, TaskKind::Fit).await;
+    a.answer(&ta, 50).await;
+    let update = b.echo(&tb, 0.01).await;
+
+    let revoked = app
+        .post(
+            &format!("/v1/permits/{permit}/revoke"),
+            &app.officer(),
+            &json!({"reason": "Art. 63 breach"}),
+        )
+        .await;
+    assert_eq!(revoked.status, 200, "{}", revoked.text);
+    let s = wait_status(&app, &id, "stopped").await;
+    assert!(
+        s["status_reason"].as_str().unwrap().contains("revoked"),
+        "{s}"
+    );
+    assert_eq!(s["rounds_done"], 1);
+
+    let view = rounds(&app, &id).await;
+    assert_eq!(the_round(&view, 2, 1)["phase"], "discarded", "{view}");
+    assert_eq!(view["rounds"].as_array().unwrap().len(), 2, "{view}");
+    let late = b.upload(&tb, &result_body(&tb, 50, Some(update))).await;
+    assert_eq!(late.status, 409, "{}", late.text);
+    assert!(a.tasks().await.is_empty());
+    assert!(b.tasks().await.is_empty());
+    let params = app
+        .get(
+            &format!("/v1/node/tasks/{}/parameters", tb.task_id),
+            &b.token,
+        )
+        .await;
+    assert_eq!(params.status, 409, "{}", params.text);
+    let model = app
+        .get(&format!("/v1/studies/{id}/model"), &app.researcher())
+        .await;
+    assert_eq!(model.status, 409, "{}", model.text);
+    assert_eq!(model.code(), "study_not_completed");
+
+    // Nothing started after the revocation; the stop is on the record after it.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let revoke_seq = seq_of(&app, "permit.revoke", &permit).await;
+    let starts = app
+        .audit(&format!("action=study.round.start&resource_id={id}"))
+        .await;
+    assert_eq!(starts.len(), 2);
+    assert!(
+        starts
+            .iter()
+            .all(|e| e["seq"].as_i64().unwrap() < revoke_seq),
+        "{starts:?}"
+    );
+    assert!(seq_of(&app, "study.stop", &id).await > revoke_seq);
+    let stop = app
+        .audit(&format!("action=study.stop&resource_id={id}"))
+        .await;
+    assert_eq!(stop[0]["detail"]["discarded_round"], 2);
+    let permit_view = app
+        .get(&format!("/v1/permits/{permit}"), &app.officer())
+        .await;
+    let spent = permit_view.body["privacy_budget"]["epsilon_spent"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        (spent - s["epsilon_spent"].as_f64().unwrap()).abs() < 1e-9,
+        "the discarded round spent nothing: {}",
+        permit_view.text
+    );
+}
+both_backends!(revocation_discards_the_round_and_stops_the_study);
+
+// 4b. Suspension pauses the study; reinstatement resumes it at the same round.
+async fn suspension_pauses_and_reinstatement_resumes(app: TestApp) {
+    let permit = app
+        .permit_id(&federation_application(&TWO, 50.0, "record"))
+        .await;
+    let id = app.submit_study(&study_body(&permit, &TWO)).await;
+    let nodes = [Node::new(&app, "cleveland"), Node::new(&app, "hungarian")];
+    let first = nodes[0].task(&id, 1, TaskKind::Fit).await;
+    nodes[0].answer(&first, 50).await;
+
+    let suspended = app
+        .post(
+            &format!("/v1/permits/{permit}/suspend"),
+            &app.officer(),
+            &json!({"reason": "Art. 63 inquiry"}),
+        )
+        .await;
+    assert_eq!(suspended.status, 200, "{}", suspended.text);
+    wait_status(&app, &id, "suspended").await;
+    let view = rounds(&app, &id).await;
+    assert_eq!(the_round(&view, 1, 1)["phase"], "discarded", "{view}");
+    assert!(nodes[1].tasks().await.is_empty());
+    let suspend_seq = seq_of(&app, "study.suspend", &id).await;
+
+    let reinstated = app
+        .post(
+            &format!("/v1/permits/{permit}/reinstate"),
+            &app.officer(),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(reinstated.status, 200, "{}", reinstated.text);
+    let view = wait_round(&app, &id, 1, 2, "collecting").await;
+    assert_eq!(view["status"], "running");
+    let resume_seq = seq_of(&app, "study.resume", &id).await;
+    assert!(resume_seq > suspend_seq);
+    let starts = app
+        .audit(&format!("action=study.round.start&resource_id={id}"))
+        .await;
+    assert_eq!(starts.len(), 2, "{starts:?}");
+    assert_eq!(starts[1]["detail"]["round"], 1);
+    assert_eq!(starts[1]["detail"]["attempt"], 2);
+    assert!(starts[1]["seq"].as_i64().unwrap() > resume_seq);
+
+    // The earlier result does not carry over: both holders answer the new attempt.
+    let s = run_to_end(&app, &id, &nodes, 50).await;
+    assert_eq!(s["status"], "completed", "{s}");
+    let round = the_round(&rounds(&app, &id).await, 1, 2);
+    assert_eq!(round["phase"], "aggregated");
+    assert_eq!(round["samples"], 100);
+}
+both_backends!(suspension_pauses_and_reinstatement_resumes);
+
+async fn permit_spent(app: &TestApp, permit: &str) -> (f64, f64) {
+    let r = app
+        .get(&format!("/v1/permits/{permit}"), &app.officer())
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let b = &r.body["privacy_budget"];
+    (
+        b["epsilon_spent"].as_f64().unwrap(),
+        b["epsilon_total"].as_f64().unwrap(),
+    )
+}
+
+// 5a. The budget the permit records is what the study spent, and never more than granted.
+async fn the_permit_pays_exactly_what_the_study_spends(app: TestApp) {
+    let permit = app
+        .permit_id(&federation_application(&TWO, 6.0, "record"))
+        .await;
+    let body = with(
+        study_body(&permit, &TWO),
+        &[
+            ("rounds", json!(3)),
+            ("dp.noise_multiplier", Value::Null),
+            ("dp.target_epsilon", json!(4.0)),
+        ],
+    );
+    let id = app.submit_study(&body).await;
+    let nodes = [Node::new(&app, "cleveland"), Node::new(&app, "hungarian")];
+    let planned = study(&app, &id).await["epsilon_planned"].as_f64().unwrap();
+    assert!(planned <= 4.0 + 1e-9, "{planned}");
+
+    for round in 1..=3 {
+        for n in &nodes {
+            let t = n.task(&id, round, TaskKind::Fit).await;
+            n.answer(&t, 40).await;
+        }
+        let view = wait_round(&app, &id, round, 1, "aggregated").await;
+        let (spent, total) = permit_spent(&app, &permit).await;
+        assert!(spent <= total, "{spent} > {total}");
+        let r = the_round(&view, round, 1);
+        assert!(
+            (spent - r["epsilon_total"].as_f64().unwrap()).abs() < 1e-9,
+            "round {round}: permit {spent}, study {r}"
+        );
+    }
+    let s = run_to_end(&app, &id, &nodes, 40).await;
+    assert_eq!(s["status"], "completed", "{s}");
+    let (spent, total) = permit_spent(&app, &permit).await;
+    let study_spent = s["epsilon_spent"].as_f64().unwrap();
+    assert!(
+        (spent - study_spent).abs() < 1e-9,
+        "{spent} vs {study_spent}"
+    );
+    assert!(
+        (study_spent - planned).abs() < 1e-6,
+        "{study_spent} vs {planned}"
+    );
+    assert!(spent <= total);
+    let view = rounds(&app, &id).await;
+    assert_eq!(view["epsilon_spent"], s["epsilon_spent"]);
+    let last = the_round(&view, 3, 1);
+    assert!(
+        last["epsilon_total"].as_f64().unwrap() <= 4.0 + 1e-9,
+        "{last}"
+    );
+
+    // What is left cannot pay for the same plan again.
+    let again = app.post("/v1/studies", &app.researcher(), &body).await;
+    assert_eq!(
+        (again.status.as_u16(), again.code()),
+        (422, "study_not_permitted"),
+        "{}",
+        again.text
+    );
+    assert!(
+        reason_codes(&again)
+            .iter()
+            .any(|c| c == "planned_rounds_exceed_budget" || c == "budget_too_small_for_one_round"),
+        "{}",
+        again.text
+    );
+    let remaining = again.body["reasons"][0]["remaining"].as_f64().unwrap();
+    assert!((remaining - (total - spent)).abs() < 1e-9, "{}", again.text);
+    assert_eq!(studies_listed(&app).await, 1);
+}
+both_backends!(the_permit_pays_exactly_what_the_study_spends);
+
+// 5b. Two studies whose plans together exceed the permit's budget: the second is refused at
+// submission, even though the first has not spent anything yet.
+async fn concurrent_plans_cannot_overcommit_the_budget(app: TestApp) {
+    let permit = app
+        .permit_id(&federation_application(&TWO, 6.0, "record"))
+        .await;
+    let body = with(
+        study_body(&permit, &TWO),
+        &[
+            ("rounds", json!(3)),
+            ("dp.noise_multiplier", Value::Null),
+            ("dp.target_epsilon", json!(4.0)),
+        ],
+    );
+    let first = app.submit_study(&body).await;
+    assert_eq!(study(&app, &first).await["epsilon_spent"], 0.0);
+    // 4 + 4 > 6: both plans cannot be paid for
+    let second = app.post("/v1/studies", &app.researcher(), &body).await;
+    assert_eq!(
+        (second.status.as_u16(), second.code()),
+        (422, "study_not_permitted"),
+        "a second plan of epsilon {} was accepted on a permit of 6 that already carries a plan \
+         of {} (study {} is {})",
+        second.body["epsilon_planned"],
+        second.body["epsilon_planned"],
+        second.body["id"],
+        second.body["status"],
+    );
+    assert!(
+        reason_codes(&second)
+            .iter()
+            .any(|c| c == "planned_rounds_exceed_budget" || c == "budget_too_small_for_one_round"),
+        "{}",
+        second.text
+    );
+    assert_eq!(studies_listed(&app).await, 1);
+}
+both_backends!(concurrent_plans_cannot_overcommit_the_budget);
+
+// 6a. Cancellation discards the round in flight; no model leaves an unfinished study.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancellation_discards_the_round_in_flight() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let permit = app
+        .permit_id(&federation_application(&TWO, 50.0, "record"))
+        .await;
+    let id = app
+        .submit_study(&with(study_body(&permit, &TWO), &[("rounds", json!(2))]))
+        .await;
+    let a = Node::new(&app, "cleveland");
+    let b = Node::new(&app, "hungarian");
+    let ta = a.task(&id, 1, TaskKind::Fit).await;
+    let tb = b.task(&id, 1, TaskKind::Fit).await;
+    a.answer(&ta, 50).await;
+
+    let model = app
+        .get(&format!("/v1/studies/{id}/model"), &app.researcher())
+        .await;
+    assert_eq!(
+        (model.status.as_u16(), model.code()),
+        (409, "study_not_completed"),
+        "{}",
+        model.text
+    );
+    assert_eq!(model.body["current_state"], "running");
+
+    // Only alice's organisation (or the HDAB) may cancel, and only with a reason.
+    let bob = app.token("bob", &["researcher"], Some("uni-b"));
+    let foreign = app
+        .post(
+            &format!("/v1/studies/{id}/cancel"),
+            &bob,
+            &json!({"reason": "not mine"}),
+        )
+        .await;
+    assert_eq!(foreign.status, 403, "{}", foreign.text);
+    let blank = app
+        .post(
+            &format!("/v1/studies/{id}/cancel"),
+            &app.researcher(),
+            &json!({"reason": "  "}),
+        )
+        .await;
+    assert_eq!(blank.status, 422, "{}", blank.text);
+
+    let update = b.echo(&tb, 0.01).await;
+    let cancelled = app
+        .post(
+            &format!("/v1/studies/{id}/cancel"),
+            &app.researcher(),
+            &json!({"reason": "wrong cohort"}),
+        )
+        .await;
+    assert_eq!(cancelled.status, 200, "{}", cancelled.text);
+    assert_eq!(cancelled.body["status"], "cancelled");
+    let view = rounds(&app, &id).await;
+    assert_eq!(view["status"], "cancelled");
+    let round = the_round(&view, 1, 1);
+    assert_eq!(round["phase"], "discarded", "{round}");
+    assert_eq!(view["epsilon_spent"], 0.0);
+    let late = b.upload(&tb, &result_body(&tb, 50, Some(update))).await;
+    assert_eq!(
+        (late.status.as_u16(), late.code()),
+        (409, "task_closed"),
+        "{}",
+        late.text
+    );
+    assert!(b.tasks().await.is_empty());
+    let again = app
+        .post(
+            &format!("/v1/studies/{id}/cancel"),
+            &app.researcher(),
+            &json!({"reason": "twice"}),
+        )
+        .await;
+    assert_eq!(again.status, 409, "{}", again.text);
+    let model = app
+        .get(&format!("/v1/studies/{id}/model"), &app.researcher())
+        .await;
+    assert_eq!(model.code(), "study_not_completed");
+    let cancel = app
+        .audit(&format!(
+            "action=study.cancel&resource_id={id}&outcome=success"
+        ))
+        .await;
+    assert_eq!(cancel.len(), 1);
+    assert_eq!(cancel[0]["detail"]["discarded_round"], 1);
+
+    // The round loop starts nothing more for it.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let starts = app
+        .audit(&format!("action=study.round.start&resource_id={id}"))
+        .await;
+    assert_eq!(starts.len(), 1);
+    let (spent, _) = permit_spent(&app, &permit).await;
+    assert_eq!(spent, 0.0);
+}
+
+// 6b. The output check: a completed study resting on too few samples per site keeps its model.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_check_holds_back_a_model_on_too_few_samples() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let permit = app
+        .permit_id(&federation_application(&TWO, 50.0, "record"))
+        .await;
+    let nodes = [Node::new(&app, "cleveland"), Node::new(&app, "hungarian")];
+    let checked = |samples: u64| {
+        with(
+            study_body(&permit, &TWO),
+            &[(
+                "output_check",
+                json!({"min_sites": 2, "min_samples_per_site": samples}),
+            )],
+        )
+    };
+
+    // Below the HDAB's floor (10 per site by default) is refused at submission.
+    let below = app
+        .post("/v1/studies", &app.researcher(), &checked(5))
+        .await;
+    assert_eq!(below.status, 422, "{}", below.text);
+    assert_eq!(
+        field_codes(&below),
+        [(
+            "output_check".to_owned(),
+            "output_check_below_floor".to_owned()
+        )]
+    );
+
+    let small = app.submit_study(&checked(50)).await;
+    let s = run_to_end(&app, &small, &nodes, 30).await;
+    assert_eq!(s["status"], "completed", "{s}");
+    let model = app
+        .get(&format!("/v1/studies/{small}/model"), &app.researcher())
+        .await;
+    assert_eq!(
+        (model.status.as_u16(), model.code()),
+        (409, "output_check_failed"),
+        "{}",
+        model.text
+    );
+    let reasons = model.body["reasons"].as_array().unwrap();
+    assert_eq!(reasons.len(), 1, "{}", model.text);
+    assert_eq!(reasons[0]["code"], "site_below_min_samples");
+    assert_eq!(reasons[0]["sites"], 2);
+    assert!(
+        !model.text.contains("cleveland") && !model.text.contains("hungarian"),
+        "the refusal names no site: {}",
+        model.text
+    );
+    let denied = app
+        .audit(&format!(
+            "action=study.model&resource_id={small}&outcome=denied"
+        ))
+        .await;
+    assert_eq!(denied.len(), 1);
+    assert_eq!(denied[0]["detail"]["code"], "output_check_failed");
+
+    // The same study on enough samples releases its model, and the release is audited.
+    let enough = app.submit_study(&checked(50)).await;
+    let s = run_to_end(&app, &enough, &nodes, 60).await;
+    assert_eq!(s["status"], "completed", "{s}");
+    let r = app
+        .client
+        .get(format!("{}/v1/studies/{enough}/model", app.base))
+        .bearer_auth(app.researcher())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let digest = r.headers()["x-model-digest"].to_str().unwrap().to_owned();
+    let (params, meta) = fl_engine::load_safetensors(&r.bytes().await.unwrap()).unwrap();
+    assert_eq!(meta.digest, digest);
+    assert_eq!(params.digest(), digest);
+    assert_eq!(meta.study, enough);
+    let released = app
+        .audit(&format!(
+            "action=study.model&resource_id={enough}&outcome=success"
+        ))
+        .await;
+    assert_eq!(released.len(), 1);
+    assert_eq!(released[0]["detail"]["digest"], digest);
+    // the HDAB oversees studies but takes no model out
+    let officer = app
+        .get(&format!("/v1/studies/{enough}/model"), &app.officer())
+        .await;
+    assert_eq!(officer.status, 403, "{}", officer.text);
+}
