@@ -867,9 +867,22 @@ pub(crate) mod tests {
             )]
         ));
         let enough = s.dp.epsilon_for_rounds(10).unwrap() + 0.01;
-        assert!(assess(&s, &permit(enough, BudgetUnit::DataHolder), now)
-            .unwrap()
-            .is_empty());
+        assert!(
+            assess(&s, &permit(enough, BudgetUnit::DataHolder), 0.0, now)
+                .unwrap()
+                .is_empty()
+        );
+        // the same budget with another study's unspent plan reserved on it does not suffice
+        let reasons = assess(&s, &permit(enough, BudgetUnit::DataHolder), 1.0, now).unwrap();
+        assert!(
+            matches!(
+                reasons.as_slice(),
+                [StudyRefusal::Study(
+                    StudyReason::PlannedRoundsExceedBudget { .. }
+                )]
+            ),
+            "{reasons:?}"
+        );
     }
 
     #[test]
