@@ -612,3 +612,100 @@ async fn crash_and_resume_postgres() {
 async fn crash_and_resume_sqlite() {
     crash_and_resume_gives_the_uninterrupted_model(Backend::Sqlite).await
 }
+
+/// A stand-in identity provider for the client-credentials grant: discovery plus a token
+/// endpoint that accepts one client and hands out data-holder tokens signed with the gateway's
+/// development key (the issuer the gateway trusts in development mode).
+async fn identity_provider(
+    dev: std::sync::Arc<DevIssuer>,
+    org: &'static str,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use axum::{
+        http::HeaderMap,
+        routing::{get, post},
+        Json, Router,
+    };
+    use base64::Engine as _;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let issued = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = issued.clone();
+    let token_url = format!("{base}/token");
+    let app = Router::new()
+        .route(
+            "/.well-known/openid-configuration",
+            get(move || {
+                let token_url = token_url.clone();
+                async move { Json(json!({ "token_endpoint": token_url })) }
+            }),
+        )
+        .route(
+            "/token",
+            post(move |headers: HeaderMap, body: String| {
+                let (dev, count) = (dev.clone(), count.clone());
+                async move {
+                    let expected = format!(
+                        "Basic {}",
+                        base64::engine::general_purpose::STANDARD.encode(format!("node-{org}:s3cret"))
+                    );
+                    let auth = headers.get("authorization").and_then(|v| v.to_str().ok());
+                    if auth != Some(expected.as_str()) || body != "grant_type=client_credentials" {
+                        return (axum::http::StatusCode::UNAUTHORIZED, Json(json!({"error": "invalid_client"})));
+                    }
+                    count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let token = dev.mint(&format!("node-{org}"), &["data_holder".into()], Some(org), 300).unwrap();
+                    (axum::http::StatusCode::OK, Json(json!({"access_token": token, "token_type": "Bearer", "expires_in": 300})))
+                }
+            }),
+        );
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (base, issued)
+}
+
+/// The node agent in production mode: it finds the token endpoint by OpenID Connect discovery,
+/// obtains its data-holder token with the client-credentials grant, and completes its task; a
+/// wrong secret gets it nowhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_agent_authenticates_with_client_credentials() {
+    use ehds_gateway::{
+        domain::OrgId,
+        node::agent::{Agent, AgentConfig, Credentials, DataSource},
+    };
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let (idp, issued) = identity_provider(app.dev.clone(), "cleveland").await;
+    let permit = app
+        .permit_id(&federation_application(&["cleveland"], 8.0, "record"))
+        .await;
+    let study = app.submit_study(&study_body(&permit, &["cleveland"])).await;
+    let state = tempfile::tempdir().unwrap();
+    let agent = |secret: &str| {
+        Agent::new(AgentConfig {
+            gateway: app.base.clone(),
+            organisation: OrgId::parse("cleveland").unwrap(),
+            credentials: Credentials::ClientCredentials {
+                issuer: idp.clone(),
+                client_id: "node-cleveland".into(),
+                client_secret: secret.into(),
+            },
+            source: DataSource::Fhir(example_federation_dir().join("cleveland.json")),
+            state_dir: state.path().to_path_buf(),
+            poll_wait_seconds: 5,
+            max_tasks: Some(1),
+        })
+        .unwrap()
+    };
+    assert!(
+        agent("wrong").run().await.is_err(),
+        "a wrong secret must not get a token"
+    );
+    assert_eq!(issued.load(std::sync::atomic::Ordering::SeqCst), 0);
+    tokio::time::timeout(Duration::from_secs(120), agent("s3cret").run())
+        .await
+        .expect("the agent finishes its task")
+        .expect("the agent works with its client credentials");
+    assert_eq!(issued.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let results = app.audit("action=node.task.result&outcome=success").await;
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert_eq!(results[0]["actor"]["organisation"], "cleveland");
+    assert_eq!(results[0]["detail"]["study"], study.as_str());
+}
