@@ -14,6 +14,7 @@ pub mod domain;
 pub mod federation;
 pub mod http;
 pub mod node;
+pub mod secret;
 pub mod startup;
 pub mod store;
 pub mod telemetry;

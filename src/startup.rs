@@ -30,27 +30,11 @@ const PSEUDONYM_KEY_FILE: &str = "optout-pseudonym.key";
 /// The HMAC key of the opt-out registry. Created once; losing it makes the registry unreadable,
 /// so operators must back it up with the database.
 fn load_or_create_pseudonym_key(data_dir: &Path) -> anyhow::Result<PseudonymKey> {
-    use std::io::Write;
     let path = data_dir.join(PSEUDONYM_KEY_FILE);
-    if path.exists() {
-        let bytes =
-            std::fs::read(&path).with_context(|| format!("Failed to read {}", path.display()))?;
-        anyhow::ensure!(
-            bytes.len() >= 32,
-            "{} is shorter than 32 bytes",
-            path.display()
-        );
-        return Ok(PseudonymKey::new(bytes));
+    let (key, created) = crate::secret::load_or_create(&path)?;
+    if created {
+        tracing::warn!(path = %path.display(), "created a new opt-out pseudonym key; back it up with the database");
     }
-    let mut key = vec![0u8; 32];
-    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut key)
-        .map_err(|_| anyhow::anyhow!("no secure randomness available"))?;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(&path)?.write_all(&key)?;
-    tracing::warn!(path = %path.display(), "created a new opt-out pseudonym key; back it up with the database");
     Ok(PseudonymKey::new(key))
 }
 

@@ -94,13 +94,15 @@ impl Federation {
         if study.fail(reason.to_owned(), now).is_err() {
             return Ok(());
         }
-        if let Some(mut round) = tx.open_round(id).await? {
-            round.phase = crate::domain::study::RoundPhase::Failed;
-            round.closed_at = Some(now);
-            round.reason = Some(reason.to_owned());
-            tx.close_round(&round).await?;
-            tx.close_pending_tasks(round.id, crate::domain::study::TaskStatus::Discarded)
-                .await?;
+        if let Some(round) = tx.open_round(id).await? {
+            rounds::close_open_round(
+                &mut *tx,
+                round,
+                crate::domain::study::RoundPhase::Failed,
+                reason,
+                now,
+            )
+            .await?;
         }
         tx.update_study(&study, version).await?;
         let mut event = NewAuditEvent::success(

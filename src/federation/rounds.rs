@@ -141,19 +141,31 @@ pub async fn advance(fed: &Federation, id: StudyId) -> anyhow::Result<Step> {
     }
 }
 
-async fn discard(
+/// Closes a collecting round without aggregating it (`Discarded` or `Failed`); its pending
+/// tasks are discarded, so no result for them is accepted any more. Returns the round number.
+pub async fn close_open_round(
     tx: &mut dyn Tx,
     mut round: Round,
+    phase: RoundPhase,
     reason: &str,
     now: Timestamp,
-) -> anyhow::Result<u64> {
-    round.phase = RoundPhase::Discarded;
+) -> crate::store::Result<u64> {
+    round.phase = phase;
     round.closed_at = Some(now);
     round.reason = Some(reason.to_owned());
     tx.close_round(&round).await?;
     tx.close_pending_tasks(round.id, TaskStatus::Discarded)
         .await?;
     Ok(round.round)
+}
+
+async fn discard(
+    tx: &mut dyn Tx,
+    round: Round,
+    reason: &str,
+    now: Timestamp,
+) -> anyhow::Result<u64> {
+    Ok(close_open_round(tx, round, RoundPhase::Discarded, reason, now).await?)
 }
 
 /// The researcher who submitted the study, as the policies see them.

@@ -32,7 +32,7 @@ use crate::{
         study_request::{assess, parse_study, OutputFloor, StudyRefusal, StudyRequest},
         time, PermitId, StudyId,
     },
-    federation::rounds::initial_checkpoint,
+    federation::rounds::{close_open_round, initial_checkpoint},
     store::Tx,
 };
 
@@ -112,14 +112,11 @@ fn noise_key(req: &StudyRequest, dev: bool) -> ApiResult<Vec<u8>> {
 }
 
 fn secret_key() -> ApiResult<Vec<u8>> {
-    let mut key = vec![0u8; 32];
-    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut key)
-        .map_err(|_| ApiError::internal(anyhow::anyhow!("no secure randomness available")))?;
-    Ok(key)
+    Ok(crate::secret::random_key()?.to_vec())
 }
 
 fn random_seed() -> ApiResult<u64> {
-    let key = secret_key()?;
+    let key = crate::secret::random_key()?;
     Ok(u64::from_le_bytes(key[..8].try_into().expect("8 bytes")))
 }
 
@@ -438,16 +435,19 @@ pub async fn cancel(
     study
         .cancel(req.reason.trim().to_owned(), now)
         .map_err(|e| tag(ApiError::conflict(e)))?;
-    let mut discarded = None;
-    if let Some(mut round) = tx.open_round(id).await? {
-        round.phase = RoundPhase::Discarded;
-        round.closed_at = Some(now);
-        round.reason = Some("the study was cancelled".into());
-        tx.close_round(&round).await?;
-        tx.close_pending_tasks(round.id, crate::domain::study::TaskStatus::Discarded)
-            .await?;
-        discarded = Some(round.round);
-    }
+    let discarded = match tx.open_round(id).await? {
+        Some(round) => Some(
+            close_open_round(
+                &mut *tx,
+                round,
+                RoundPhase::Discarded,
+                "the study was cancelled",
+                now,
+            )
+            .await?,
+        ),
+        None => None,
+    };
     tx.update_study(&study, version).await?;
     tx.append_audit(
         caller

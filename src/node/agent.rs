@@ -10,7 +10,7 @@
 
 use std::{
     collections::{BTreeSet, HashMap},
-    path::{Path, PathBuf},
+    path::PathBuf,
     time::Duration,
 };
 
@@ -111,29 +111,10 @@ fn holder_stream(holder: &OrgId) -> u64 {
     u64::from_le_bytes(h[..8].try_into().expect("8 bytes"))
 }
 
-fn load_or_create_key(dir: &Path) -> anyhow::Result<[u8; 32]> {
-    use std::io::Write;
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let path = dir.join("noise.key");
-    if let Ok(bytes) = std::fs::read(&path) {
-        return bytes
-            .try_into()
-            .map_err(|_| anyhow::anyhow!("{} is not 32 bytes", path.display()));
-    }
-    let mut key = [0u8; 32];
-    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut key)
-        .map_err(|_| anyhow::anyhow!("no secure randomness available"))?;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(&path)?.write_all(&key)?;
-    Ok(key)
-}
-
 impl Agent {
     pub fn new(config: AgentConfig) -> anyhow::Result<Self> {
-        let noise_key = load_or_create_key(&config.state_dir)?;
+        let (key, _) = crate::secret::load_or_create(&config.state_dir.join("noise.key"))?;
+        let noise_key: [u8; 32] = key[..32].try_into().expect("at least 32 bytes");
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(config.poll_wait_seconds + 60))
             .build()?;
