@@ -20,7 +20,11 @@ fn the_demo_runs_the_whole_flow_on_the_example_federation() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "demo failed\n{stdout}\n{stderr}");
-    for line in ["opt-outs  6 registered", "passed the output check", "chain verified"] {
+    for line in [
+        "opt-outs  6 registered",
+        "passed the output check",
+        "chain verified",
+    ] {
         assert!(stdout.contains(line), "`{line}` missing from\n{stdout}");
     }
     // two aggregated rounds with their epsilon, the model and the audit export on disk
