@@ -68,8 +68,10 @@ fn system_event(action: &str, study: &Study) -> NewAuditEvent {
 
 /// Advances study `id` by at most one transition.
 pub async fn advance(fed: &Federation, id: StudyId) -> anyhow::Result<Step> {
-    let now = time::now();
     let mut tx = fed.store.begin().await?;
+    // read after the transaction began: on SQLite `begin` may wait for the writer lock, and a
+    // round must not be stamped earlier than the commits it follows
+    let now = time::now();
     let Some(mut study) = tx.get_study(id).await? else {
         return Ok(Step::Done);
     };

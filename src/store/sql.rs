@@ -2,6 +2,15 @@
 //! which PostgreSQL and sqlx's SQLite driver both accept; column types differ only in the
 //! migrations.
 
+/// The task columns every task read needs: all but the stored update, which only the
+/// aggregation reads (`task_result`), so that listing a round's N tasks does not load N models.
+macro_rules! task_columns {
+    () => {
+        "task_id, study_id, round_id, round, kind, data_holder, status, created_at, deadline, completed_at, report"
+    };
+}
+pub(crate) use task_columns;
+
 macro_rules! impl_tx {
     ($tx:ty, $db:ty) => {
         mod rows {
@@ -662,7 +671,7 @@ macro_rules! impl_tx {
 
             async fn get_task(&mut self, id: crate::domain::TaskId)
                 -> crate::store::Result<Option<crate::domain::study::Task>> {
-                let row = sqlx::query("select * from study_task where task_id = $1")
+                let row = sqlx::query(concat!("select ", crate::store::sql::task_columns!(), " from study_task where task_id = $1"))
                     .bind(id.0)
                     .fetch_optional(&mut *self.tx)
                     .await?;
@@ -672,8 +681,8 @@ macro_rules! impl_tx {
             async fn pending_tasks_for(&mut self, holder: &crate::domain::OrgId, now: crate::domain::time::Timestamp, limit: i64)
                 -> crate::store::Result<Vec<crate::domain::study::Task>> {
                 let found = sqlx::query(
-                    "select * from study_task where data_holder = $1 and status = 'pending' and deadline > $2 \
-                     order by created_at, task_id limit $3",
+                    concat!("select ", crate::store::sql::task_columns!(), " from study_task where data_holder = $1 and status = 'pending' \
+                     and deadline > $2 order by created_at, task_id limit $3"),
                 )
                 .bind(holder.as_str())
                 .bind(now)
@@ -685,7 +694,7 @@ macro_rules! impl_tx {
 
             async fn round_tasks(&mut self, round: crate::domain::RoundId)
                 -> crate::store::Result<Vec<crate::domain::study::Task>> {
-                let found = sqlx::query("select * from study_task where round_id = $1 order by data_holder, kind")
+                let found = sqlx::query(concat!("select ", crate::store::sql::task_columns!(), " from study_task where round_id = $1 order by data_holder, kind"))
                     .bind(round.0)
                     .fetch_all(&mut *self.tx)
                     .await?;

@@ -1,0 +1,1352 @@
+//! Orchestration benchmark: what the gateway itself spends per federated round (governance,
+//! task dispatch, upload validation, DP aggregation, budget, checkpoint, audit), without any
+//! training, and how that grows with the number of data holders.
+//!
+//! For each backend and each federation size N it starts the real gateway in-process on a
+//! loopback port with a fresh database, issues a permit naming N data holders (`node-0000`, ...),
+//! starts N simulated nodes and submits a study (logistic model on the example feature
+//! specification, FedAvg, client-level DP with a fixed noise multiplier, one local step,
+//! `min_sites = N`). A simulated node is a tokio task that speaks the real node protocol over
+//! HTTP: it long-polls `GET /v1/node/tasks?wait=`, downloads the parameters, and uploads them
+//! unchanged (`encode_update` of what `decode_fit_ins` gave it) with fixed counts and no
+//! evaluation. Nothing is trained, so what is measured is the gateway's work.
+//!
+//! Round times come from the server's own timestamps, the `recorded_at` of the audit entries
+//! the round loop and the node requests append (stamped inside their transactions). A round
+//! runs from its `study.round.start` entry to its `study.round.aggregate` entry; in between the
+//! bench reports when the last task was delivered, the last parameters downloaded and the last
+//! result accepted, and the aggregation transition alone (from the later of the round's
+//! `closed_at` and the last result). The cycle runs from one start entry to the next. Medians
+//! skip round 1 when there are at least three rounds (warm-up); every round is printed.
+//!
+//! Baselines from the same run, so that ratios carry to other machines: one authenticated and
+//! audited `GET /v1/permits/{id}` (token check, Cedar, permit read, one audit append) on a
+//! second, two-holder permit; one in-process store transaction appending one audit entry; and
+//! `GET /healthz`. After the study it also times, in-process, the reads every node request
+//! makes before its own work (task, study, permit, round), the reads of one wake-up of the
+//! round loop while a round collects (study, permit, open round, the round's N tasks), and the
+//! reads of a long poll woken by a change that brings it no task (its pending tasks).
+//!
+//! Run: `cargo bench -p ehds-gateway --bench orchestration -- [options]`
+//!
+//! * `--backend sqlite|postgres|both` (default both);
+//! * `--nodes 4,100,1000` (default);
+//! * `--rounds R`: rounds per study (default 5);
+//! * `--rounds-large R`: rounds for N >= 1000 (default 4);
+//! * `--timeout S`: give up on a study after S seconds (default 600).
+//!
+//! `TEST_POSTGRES_URL` names the administrative PostgreSQL URL (default
+//! `postgres://postgres@127.0.0.1:5432/postgres`); a database is created per run and dropped.
+//! Each configuration runs in a process of its own (the bench starts itself again with the
+//! internal flag `--run-one`), so its peak RSS (`VmHWM`) is that run's: the gateway and the
+//! simulated nodes together.
+
+use std::{
+    path::Path,
+    sync::{
+        atomic::{AtomicU64, AtomicUsize, Ordering},
+        Arc, Mutex,
+    },
+    time::{Duration, Instant},
+};
+
+use anyhow::{bail, Context};
+use chrono::{DateTime, Utc};
+use ehds_gateway::{
+    auth::dev::DevIssuer,
+    configuration::Settings,
+    domain::{
+        audit::{Actor, AuditEntry, ChainVerifier, NewAuditEvent},
+        study::{RoundPhase, StudyStatus, TaskKind},
+        time, OrgId, PermitId, StudyId,
+    },
+    federation::wire::{decode_fit_ins, encode_update, NodeTask, TaskResultBody},
+    startup::Application,
+    store::{AuditFilter, Store},
+};
+use serde_json::{json, Value};
+
+/// Seconds a simulated node's long poll waits for a task.
+const POLL_WAIT_SECONDS: u64 = 10;
+/// Operations per baseline measurement (after as many again for warm-up, at most).
+const BASELINE_OPS: usize = 300;
+const FEATURES: &str = "examples/federation/heart_disease.features.json";
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    fn name(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "SQLite",
+            Backend::Postgres => "PostgreSQL",
+        }
+    }
+}
+
+struct Config {
+    backends: Vec<Backend>,
+    nodes: Vec<usize>,
+    rounds: u64,
+    rounds_large: u64,
+    timeout: Duration,
+    /// Internal: run exactly one configuration in this process.
+    run_one: bool,
+}
+
+const USAGE: &str = "options: --backend sqlite|postgres|both  --nodes 4,100,1000  --rounds R  \
+                     --rounds-large R (N >= 1000)  --timeout SECONDS";
+
+impl Config {
+    fn from_args() -> anyhow::Result<Self> {
+        let mut cfg = Config {
+            backends: vec![Backend::Sqlite, Backend::Postgres],
+            nodes: vec![4, 100, 1000],
+            rounds: 5,
+            rounds_large: 4,
+            timeout: Duration::from_secs(600),
+            run_one: false,
+        };
+        let mut args = std::env::args().skip(1);
+        while let Some(arg) = args.next() {
+            // `cargo bench` passes `--bench` to every bench binary.
+            if arg == "--bench" {
+                continue;
+            }
+            if arg == "--run-one" {
+                cfg.run_one = true;
+                continue;
+            }
+            let (flag, inline) = match arg.split_once('=') {
+                Some((f, v)) => (f.to_owned(), Some(v.to_owned())),
+                None => (arg.clone(), None),
+            };
+            let mut value = || {
+                inline
+                    .clone()
+                    .or_else(|| args.next())
+                    .with_context(|| format!("{flag} needs a value; {USAGE}"))
+            };
+            match flag.as_str() {
+                "--backend" => {
+                    cfg.backends = match value()?.as_str() {
+                        "sqlite" => vec![Backend::Sqlite],
+                        "postgres" | "postgresql" => vec![Backend::Postgres],
+                        "both" => vec![Backend::Sqlite, Backend::Postgres],
+                        other => bail!("unknown backend `{other}`; {USAGE}"),
+                    }
+                }
+                "--nodes" => {
+                    cfg.nodes = value()?
+                        .split(',')
+                        .map(|n| n.trim().parse::<usize>())
+                        .collect::<Result<_, _>>()
+                        .with_context(|| format!("--nodes takes a list of numbers; {USAGE}"))?;
+                    if cfg.nodes.iter().any(|&n| n == 0 || n > 9999) {
+                        bail!("--nodes must lie in 1-9999");
+                    }
+                }
+                "--rounds" => cfg.rounds = value()?.parse()?,
+                "--rounds-large" => cfg.rounds_large = value()?.parse()?,
+                "--timeout" => cfg.timeout = Duration::from_secs(value()?.parse()?),
+                "-h" | "--help" => {
+                    println!("{USAGE}");
+                    std::process::exit(0);
+                }
+                other => bail!("unknown argument `{other}`; {USAGE}"),
+            }
+        }
+        if cfg.rounds == 0 || cfg.rounds_large == 0 {
+            bail!("rounds must be at least 1");
+        }
+        if cfg.run_one && (cfg.backends.len() != 1 || cfg.nodes.len() != 1) {
+            bail!("--run-one takes exactly one backend and one federation size");
+        }
+        Ok(cfg)
+    }
+
+    fn rounds_for(&self, nodes: usize) -> u64 {
+        if nodes >= 1000 {
+            self.rounds_large
+        } else {
+            self.rounds
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Machine measurements: CPU use from /proc (as in benches/governance.rs) and peak RSS.
+
+/// CPU time counters from `/proc` (Linux), in clock ticks: the whole machine, this process (the
+/// gateway and the simulated nodes together), and the PostgreSQL server processes.
+#[derive(Clone, Copy, Default)]
+struct CpuSnapshot {
+    machine_busy: u64,
+    machine_total: u64,
+    this_process: u64,
+    postgres: u64,
+}
+
+/// Average cores used during a measurement by this process, by PostgreSQL, and by everything
+/// else on the machine.
+#[derive(Clone, Copy, Default)]
+struct CpuUse {
+    this_process: f64,
+    postgres: f64,
+    other: f64,
+}
+
+fn process_ticks(stat: &str) -> Option<u64> {
+    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+    let rest = stat.get(stat.rfind(')')? + 2..)?;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+}
+
+fn cpu_snapshot() -> CpuSnapshot {
+    let mut snap = CpuSnapshot::default();
+    if let Ok(stat) = std::fs::read_to_string("/proc/stat") {
+        if let Some(line) = stat.lines().find(|l| l.starts_with("cpu ")) {
+            // user nice system idle iowait irq softirq steal (guest time is inside user).
+            let v: Vec<u64> = line
+                .split_whitespace()
+                .skip(1)
+                .take(8)
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            if v.len() == 8 {
+                snap.machine_total = v.iter().sum();
+                snap.machine_busy = snap.machine_total - v[3] - v[4];
+            }
+        }
+    }
+    snap.this_process = std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| process_ticks(&s))
+        .unwrap_or(0);
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for entry in dir.flatten() {
+            let is_pid = entry
+                .file_name()
+                .to_str()
+                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()));
+            if !is_pid {
+                continue;
+            }
+            let path = entry.path();
+            let is_postgres =
+                std::fs::read_to_string(path.join("comm")).is_ok_and(|c| c.trim() == "postgres");
+            if is_postgres {
+                if let Some(t) = std::fs::read_to_string(path.join("stat"))
+                    .ok()
+                    .and_then(|s| process_ticks(&s))
+                {
+                    snap.postgres += t;
+                }
+            }
+        }
+    }
+    snap
+}
+
+impl CpuSnapshot {
+    fn since(&self, before: &CpuSnapshot) -> CpuUse {
+        let total = self.machine_total.saturating_sub(before.machine_total);
+        if total == 0 {
+            return CpuUse::default();
+        }
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        let cores = |ticks: u64| ticks as f64 / total as f64 * cpus;
+        let busy = self.machine_busy.saturating_sub(before.machine_busy);
+        let this_process = self.this_process.saturating_sub(before.this_process);
+        let postgres = self.postgres.saturating_sub(before.postgres);
+        CpuUse {
+            this_process: cores(this_process),
+            postgres: cores(postgres),
+            other: cores(busy.saturating_sub(this_process + postgres)),
+        }
+    }
+}
+
+/// The process's peak resident set size in MiB (`VmHWM`).
+fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unavailable".into())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Databases.
+
+fn postgres_admin_url() -> String {
+    std::env::var("TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+}
+
+async fn admin_pool() -> anyhow::Result<sqlx::PgPool> {
+    sqlx::postgres::PgPoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(Duration::from_secs(5))
+        .connect(&postgres_admin_url())
+        .await
+        .context("cannot reach PostgreSQL (set TEST_POSTGRES_URL)")
+}
+
+async fn create_postgres_database() -> anyhow::Result<(String, String)> {
+    use sqlx::Executor;
+    let admin = postgres_admin_url();
+    let name = format!("ehds_bench_{}", uuid::Uuid::new_v4().simple());
+    let pool = admin_pool().await?;
+    pool.execute(format!("create database {name}").as_str())
+        .await?;
+    pool.close().await;
+    let (base, _) = admin
+        .rsplit_once('/')
+        .context("PostgreSQL URL has no database path")?;
+    Ok((format!("{base}/{name}"), name))
+}
+
+async fn drop_postgres_database(name: &str) -> anyhow::Result<()> {
+    use sqlx::Executor;
+    let pool = admin_pool().await?;
+    pool.execute(format!("drop database if exists {name} with (force)").as_str())
+        .await?;
+    pool.close().await;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statistics.
+
+fn median(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let m = s.len() / 2;
+    if s.len() % 2 == 1 {
+        s[m]
+    } else {
+        (s[m - 1] + s[m]) / 2.0
+    }
+}
+
+fn ms_between(a: DateTime<Utc>, b: DateTime<Utc>) -> f64 {
+    (b - a).num_microseconds().unwrap_or(i64::MAX) as f64 / 1e3
+}
+
+/// Times `n` sequential runs of `op` after `warmup` untimed ones; milliseconds per run.
+async fn time_ops<F, Fut>(warmup: usize, n: usize, mut op: F) -> anyhow::Result<Vec<f64>>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<()>>,
+{
+    for _ in 0..warmup {
+        op().await?;
+    }
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        op().await?;
+        out.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP helpers.
+
+async fn send_json(req: reqwest::RequestBuilder, what: &str) -> anyhow::Result<Value> {
+    let resp = req
+        .send()
+        .await
+        .with_context(|| format!("{what}: no answer"))?;
+    let status = resp.status();
+    let text = resp.text().await?;
+    if !status.is_success() {
+        bail!("{what}: {status}: {text}");
+    }
+    Ok(serde_json::from_str(&text)?)
+}
+
+fn application_body(holders: &[String], epsilon: f64) -> Value {
+    let now = Utc::now();
+    json!({
+        "title": "Federated heart-disease risk model",
+        "applicant": {"organisation": "uni-a", "public_body": false},
+        "purposes": ["scientific_research"],
+        "research_flags": ["algorithm_training"],
+        "categories": ["ehr_data"],
+        "data_holders": holders,
+        "member_states": ["DE"],
+        "requested_period": {"start": now.to_rfc3339(), "end": (now + chrono::Duration::days(365)).to_rfc3339()},
+        "privacy_budget": {"epsilon": epsilon, "delta": 1e-5, "unit": "data_holder"},
+        "justification": "Measuring the gateway's own cost per federated round.",
+        "declares_no_prohibited_use": true
+    })
+}
+
+fn study_body(permit: PermitId, holders: &[String], rounds: u64, features: &Value) -> Value {
+    json!({
+        "title": "Orchestration benchmark",
+        "permit_id": permit.to_string(),
+        "purpose": "scientific_research",
+        "categories": ["ehr_data"],
+        "data_holders": holders,
+        "feature_spec": features,
+        "model": {"architecture": "logistic"},
+        "strategy": {"name": "fedavg"},
+        "optimizer": {"name": "sgd", "lr": 0.1},
+        "local_steps": 1,
+        "batch_size": 4,
+        "rounds": rounds,
+        "min_sites": holders.len(),
+        "round_deadline_seconds": 3600,
+        "dp": {"level": "client", "clip_norm": 1.0, "noise_multiplier": 2.0},
+        "seed": 7,
+    })
+}
+
+/// Issues a permit to `uni-a` naming `holders`; returns its id.
+async fn issue_permit(
+    client: &reqwest::Client,
+    base: &str,
+    researcher: &str,
+    officer: &str,
+    holders: &[String],
+) -> anyhow::Result<PermitId> {
+    let created = send_json(
+        client
+            .post(format!("{base}/v1/applications"))
+            .bearer_auth(researcher)
+            .json(&application_body(holders, 1000.0)),
+        "application",
+    )
+    .await?;
+    let app_id = created["id"].as_str().context("application has no id")?;
+    let decided = send_json(
+        client
+            .post(format!("{base}/v1/applications/{app_id}/decision"))
+            .bearer_auth(officer)
+            .json(&json!({"decision": "approve"})),
+        "decision",
+    )
+    .await?;
+    PermitId::parse(decided["permit"]["id"].as_str().context("no permit id")?)
+        .map_err(|(_, m)| anyhow::anyhow!(m))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Simulated nodes.
+
+#[derive(Default)]
+struct NodeStats {
+    /// Nodes whose first (immediate) poll has been answered.
+    polling: AtomicUsize,
+    requests: AtomicU64,
+    /// Requests retried after a transport error or a 5xx/408 answer.
+    retries: AtomicU64,
+    /// Answers that no retry fixed (the task is left alone).
+    errors: AtomicU64,
+    first_error: Mutex<Option<String>>,
+}
+
+impl NodeStats {
+    fn error(&self, e: String) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut slot) = self.first_error.lock() {
+            slot.get_or_insert(e);
+        }
+    }
+}
+
+struct Node {
+    client: reqwest::Client,
+    base: String,
+    token: String,
+    holder: OrgId,
+    /// Fixed training-example count the node reports.
+    examples: u64,
+    stats: Arc<NodeStats>,
+}
+
+enum Answer {
+    Ok(Vec<u8>),
+    /// A refusal no retry changes: status and body.
+    Refused(reqwest::StatusCode, String),
+}
+
+impl Node {
+    /// Sends a request, retrying transport errors, timeouts and 5xx answers a few times.
+    async fn call(
+        &self,
+        make: impl Fn(&reqwest::Client) -> reqwest::RequestBuilder,
+    ) -> Result<Answer, String> {
+        let mut last = String::new();
+        for attempt in 0..5u32 {
+            if attempt > 0 {
+                self.stats.retries.fetch_add(1, Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
+            }
+            self.stats.requests.fetch_add(1, Ordering::Relaxed);
+            let resp = match make(&self.client).bearer_auth(&self.token).send().await {
+                Ok(r) => r,
+                Err(e) => {
+                    last = format!("transport: {e}");
+                    continue;
+                }
+            };
+            let status = resp.status();
+            let body = match resp.bytes().await {
+                Ok(b) => b.to_vec(),
+                Err(e) => {
+                    last = format!("reading the answer: {e}");
+                    continue;
+                }
+            };
+            if status.is_success() {
+                return Ok(Answer::Ok(body));
+            }
+            let text = String::from_utf8_lossy(&body).into_owned();
+            if status.is_server_error() || status == reqwest::StatusCode::REQUEST_TIMEOUT {
+                last = format!("{status}: {text}");
+                continue;
+            }
+            return Ok(Answer::Refused(status, text));
+        }
+        Err(last)
+    }
+
+    async fn run(self) {
+        // One immediate poll opens the connection; then the long polls.
+        let first = format!("{}/v1/node/tasks?wait=0", self.base);
+        if let Err(e) = self.call(|c| c.get(&first)).await {
+            self.stats.error(format!("first poll: {e}"));
+        }
+        self.stats.polling.fetch_add(1, Ordering::Relaxed);
+        let poll = format!("{}/v1/node/tasks?wait={POLL_WAIT_SECONDS}", self.base);
+        loop {
+            let tasks: Vec<NodeTask> = match self.call(|c| c.get(&poll)).await {
+                Ok(Answer::Ok(b)) => match serde_json::from_slice(&b) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        self.stats.error(format!("task list: {e}"));
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        continue;
+                    }
+                },
+                Ok(Answer::Refused(s, t)) => {
+                    self.stats.error(format!("poll: {s}: {t}"));
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    continue;
+                }
+                Err(e) => {
+                    self.stats.error(format!("poll: {e}"));
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    continue;
+                }
+            };
+            for task in tasks {
+                if let Err(e) = self.work(&task).await {
+                    self.stats.error(e);
+                }
+            }
+        }
+    }
+
+    /// Fit: downloads the global model and returns it unchanged. Evaluate: counts only.
+    async fn work(&self, task: &NodeTask) -> Result<(), String> {
+        let id = task.task_id;
+        let parameters = if task.kind == TaskKind::Fit {
+            let url = format!("{}/v1/node/tasks/{id}/parameters", self.base);
+            let bytes = match self.call(|c| c.get(&url)).await? {
+                Answer::Ok(b) => b,
+                Answer::Refused(s, t) => return Err(format!("parameters: {s}: {t}")),
+            };
+            let ins = decode_fit_ins(&bytes, task.study_id, task.round)
+                .map_err(|e| format!("decoding parameters: {e}"))?;
+            Some(
+                encode_update(
+                    &ins.params,
+                    &ins.extras,
+                    task.study_id,
+                    task.round,
+                    &self.holder,
+                )
+                .map_err(|e| format!("encoding the update: {e}"))?,
+            )
+        } else {
+            None
+        };
+        let fit = parameters.is_some();
+        let body = TaskResultBody {
+            num_examples: self.examples,
+            excluded_subjects: 0,
+            registry_version: task.registry_version,
+            parameters,
+            train_loss: fit.then_some(0.69),
+            local_steps: fit.then_some(1),
+            evaluation: None,
+        };
+        let body = serde_json::to_vec(&body).map_err(|e| e.to_string())?;
+        let url = format!("{}/v1/node/tasks/{id}/result", self.base);
+        match self
+            .call(|c| {
+                c.post(&url)
+                    .header(reqwest::header::CONTENT_TYPE, "application/json")
+                    .body(body.clone())
+            })
+            .await?
+        {
+            Answer::Ok(_) => Ok(()),
+            // an earlier attempt got through before its answer was lost
+            Answer::Refused(_, t) if t.contains("task_already_completed") => Ok(()),
+            Answer::Refused(s, t) => Err(format!("result: {s}: {t}")),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// One run: one backend, one federation size.
+
+struct Baselines {
+    healthz_ms: f64,
+    permit_read_ms: f64,
+    append_ms: f64,
+}
+
+/// Milestones of one aggregated round, from the server's timestamps: the `recorded_at` of the
+/// audit entries, in ms after the round's `study.round.start` entry.
+///
+/// The round row's own `opened_at` and `closed_at` are the times the round loop read the clock
+/// before it began the transition's transaction; on SQLite that is before it waited for the
+/// writer lock, so they can predate commits they come after. The audit entries are stamped
+/// inside the transaction.
+struct RoundTimes {
+    round: u64,
+    /// `study.round.start` recorded (the start transition: governance check, Cedar, budget
+    /// pre-check, registry pin, N task rows).
+    start_at: DateTime<Utc>,
+    /// The last `node.tasks` delivery of the round recorded.
+    delivered: f64,
+    /// The last `node.task.parameters` of the round recorded.
+    downloaded: f64,
+    /// The last `node.task.result` of the round recorded.
+    uploaded: f64,
+    /// `study.round.aggregate` recorded: DP aggregation, budget, checkpoint.
+    aggregated: f64,
+    /// The aggregation transition alone: from the later of `closed_at` and the last result to
+    /// the aggregate entry.
+    aggregation_tx: f64,
+    /// Audit entries recorded from the start entry to the aggregate entry, both included.
+    audit_entries: usize,
+    /// Tasks delivered, parameter downloads and results accepted in the round.
+    counts: [usize; 3],
+    /// From this round's start entry to the next round's (absent for the last round).
+    cycle: Option<f64>,
+}
+
+struct RunResult {
+    backend: Backend,
+    nodes: usize,
+    rounds: Vec<RoundTimes>,
+    study_seconds: f64,
+    cpu: CpuUse,
+    baselines: Baselines,
+    wake_ms: f64,
+    /// Size of the parameter file a node downloads.
+    parameter_bytes: Option<u64>,
+    context_ms: f64,
+    empty_poll_ms: f64,
+    peak_rss_mib: Option<f64>,
+    requests: u64,
+    retries: u64,
+    errors: u64,
+    first_error: Option<String>,
+    chain: (u64, bool),
+}
+
+impl RunResult {
+    /// Rounds the medians are taken over: all but the first when there are at least three.
+    fn measured(&self) -> &[RoundTimes] {
+        if self.rounds.len() >= 3 {
+            &self.rounds[1..]
+        } else {
+            &self.rounds
+        }
+    }
+    fn med(&self, f: impl Fn(&RoundTimes) -> f64) -> f64 {
+        median(&self.measured().iter().map(f).collect::<Vec<_>>())
+    }
+}
+
+async fn read_audit(store: &dyn Store, after: i64) -> anyhow::Result<Vec<AuditEntry>> {
+    let mut out = Vec::new();
+    let mut after = after;
+    loop {
+        let mut tx = store.begin().await?;
+        let page = tx
+            .list_audit(&AuditFilter {
+                after_seq: Some(after),
+                limit: 5000,
+                ..Default::default()
+            })
+            .await?;
+        tx.commit().await?;
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        out.extend(page);
+    }
+    Ok(out)
+}
+
+async fn verify_chain(store: &dyn Store) -> anyhow::Result<(u64, bool)> {
+    let mut verifier = ChainVerifier::default();
+    for entry in &read_audit(store, 0).await? {
+        verifier.feed(entry);
+    }
+    let r = verifier.finish();
+    Ok((r.entries_checked, r.valid))
+}
+
+async fn audit_head(store: &dyn Store) -> anyhow::Result<i64> {
+    Ok(read_audit(store, 0).await?.last().map_or(0, |e| e.seq))
+}
+
+async fn bench_run(
+    backend: Backend,
+    nodes: usize,
+    rounds: u64,
+    cfg: &Config,
+    features: &Value,
+) -> anyhow::Result<RunResult> {
+    let dir = tempfile::tempdir()?;
+    let (url, pg_name) = match backend {
+        Backend::Sqlite => (
+            format!(
+                "sqlite://{}?mode=rwc",
+                dir.path().join("gateway.db").display()
+            ),
+            None,
+        ),
+        Backend::Postgres => {
+            let (url, name) = create_postgres_database().await?;
+            (url, Some(name))
+        }
+    };
+    let result = run(backend, nodes, rounds, cfg, features, dir.path(), url).await;
+    if let Some(name) = pg_name {
+        if let Err(e) = drop_postgres_database(&name).await {
+            eprintln!("could not drop database {name}: {e:#}");
+        }
+    }
+    result
+}
+
+async fn run(
+    backend: Backend,
+    n: usize,
+    rounds: u64,
+    cfg: &Config,
+    features: &Value,
+    data_dir: &Path,
+    database_url: String,
+) -> anyhow::Result<RunResult> {
+    let mut settings = Settings {
+        listen: "127.0.0.1:0".parse()?,
+        data_dir: data_dir.to_path_buf(),
+        database_url: Some(database_url),
+        ..Settings::default()
+    };
+    settings.federation.tick_millis = 20;
+    settings.http.body_limit_bytes = 16 * 1024 * 1024;
+    let audience = settings.auth.audience.clone();
+    let app = Application::build(settings, true).await?;
+    let base = app.base_url().to_owned();
+    let store = app.state().store.clone();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(app.run_until_stopped(async {
+        let _ = stopped.await;
+    }));
+
+    let dev = DevIssuer::load_or_create(data_dir, &base, &audience)?;
+    let mint =
+        |sub: &str, role: &str, org: &str| dev.mint(sub, &[role.to_owned()], Some(org), 3600);
+    let researcher = mint("alice", "researcher", "uni-a")?;
+    let officer = mint("officer-1", "hdab_officer", "hdab-de")?;
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(POLL_WAIT_SECONDS + 30))
+        .build()?;
+
+    // The baselines, on a small permit of their own so that they do not grow with N.
+    let small = issue_permit(
+        &client,
+        &base,
+        &researcher,
+        &officer,
+        &["hosp-1".to_owned(), "hosp-2".to_owned()],
+    )
+    .await?;
+    let healthz = time_ops(BASELINE_OPS / 3, BASELINE_OPS, || {
+        let req = client.get(format!("{base}/healthz"));
+        async move {
+            let r = req.send().await?;
+            if !r.status().is_success() {
+                bail!("healthz: {}", r.status());
+            }
+            r.bytes().await?;
+            Ok(())
+        }
+    })
+    .await?;
+    let permit_read = time_ops(BASELINE_OPS / 3, BASELINE_OPS, || {
+        let req = client
+            .get(format!("{base}/v1/permits/{small}"))
+            .bearer_auth(&officer);
+        async move {
+            let r = req.send().await?;
+            if !r.status().is_success() {
+                bail!("permit read: {}", r.status());
+            }
+            r.bytes().await?;
+            Ok(())
+        }
+    })
+    .await?;
+    let append = time_ops(BASELINE_OPS / 3, BASELINE_OPS, || {
+        let store = store.clone();
+        async move {
+            let mut tx = store.begin().await?;
+            tx.append_audit(
+                NewAuditEvent::success(
+                    &Actor::system(),
+                    "bench.append",
+                    "bench",
+                    Some(small.to_string()),
+                )
+                .permit(small),
+            )
+            .await?;
+            tx.commit().await?;
+            Ok(())
+        }
+    })
+    .await?;
+    let baselines = Baselines {
+        healthz_ms: median(&healthz),
+        permit_read_ms: median(&permit_read),
+        append_ms: median(&append),
+    };
+
+    // The study's permit and its N nodes.
+    let holders: Vec<String> = (0..n).map(|i| format!("node-{i:04}")).collect();
+    let permit = issue_permit(&client, &base, &researcher, &officer, &holders).await?;
+    let stats = Arc::new(NodeStats::default());
+    let mut node_tasks = Vec::with_capacity(n);
+    for (i, h) in holders.iter().enumerate() {
+        let node = Node {
+            client: client.clone(),
+            base: base.clone(),
+            token: mint(&format!("agent-{h}"), "data_holder", h)?,
+            holder: OrgId::parse(h).map_err(|(_, m)| anyhow::anyhow!(m))?,
+            examples: 100 + (i as u64 % 200),
+            stats: stats.clone(),
+        };
+        node_tasks.push(tokio::spawn(node.run()));
+        // open the connections gradually rather than all in one burst
+        if i % 50 == 49 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    let ready_by = Instant::now() + Duration::from_secs(60);
+    while stats.polling.load(Ordering::Relaxed) < n {
+        if Instant::now() > ready_by {
+            bail!("the simulated nodes did not all start polling within 60 s");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Every node has a connection and is sending its long poll; give the gateway time to take
+    // them all in (a poll that arrives after the round starts finds its task at once anyway).
+    tokio::time::sleep(Duration::from_millis(200 + n as u64)).await;
+
+    let head = audit_head(store.as_ref()).await?;
+    let before = (
+        stats.requests.load(Ordering::Relaxed),
+        stats.retries.load(Ordering::Relaxed),
+    );
+    let cpu_before = cpu_snapshot();
+    let started = Instant::now();
+    let study = send_json(
+        client
+            .post(format!("{base}/v1/studies"))
+            .bearer_auth(&researcher)
+            .json(&study_body(permit, &holders, rounds, features)),
+        "study",
+    )
+    .await?;
+    let study_id = StudyId::parse(study["id"].as_str().context("study has no id")?)
+        .map_err(|e| anyhow::anyhow!(e.1))?;
+    // Wait for the end, reading the store directly (no HTTP request, no audit entry).
+    let status = loop {
+        let s = {
+            let mut tx = store.begin().await?;
+            let s = tx.get_study(study_id).await?.context("study vanished")?;
+            tx.commit().await?;
+            s
+        };
+        if !s.status().is_live() {
+            break s;
+        }
+        if started.elapsed() > cfg.timeout {
+            for t in &node_tasks {
+                t.abort();
+            }
+            bail!(
+                "the study did not finish within {} s ({} of {rounds} rounds aggregated)",
+                cfg.timeout.as_secs(),
+                s.rounds_done
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let study_seconds = started.elapsed().as_secs_f64();
+    let cpu = cpu_snapshot().since(&cpu_before);
+    for t in &node_tasks {
+        t.abort();
+    }
+    if status.status() != StudyStatus::Completed {
+        bail!(
+            "the study ended {}: {}",
+            status.status().as_str(),
+            status.status_reason.unwrap_or_default()
+        );
+    }
+
+    // Server-side timestamps of every round.
+    let db_rounds = {
+        let mut tx = store.begin().await?;
+        let r = tx.list_rounds(study_id).await?;
+        tx.commit().await?;
+        r
+    };
+    let audit = read_audit(store.as_ref(), head).await?;
+    let parameter_bytes = audit
+        .iter()
+        .find(|e| e.action == "node.task.parameters")
+        .and_then(|e| e.detail["bytes"].as_u64());
+    let mut measured: Vec<RoundTimes> = Vec::new();
+    for r in db_rounds
+        .iter()
+        .filter(|r| r.phase == RoundPhase::Aggregated)
+    {
+        let entry = |action: &str| {
+            audit
+                .iter()
+                .find(|e| e.action == action && e.detail["round"].as_u64() == Some(r.round))
+                .map(|e| e.recorded_at)
+                .with_context(|| format!("no {action} entry for round {}", r.round))
+        };
+        let start_at = entry("study.round.start")?;
+        let aggregated_at = entry("study.round.aggregate")?;
+        // Entries of this round: recorded while it was open, and naming it where they name one
+        // (a node's task list names none; evaluation results come after the aggregation).
+        let in_round: Vec<&AuditEntry> = audit
+            .iter()
+            .filter(|e| e.recorded_at >= start_at && e.recorded_at <= aggregated_at)
+            .filter(|e| {
+                e.detail
+                    .get("round")
+                    .is_none_or(|v| v.as_u64() == Some(r.round))
+            })
+            .collect();
+        let of = |action: &'static str| in_round.iter().filter(move |e| e.action == action);
+        let last_at = |action: &'static str| of(action).map(|e| e.recorded_at).max();
+        let after = |t: Option<DateTime<Utc>>| t.map_or(f64::NAN, |t| ms_between(start_at, t));
+        let last_result = last_at("node.task.result").unwrap_or(start_at);
+        let tx_start = r.closed_at.map_or(last_result, |c| c.max(last_result));
+        if let Some(prev) = measured.last_mut() {
+            prev.cycle = Some(ms_between(prev.start_at, start_at));
+        }
+        measured.push(RoundTimes {
+            round: r.round,
+            start_at,
+            delivered: after(last_at("node.tasks")),
+            downloaded: after(last_at("node.task.parameters")),
+            uploaded: after(last_at("node.task.result")),
+            aggregated: ms_between(start_at, aggregated_at),
+            aggregation_tx: ms_between(tx_start, aggregated_at),
+            audit_entries: in_round.len(),
+            counts: [
+                of("node.tasks")
+                    .map(|e| e.detail["delivered"].as_array().map_or(0, Vec::len))
+                    .sum(),
+                of("node.task.parameters").count(),
+                of("node.task.result").count(),
+            ],
+            cycle: None,
+        });
+    }
+    if measured.len() as u64 != rounds || db_rounds.len() as u64 != rounds {
+        println!(
+            "  note: {} round attempts for {rounds} rounds ({} aggregated)",
+            db_rounds.len(),
+            measured.len()
+        );
+    }
+
+    // One wake-up of the round loop while a round collects reads the study, the permit, the open
+    // round and all N tasks of the round; timed here on the first round (N fit tasks; the last
+    // round also holds the N evaluation tasks).
+    let first_round_id = db_rounds.first().context("no rounds")?.id;
+    let wake = time_ops(5, 30, || {
+        let store = store.clone();
+        async move {
+            let mut tx = store.begin().await?;
+            let s = tx.get_study(study_id).await?.context("study")?;
+            tx.get_permit(s.spec.permit_id).await?.context("permit")?;
+            tx.open_round(study_id).await?;
+            let tasks = tx.round_tasks(first_round_id).await?;
+            anyhow::ensure!(tasks.len() >= n, "round has {} tasks", tasks.len());
+            drop(tx);
+            Ok(())
+        }
+    })
+    .await?;
+    // What every node request reads before its own work: its task, the study, the permit and
+    // the round (`live_context` and `get_round` in the node protocol).
+    let some_task = {
+        let mut tx = store.begin().await?;
+        let tasks = tx.round_tasks(first_round_id).await?;
+        tx.commit().await?;
+        tasks.first().context("round without tasks")?.id
+    };
+    let context = time_ops(5, 100, || {
+        let store = store.clone();
+        async move {
+            let mut tx = store.begin().await?;
+            let t = tx.get_task(some_task).await?.context("task")?;
+            let s = tx.get_study(t.study_id).await?.context("study")?;
+            tx.get_permit(s.spec.permit_id).await?.context("permit")?;
+            tx.get_round(t.round_id).await?.context("round")?;
+            drop(tx);
+            Ok(())
+        }
+    })
+    .await?;
+    // What a long poll woken by a change that brings it no task reads: its pending tasks
+    // (none), in a transaction of its own.
+    let idle_holder = OrgId::parse(&holders[0]).map_err(|(_, m)| anyhow::anyhow!(m))?;
+    let empty_poll = time_ops(5, 100, || {
+        let (store, holder) = (store.clone(), idle_holder.clone());
+        async move {
+            let mut tx = store.begin().await?;
+            let pending = tx.pending_tasks_for(&holder, time::now(), 10).await?;
+            anyhow::ensure!(pending.is_empty(), "the node still has tasks");
+            drop(tx);
+            Ok(())
+        }
+    })
+    .await?;
+
+    let chain = verify_chain(store.as_ref()).await?;
+    let peak_rss_mib = peak_rss_mib();
+    let first_error = stats.first_error.lock().ok().and_then(|e| e.clone());
+    drop(client);
+    let _ = stop.send(());
+    let _ = tokio::time::timeout(Duration::from_secs(10), server).await;
+    drop(store);
+
+    Ok(RunResult {
+        backend,
+        nodes: n,
+        rounds: measured,
+        study_seconds,
+        cpu,
+        baselines,
+        wake_ms: median(&wake),
+        parameter_bytes,
+        context_ms: median(&context),
+        empty_poll_ms: median(&empty_poll),
+        peak_rss_mib,
+        requests: stats.requests.load(Ordering::Relaxed) - before.0,
+        retries: stats.retries.load(Ordering::Relaxed) - before.1,
+        errors: stats.errors.load(Ordering::Relaxed),
+        first_error,
+        chain,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output.
+
+fn f1(v: f64) -> String {
+    if v.is_nan() {
+        "-".into()
+    } else if v >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+fn f2(v: f64) -> String {
+    if v.is_nan() {
+        "-".into()
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+fn print_rounds(r: &RunResult) {
+    println!(
+        "  {} N={}: study {:.1} s; CPU during the study: self {:.2}, pg {:.2}, other {:.2} cores; \
+         {} node requests, {} retries, {} errors; audit chain {} entries, {}",
+        r.backend.name(),
+        r.nodes,
+        r.study_seconds,
+        r.cpu.this_process,
+        r.cpu.postgres,
+        r.cpu.other,
+        r.requests,
+        r.retries,
+        r.errors,
+        r.chain.0,
+        if r.chain.1 { "intact" } else { "BROKEN" }
+    );
+    if let Some(b) = r.parameter_bytes {
+        println!("    parameter file: {b} bytes per download");
+    }
+    if let Some(e) = &r.first_error {
+        println!("    first node error: {e}");
+    }
+    println!(
+        "    round | delivered | parameters | results | aggregated | aggregation tx | to next start | audit entries | tasks/params/results"
+    );
+    for t in &r.rounds {
+        println!(
+            "    {:>5} | {:>9} | {:>10} | {:>7} | {:>10} | {:>14} | {:>13} | {:>13} | {}/{}/{}",
+            t.round,
+            f1(t.delivered),
+            f1(t.downloaded),
+            f1(t.uploaded),
+            f1(t.aggregated),
+            f1(t.aggregation_tx),
+            t.cycle.map_or("-".into(), f1),
+            t.audit_entries,
+            t.counts[0],
+            t.counts[1],
+            t.counts[2]
+        );
+    }
+    println!("    (ms after the round's study.round.start audit entry; server timestamps)");
+}
+
+/// The three result tables: a heading and a column line each; the rows come from the runs.
+const TABLES: [(&str, &str, &str); 3] = [
+    (
+        "Per round, median over the measured rounds (round 1 skipped when there are >= 3):",
+        "| backend | nodes | rounds | round ms | cycle ms | ms per node | audited GET ms | per node, in audited GETs | audit entries per node | peak RSS MiB |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ),
+    (
+        "Where the round's time goes (medians, ms after the round's start entry; the last three are durations):",
+        "| backend | nodes | all tasks delivered | all parameters downloaded | all results accepted | aggregated | last result to aggregated | aggregation tx | aggregated to next start |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ),
+    (
+        "Baselines and single operations in the same runs (medians, ms; in-process = store only, no HTTP), and the load during the study:",
+        "| backend | nodes | GET /healthz | GET /v1/permits/{id} | audit append tx | reads of a node request | reads of a loop wake-up | reads of an empty poll | CPU self / pg / other cores | node requests | retries | errors |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|",
+    ),
+];
+
+/// The run's row of each of the [`TABLES`].
+fn table_rows(r: &RunResult) -> [String; 3] {
+    let round = r.med(|t| t.aggregated);
+    let cycles: Vec<f64> = r.measured().iter().filter_map(|t| t.cycle).collect();
+    let gaps: Vec<f64> = r
+        .measured()
+        .iter()
+        .filter_map(|t| t.cycle.map(|c| c - t.aggregated))
+        .collect();
+    let per_node = round / r.nodes as f64;
+    let entries = r.med(|t| t.audit_entries as f64) / r.nodes as f64;
+    let summary = format!(
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        r.backend.name(),
+        r.nodes,
+        r.measured().len(),
+        f1(round),
+        f1(median(&cycles)),
+        f2(per_node),
+        f2(r.baselines.permit_read_ms),
+        f1(per_node / r.baselines.permit_read_ms),
+        f1(entries),
+        r.peak_rss_mib.map_or("-".into(), |m| format!("{m:.0}")),
+    );
+    let phases = format!(
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        r.backend.name(),
+        r.nodes,
+        f1(r.med(|t| t.delivered)),
+        f1(r.med(|t| t.downloaded)),
+        f1(r.med(|t| t.uploaded)),
+        f1(round),
+        f1(r.med(|t| t.aggregated - t.uploaded)),
+        f1(r.med(|t| t.aggregation_tx)),
+        f1(median(&gaps)),
+    );
+    let baselines = format!(
+        "| {} | {} | {:.3} | {:.3} | {:.3} | {:.2} | {:.2} | {:.2} | {:.2} / {:.2} / {:.2} | {} | {} | {} |",
+        r.backend.name(),
+        r.nodes,
+        r.baselines.healthz_ms,
+        r.baselines.permit_read_ms,
+        r.baselines.append_ms,
+        r.context_ms,
+        r.wake_ms,
+        r.empty_poll_ms,
+        r.cpu.this_process,
+        r.cpu.postgres,
+        r.cpu.other,
+        r.requests,
+        r.retries,
+        r.errors
+    );
+    [summary, phases, baselines]
+}
+
+/// Marks the lines of a run's output that carry its table rows.
+const ROW_MARK: &str = "@row";
+
+/// Runs one configuration in this process and prints its details and its table rows.
+async fn run_one(cfg: &Config, features: &Value) -> anyhow::Result<()> {
+    let (backend, n) = (cfg.backends[0], cfg.nodes[0]);
+    let t = Instant::now();
+    let r = bench_run(backend, n, cfg.rounds_for(n), cfg, features).await?;
+    print_rounds(&r);
+    println!("    run took {:.1} s", t.elapsed().as_secs_f64());
+    for (i, row) in table_rows(&r).iter().enumerate() {
+        println!("{ROW_MARK}{i} {row}");
+    }
+    Ok(())
+}
+
+/// Runs every configuration in a process of its own (so that each has its own peak RSS and
+/// starts from a fresh heap), forwarding its details and collecting its table rows.
+async fn run_all(cfg: &Config) -> anyhow::Result<bool> {
+    use tokio::io::AsyncBufReadExt;
+    let exe = std::env::current_exe()?;
+    let mut rows: [Vec<String>; 3] = Default::default();
+    let mut failed = false;
+    for backend in cfg.backends.iter().copied() {
+        for &n in &cfg.nodes {
+            let mut child = tokio::process::Command::new(&exe)
+                .args([
+                    "--run-one",
+                    "--backend",
+                    match backend {
+                        Backend::Sqlite => "sqlite",
+                        Backend::Postgres => "postgres",
+                    },
+                    "--nodes",
+                    &n.to_string(),
+                    "--rounds",
+                    &cfg.rounds.to_string(),
+                    "--rounds-large",
+                    &cfg.rounds_large.to_string(),
+                    "--timeout",
+                    &cfg.timeout.as_secs().to_string(),
+                ])
+                .stdout(std::process::Stdio::piped())
+                .kill_on_drop(true)
+                .spawn()?;
+            let stdout = child.stdout.take().context("child has no stdout")?;
+            let mut lines = tokio::io::BufReader::new(stdout).lines();
+            while let Some(line) = lines.next_line().await? {
+                match line
+                    .strip_prefix(ROW_MARK)
+                    .and_then(|rest| rest.split_once(' '))
+                {
+                    Some((i, row)) => {
+                        if let Some(table) = i.parse::<usize>().ok().and_then(|i| rows.get_mut(i)) {
+                            table.push(row.to_owned());
+                        }
+                    }
+                    None => println!("{line}"),
+                }
+            }
+            if !child.wait().await?.success() {
+                println!("  {} N={n}: FAILED (see above)", backend.name());
+                failed = true;
+            }
+        }
+    }
+    for ((heading, columns, rule), rows) in TABLES.iter().zip(&rows) {
+        println!();
+        println!("{heading}");
+        println!();
+        println!("{columns}");
+        println!("{rule}");
+        for row in rows {
+            println!("{row}");
+        }
+    }
+    Ok(failed)
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cfg = Config::from_args()?;
+    if cfg.run_one {
+        let features: Value = serde_json::from_slice(
+            &std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join(FEATURES))
+                .with_context(|| format!("reading {FEATURES}"))?,
+        )?;
+        if let Err(e) = run_one(&cfg, &features).await {
+            println!(
+                "  {} N={}: FAILED: {e:#}",
+                cfg.backends[0].name(),
+                cfg.nodes[0]
+            );
+            std::process::exit(1);
+        }
+        return Ok(());
+    }
+    println!("orchestration benchmark");
+    println!(
+        "  backends {:?}; nodes {:?}; rounds {} ({} for N >= 1000); no training: nodes return \
+         the parameters they receive",
+        cfg.backends.iter().map(|b| b.name()).collect::<Vec<_>>(),
+        cfg.nodes,
+        cfg.rounds,
+        cfg.rounds_large
+    );
+    println!(
+        "  {} CPUs visible; each run in a process of its own, where the gateway and the simulated \
+         nodes share one tokio runtime",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    println!("  load average (1/5/15 min) at start: {}", loadavg());
+    println!();
+    let started = Instant::now();
+    let failed = run_all(&cfg).await?;
+    println!();
+    println!("  load average (1/5/15 min) at end:   {}", loadavg());
+    println!("  total time: {:.1} s", started.elapsed().as_secs_f64());
+    if failed {
+        std::process::exit(1);
+    }
+    Ok(())
+}
