@@ -180,96 +180,9 @@ impl Config {
 // ---------------------------------------------------------------------------------------------
 // Machine measurements: CPU use from /proc (as in benches/governance.rs) and peak RSS.
 
-/// CPU time counters from `/proc` (Linux), in clock ticks: the whole machine, this process (the
-/// gateway and the simulated nodes together), and the PostgreSQL server processes.
-#[derive(Clone, Copy, Default)]
-struct CpuSnapshot {
-    machine_busy: u64,
-    machine_total: u64,
-    this_process: u64,
-    postgres: u64,
-}
-
-/// Average cores used during a measurement by this process, by PostgreSQL, and by everything
-/// else on the machine.
-#[derive(Clone, Copy, Default)]
-struct CpuUse {
-    this_process: f64,
-    postgres: f64,
-    other: f64,
-}
-
-fn process_ticks(stat: &str) -> Option<u64> {
-    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
-    let rest = stat.get(stat.rfind(')')? + 2..)?;
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
-}
-
-fn cpu_snapshot() -> CpuSnapshot {
-    let mut snap = CpuSnapshot::default();
-    if let Ok(stat) = std::fs::read_to_string("/proc/stat") {
-        if let Some(line) = stat.lines().find(|l| l.starts_with("cpu ")) {
-            // user nice system idle iowait irq softirq steal (guest time is inside user).
-            let v: Vec<u64> = line
-                .split_whitespace()
-                .skip(1)
-                .take(8)
-                .filter_map(|x| x.parse().ok())
-                .collect();
-            if v.len() == 8 {
-                snap.machine_total = v.iter().sum();
-                snap.machine_busy = snap.machine_total - v[3] - v[4];
-            }
-        }
-    }
-    snap.this_process = std::fs::read_to_string("/proc/self/stat")
-        .ok()
-        .and_then(|s| process_ticks(&s))
-        .unwrap_or(0);
-    if let Ok(dir) = std::fs::read_dir("/proc") {
-        for entry in dir.flatten() {
-            let is_pid = entry
-                .file_name()
-                .to_str()
-                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()));
-            if !is_pid {
-                continue;
-            }
-            let path = entry.path();
-            let is_postgres =
-                std::fs::read_to_string(path.join("comm")).is_ok_and(|c| c.trim() == "postgres");
-            if is_postgres {
-                if let Some(t) = std::fs::read_to_string(path.join("stat"))
-                    .ok()
-                    .and_then(|s| process_ticks(&s))
-                {
-                    snap.postgres += t;
-                }
-            }
-        }
-    }
-    snap
-}
-
-impl CpuSnapshot {
-    fn since(&self, before: &CpuSnapshot) -> CpuUse {
-        let total = self.machine_total.saturating_sub(before.machine_total);
-        if total == 0 {
-            return CpuUse::default();
-        }
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-        let cores = |ticks: u64| ticks as f64 / total as f64 * cpus;
-        let busy = self.machine_busy.saturating_sub(before.machine_busy);
-        let this_process = self.this_process.saturating_sub(before.this_process);
-        let postgres = self.postgres.saturating_sub(before.postgres);
-        CpuUse {
-            this_process: cores(this_process),
-            postgres: cores(postgres),
-            other: cores(busy.saturating_sub(this_process + postgres)),
-        }
-    }
-}
+#[path = "common/cpu.rs"]
+mod cpu;
+use cpu::{cpu_snapshot, CpuUse};
 
 /// The process's peak resident set size in MiB (`VmHWM`).
 fn peak_rss_mib() -> Option<f64> {
