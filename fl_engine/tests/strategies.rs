@@ -1,15 +1,14 @@
 //! End-to-end behaviour of the strategies on small federations.
+mod common;
+
 use std::sync::{Arc, Mutex};
 
-use fl_engine::data::{dirichlet_label_skew, Dataset, SiteData};
 use fl_engine::model::{MlpConfig, ModelSpec, Net};
 use fl_engine::repro::{self, Method, Protocol};
 use fl_engine::sim::{CheckpointKind, Simulation, SimulationConfig};
 use fl_engine::strategy::{Aggregator, FedProxConfig, StrategyConfig};
 use fl_engine::train::{Budget, LossKind, OptimizerConfig, TrainConfig};
 use fl_engine::{load_safetensors, save_safetensors, EngineError, Selector};
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 
 fn small() -> Protocol {
     Protocol {
@@ -160,41 +159,6 @@ fn a_diverging_site_is_an_error_not_a_corrupted_model() {
     assert_eq!(sim.round(), 0);
 }
 
-/// Three well-separated Gaussian blobs in 4-d, dealt to 5 sites with Dirichlet(0.5) skew.
-fn blobs(seed: u64) -> Vec<SiteData> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let (n, d) = (900, 4);
-    let mut x = Vec::with_capacity(n * d);
-    let mut y = Vec::with_capacity(n);
-    for i in 0..n {
-        let c = (i % 3) as u32;
-        for j in 0..d {
-            let centre = if j == c as usize { 3.0 } else { 0.0 };
-            x.push(centre + rng.gen_range(-1.0f32..1.0));
-        }
-        y.push(c);
-    }
-    let all = Dataset::new(d, x, y).unwrap();
-    let parts = dirichlet_label_skew(all.labels(), 5, 0.5, 20, seed).unwrap();
-    parts
-        .iter()
-        .enumerate()
-        .map(|(k, idx)| {
-            // The blobs already share one scale; per-site z-scoring under label skew would
-            // give each site its own feature scale, which is not what this test is about.
-            let site = all.subset(idx);
-            let (rest, test) = site.split(0.25, k as u64).unwrap();
-            let (train, val) = rest.split(0.2, k as u64).unwrap();
-            SiteData {
-                name: format!("site-{k}"),
-                train,
-                val,
-                test,
-            }
-        })
-        .collect()
-}
-
 #[test]
 fn fedavg_learns_a_multiclass_mlp_under_label_skew() {
     let model = ModelSpec::Mlp(MlpConfig {
@@ -220,7 +184,7 @@ fn fedavg_learns_a_multiclass_mlp_under_label_skew() {
         seed: 0,
         reset_optimizer_each_round: true,
     };
-    let mut sim = Simulation::new(cfg, blobs(7)).unwrap();
+    let mut sim = Simulation::new(cfg, common::blobs(7)).unwrap();
     sim.run().unwrap();
     let first = sim.history()[0].weighted_val_loss;
     let last = sim.history().last().unwrap().weighted_val_loss;

@@ -10,7 +10,7 @@ use candle_core::Tensor;
 use candle_nn::VarBuilder;
 use rand_chacha::ChaCha8Rng;
 
-use super::{Mlp, MlpConfig, Model};
+use super::{Mlp, MlpConfig, Model, ModelOutput};
 
 pub struct ApflTwins {
     global: Mlp,
@@ -36,15 +36,20 @@ impl ApflTwins {
 }
 
 impl Model for ApflTwins {
-    fn forward(
+    /// Features: the twins' own logits, `"global"` and `"local"` (APFL trains the global twin
+    /// on its own output and the local twin through the mixture).
+    fn forward_features(
         &self,
         xs: &Tensor,
         mut rng: Option<&mut ChaCha8Rng>,
-    ) -> candle_core::Result<Tensor> {
+    ) -> candle_core::Result<ModelOutput> {
         let a = self.alpha() as f64;
         let g = self.global.forward(xs, rng.as_deref_mut())?;
         let l = self.local.forward(xs, rng)?;
-        l.affine(a, 0.0)? + g.affine(1.0 - a, 0.0)?
+        Ok(ModelOutput {
+            logits: (l.affine(a, 0.0)? + g.affine(1.0 - a, 0.0)?)?,
+            features: vec![("global", g), ("local", l)],
+        })
     }
 
     fn set_mixing(&self, alpha: f32) {

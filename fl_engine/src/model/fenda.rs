@@ -9,7 +9,7 @@ use candle_core::{Module, Tensor};
 use candle_nn::{linear, Linear, VarBuilder};
 use rand_chacha::ChaCha8Rng;
 
-use super::{Mlp, MlpConfig, Model};
+use super::{Mlp, MlpConfig, Model, ModelOutput};
 
 fn extractor(cfg: &MlpConfig, vb: VarBuilder) -> candle_core::Result<(Mlp, usize)> {
     // The extractor never has its own output layer: its features feed the head.
@@ -34,8 +34,16 @@ impl HeadNet {
 }
 
 impl Model for HeadNet {
-    fn forward(&self, xs: &Tensor, rng: Option<&mut ChaCha8Rng>) -> candle_core::Result<Tensor> {
-        self.head.forward(&self.body.forward(xs, rng)?)
+    fn forward_features(
+        &self,
+        xs: &Tensor,
+        rng: Option<&mut ChaCha8Rng>,
+    ) -> candle_core::Result<ModelOutput> {
+        let z = self.body.forward(xs, rng)?;
+        Ok(ModelOutput {
+            logits: self.head.forward(&z)?,
+            features: vec![("global", z)],
+        })
     }
 }
 
@@ -71,13 +79,16 @@ impl Fenda {
 }
 
 impl Model for Fenda {
-    fn forward(
+    fn forward_features(
         &self,
         xs: &Tensor,
         mut rng: Option<&mut ChaCha8Rng>,
-    ) -> candle_core::Result<Tensor> {
+    ) -> candle_core::Result<ModelOutput> {
         let g = self.global.forward(xs, rng.as_deref_mut())?;
         let l = self.local.forward(xs, rng)?;
-        self.head.forward(&Tensor::cat(&[&g, &l], 1)?)
+        Ok(ModelOutput {
+            logits: self.head.forward(&Tensor::cat(&[&g, &l], 1)?)?,
+            features: vec![("global", g), ("local", l)],
+        })
     }
 }

@@ -9,7 +9,7 @@ use candle_nn::{linear, Linear, VarBuilder};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::{dropout, Model};
+use super::{dropout, Model, ModelOutput};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MlpConfig {
@@ -62,8 +62,9 @@ impl Mlp {
     }
 }
 
-impl Model for Mlp {
-    fn forward(
+impl Mlp {
+    /// Output of the last hidden layer (the input itself without hidden layers).
+    fn hidden_forward(
         &self,
         xs: &Tensor,
         mut rng: Option<&mut ChaCha8Rng>,
@@ -73,10 +74,31 @@ impl Model for Mlp {
             h = layer.forward(&h)?.relu()?;
             h = dropout(&h, self.dropout, rng.as_deref_mut())?;
         }
+        Ok(h)
+    }
+}
+
+impl Model for Mlp {
+    fn forward(&self, xs: &Tensor, rng: Option<&mut ChaCha8Rng>) -> candle_core::Result<Tensor> {
+        let h = self.hidden_forward(xs, rng)?;
         match &self.out {
             Some(out) => out.forward(&h),
             None => Ok(h),
         }
+    }
+
+    fn forward_features(
+        &self,
+        xs: &Tensor,
+        rng: Option<&mut ChaCha8Rng>,
+    ) -> candle_core::Result<ModelOutput> {
+        let h = self.hidden_forward(xs, rng)?;
+        let (logits, features) = match &self.out {
+            Some(out) if !self.hidden.is_empty() => (out.forward(&h)?, vec![("hidden", h)]),
+            Some(out) => (out.forward(&h)?, vec![]),
+            None => (h, vec![]),
+        };
+        Ok(ModelOutput { logits, features })
     }
 }
 

@@ -25,10 +25,38 @@ pub use mlp::{Mlp, MlpConfig};
 use crate::error::{EngineError, Result};
 use crate::params::ParameterSet;
 
+/// Logits together with the named intermediate representations a method may put a loss on
+/// (MOON's and PerFCL's contrastive terms, FedDecorr's decorrelation).
+pub struct ModelOutput {
+    /// `[batch, outputs]`.
+    pub logits: Tensor,
+    /// `(name, [batch, width])`: `"global"` / `"local"` extractor outputs of split models,
+    /// `"hidden"` for the last hidden layer of an MLP. Empty for models without any.
+    pub features: Vec<(&'static str, Tensor)>,
+}
+
+impl ModelOutput {
+    pub fn feature(&self, name: &str) -> Option<&Tensor> {
+        self.features
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, t)| t)
+    }
+}
+
 /// A network mapping `[batch, inputs]` to logits `[batch, outputs]`.
 pub trait Model: Send + Sync {
     /// `rng` is `Some` in training mode (dropout active, masks drawn from it).
-    fn forward(&self, xs: &Tensor, rng: Option<&mut ChaCha8Rng>) -> candle_core::Result<Tensor>;
+    fn forward(&self, xs: &Tensor, rng: Option<&mut ChaCha8Rng>) -> candle_core::Result<Tensor> {
+        Ok(self.forward_features(xs, rng)?.logits)
+    }
+
+    /// Logits and named representations in one pass.
+    fn forward_features(
+        &self,
+        xs: &Tensor,
+        rng: Option<&mut ChaCha8Rng>,
+    ) -> candle_core::Result<ModelOutput>;
 
     /// Mixing weight for twin models (APFL); ignored by single models.
     fn set_mixing(&self, _alpha: f32) {}
@@ -144,6 +172,15 @@ impl Net {
 
     pub fn forward(&self, xs: &Tensor, rng: Option<&mut ChaCha8Rng>) -> Result<Tensor> {
         Ok(self.model.forward(xs, rng)?)
+    }
+
+    /// Logits and the model's named representations (see [`ModelOutput`]).
+    pub fn forward_features(
+        &self,
+        xs: &Tensor,
+        rng: Option<&mut ChaCha8Rng>,
+    ) -> Result<ModelOutput> {
+        Ok(self.model.forward_features(xs, rng)?)
     }
 
     pub fn set_mixing(&self, alpha: f32) {

@@ -17,7 +17,7 @@
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::{ClientStrategy, FitIns, FitRes, Site};
+use super::{ClientStrategy, FitIns, FitRes, MethodSpec, Site};
 use crate::error::{EngineError, Result};
 use crate::model::{ModelSpec, Net};
 use crate::params::ParameterSet;
@@ -186,5 +186,24 @@ impl ClientStrategy for DittoClient {
             }),
         };
         Ok(())
+    }
+}
+
+impl MethodSpec for DittoConfig {
+    fn name(&self) -> &'static str {
+        "Ditto"
+    }
+
+    fn personalised(&self) -> bool {
+        true
+    }
+
+    fn client(&self) -> Result<Box<dyn ClientStrategy>> {
+        Ok(Box::new(DittoClient::new(self.clone())?))
+    }
+
+    /// Two independent Poisson batches per step (see the module documentation).
+    fn dp_steps_per_local_step(&self) -> u64 {
+        2
     }
 }

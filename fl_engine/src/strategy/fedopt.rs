@@ -12,7 +12,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::fedavg::FedAvgServer;
-use super::{Aggregator, FitRes, ServerStrategy};
+use super::{Aggregator, ClientStrategy, FedAvgClient, FitRes, MethodSpec, ServerStrategy};
 use crate::error::{EngineError, Result};
 use crate::params::ParameterSet;
 
@@ -151,6 +151,24 @@ impl ServerStrategy for FedOptServer {
     fn load_state(&mut self, state: serde_json::Value) -> Result<()> {
         self.moments = serde_json::from_value(state)?;
         Ok(())
+    }
+}
+
+impl MethodSpec for FedOptConfig {
+    fn name(&self) -> &'static str {
+        self.kind.name()
+    }
+
+    fn server(
+        &self,
+        _n_sites: usize,
+        aggregator: Box<dyn Aggregator>,
+    ) -> Result<Box<dyn ServerStrategy>> {
+        Ok(Box::new(FedOptServer::new(self.clone(), aggregator)?))
+    }
+
+    fn client(&self) -> Result<Box<dyn ClientStrategy>> {
+        Ok(Box::new(FedAvgClient::new(crate::params::Selector::All)))
     }
 }
 

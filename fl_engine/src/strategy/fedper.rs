@@ -6,17 +6,41 @@
 //! new extractor, keeps its own head and trains both.
 use serde::{Deserialize, Serialize};
 
+use super::{ClientStrategy, FedAvgClient, MethodSpec};
 use crate::error::{EngineError, Result};
 use crate::model::ModelSpec;
+use crate::params::Selector;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct FedPerConfig {}
 
-pub(crate) fn check_model(spec: &ModelSpec) -> Result<()> {
+fn check_model(spec: &ModelSpec) -> Result<()> {
     match spec {
         ModelSpec::HeadNet { .. } => Ok(()),
         other => Err(EngineError::InvalidConfig(format!(
             "FedPer needs a HeadNet (global extractor + local head), got {other:?}"
         ))),
+    }
+}
+
+impl MethodSpec for FedPerConfig {
+    fn name(&self) -> &'static str {
+        "FedPer"
+    }
+
+    fn shared(&self) -> Selector {
+        Selector::prefix("global.")
+    }
+
+    fn personalised(&self) -> bool {
+        true
+    }
+
+    fn check_model(&self, spec: &ModelSpec) -> Result<()> {
+        check_model(spec)
+    }
+
+    fn client(&self) -> Result<Box<dyn ClientStrategy>> {
+        Ok(Box::new(FedAvgClient::new(self.shared())))
     }
 }

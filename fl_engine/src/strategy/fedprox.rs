@@ -6,7 +6,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::fedavg::local_fit;
-use super::{ClientStrategy, FitIns, FitRes, Site};
+use super::{ClientStrategy, FitIns, FitRes, MethodSpec, Site};
 use crate::error::{EngineError, Result};
 use crate::model::Net;
 use crate::params::{ParameterSet, Selector};
@@ -65,6 +65,16 @@ impl ClientStrategy for FedProxClient {
 
     fn load_state(&mut self, _state: serde_json::Value) -> Result<()> {
         Ok(())
+    }
+}
+
+impl MethodSpec for FedProxConfig {
+    fn name(&self) -> &'static str {
+        "FedProx"
+    }
+
+    fn client(&self) -> Result<Box<dyn ClientStrategy>> {
+        Ok(Box::new(FedProxClient::new(self.clone())?))
     }
 }
 

@@ -6,17 +6,41 @@
 //! local extractor and head never leave the site.
 use serde::{Deserialize, Serialize};
 
+use super::{ClientStrategy, FedAvgClient, MethodSpec};
 use crate::error::{EngineError, Result};
 use crate::model::ModelSpec;
+use crate::params::Selector;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct FendaFlConfig {}
 
-pub(crate) fn check_model(spec: &ModelSpec) -> Result<()> {
+fn check_model(spec: &ModelSpec) -> Result<()> {
     match spec {
         ModelSpec::Fenda { .. } => Ok(()),
         other => Err(EngineError::InvalidConfig(format!(
             "FENDA-FL needs a Fenda model (global + local extractor, shared head), got {other:?}"
         ))),
+    }
+}
+
+impl MethodSpec for FendaFlConfig {
+    fn name(&self) -> &'static str {
+        "FENDA-FL"
+    }
+
+    fn shared(&self) -> Selector {
+        Selector::prefix("global.")
+    }
+
+    fn personalised(&self) -> bool {
+        true
+    }
+
+    fn check_model(&self, spec: &ModelSpec) -> Result<()> {
+        check_model(spec)
+    }
+
+    fn client(&self) -> Result<Box<dyn ClientStrategy>> {
+        Ok(Box::new(FedAvgClient::new(self.shared())))
     }
 }

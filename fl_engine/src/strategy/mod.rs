@@ -19,26 +19,58 @@
 //! round, e.g. [`NoiseRng::from_secret`] with a per-round context, makes resumed rounds replay
 //! bit for bit). [`dp_steps_per_round`] tells the accountant what one round costs.
 mod aggregate;
+mod apfl;
 mod ditto;
 mod dp_fedavg;
 mod fedavg;
+mod feddecorr;
+mod feddyn;
+mod fedexp;
+mod fedlc;
+mod fedlesam;
+mod fedmap;
+mod fedmode;
+mod fednova;
 mod fedopt;
 mod fedper;
 mod fedprox;
+mod fedsam;
 mod fenda_fl;
+mod hpfl;
+mod moon;
+mod per_fedavg;
+mod perfcl;
+mod pfedme;
+mod qfedavg;
 mod scaffold;
 
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 pub use aggregate::{validate_results, Aggregator, WeightedMean};
+pub use apfl::ApflConfig;
 pub use ditto::{DittoClient, DittoConfig};
 pub use dp_fedavg::DpFedAvgAggregator;
 pub use fedavg::{FedAvgClient, FedAvgServer};
+pub use feddecorr::FedDecorrConfig;
+pub use feddyn::FedDynConfig;
+pub use fedexp::FedExpConfig;
+pub use fedlc::FedLcConfig;
+pub use fedlesam::FedLesamConfig;
+pub use fedmap::FedMapConfig;
+pub use fedmode::FedModeConfig;
+pub use fednova::FedNovaConfig;
 pub use fedopt::{FedOptConfig, FedOptKind, FedOptServer};
 pub use fedper::FedPerConfig;
 pub use fedprox::{FedProxClient, FedProxConfig};
+pub use fedsam::FedSamConfig;
 pub use fenda_fl::FendaFlConfig;
+pub use hpfl::HpflConfig;
+pub use moon::MoonConfig;
+pub use per_fedavg::PerFedAvgConfig;
+pub use perfcl::PerFclConfig;
+pub use pfedme::PFedMeConfig;
+pub use qfedavg::QFedAvgConfig;
 pub use scaffold::{ScaffoldClient, ScaffoldConfig, ScaffoldServer};
 
 use crate::data::SiteData;
@@ -189,10 +221,7 @@ pub fn dp_steps_per_round(strategy: &StrategyConfig, train: &TrainConfig) -> Opt
         // refused by TrainConfig::validate: the cost would depend on the site's size
         Budget::Epochs(_) => return None,
     };
-    Some(match strategy {
-        StrategyConfig::Ditto(_) => 2 * steps,
-        _ => steps,
-    })
+    Some(strategy.spec().dp_steps_per_local_step() * steps)
 }
 
 /// [`dp_steps_per_round`] as the accountant's [`SampledGaussian`]; `Ok(None)` without record
@@ -208,6 +237,79 @@ pub fn dp_round_cost(
     }
 }
 
+/// One federated method: how its two halves are built and what travels between them. Each
+/// strategy file implements it for its configuration; [`StrategyConfig`] only dispatches.
+pub trait MethodSpec {
+    fn name(&self) -> &'static str;
+
+    /// Which parameters travel between sites and server (default: all of them).
+    fn shared(&self) -> Selector {
+        Selector::All
+    }
+
+    /// Personalised methods are judged on each site's own (local) checkpoint.
+    fn personalised(&self) -> bool {
+        false
+    }
+
+    /// Check that the model has the parts this method addresses.
+    fn check_model(&self, _spec: &ModelSpec) -> Result<()> {
+        Ok(())
+    }
+
+    /// Server part, averaging through `aggregator` wherever the method averages site vectors
+    /// (so robust and DP aggregation apply). Default: FedAvg's server.
+    fn server(
+        &self,
+        _n_sites: usize,
+        aggregator: Box<dyn Aggregator>,
+    ) -> Result<Box<dyn ServerStrategy>> {
+        Ok(Box::new(FedAvgServer::new(self.name(), aggregator)))
+    }
+
+    /// Client part for one site.
+    fn client(&self) -> Result<Box<dyn ClientStrategy>>;
+
+    /// Sampled-Gaussian steps one local step costs under record-level DP (Ditto: 2).
+    fn dp_steps_per_local_step(&self) -> u64 {
+        1
+    }
+}
+
+/// Plain FedAvg (`StrategyConfig::FedAvg`).
+struct FedAvgMethod;
+
+impl MethodSpec for FedAvgMethod {
+    fn name(&self) -> &'static str {
+        "FedAvg"
+    }
+
+    fn client(&self) -> Result<Box<dyn ClientStrategy>> {
+        Ok(Box::new(FedAvgClient::new(Selector::All)))
+    }
+}
+
+/// Every site trains alone, nothing is shared (`StrategyConfig::Silo`).
+struct SiloMethod;
+
+impl MethodSpec for SiloMethod {
+    fn name(&self) -> &'static str {
+        "Silo"
+    }
+
+    fn shared(&self) -> Selector {
+        Selector::Prefixes(vec![])
+    }
+
+    fn personalised(&self) -> bool {
+        true
+    }
+
+    fn client(&self) -> Result<Box<dyn ClientStrategy>> {
+        Ok(Box::new(FedAvgClient::new(self.shared())))
+    }
+}
+
 /// The strategies the engine offers, with their paper hyperparameters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum StrategyConfig {
@@ -220,49 +322,72 @@ pub enum StrategyConfig {
     FendaFl(FendaFlConfig),
     /// Baseline: every site trains alone, nothing is shared.
     Silo,
+    FedMap(FedMapConfig),
+    FedMode(FedModeConfig),
+    Apfl(ApflConfig),
+    PerFcl(PerFclConfig),
+    Moon(MoonConfig),
+    FedNova(FedNovaConfig),
+    FedDyn(FedDynConfig),
+    FedExp(FedExpConfig),
+    PerFedAvg(PerFedAvgConfig),
+    PFedMe(PFedMeConfig),
+    Hpfl(HpflConfig),
+    FedLc(FedLcConfig),
+    FedSam(FedSamConfig),
+    FedLesam(FedLesamConfig),
+    FedDecorr(FedDecorrConfig),
+    QFedAvg(QFedAvgConfig),
 }
 
 impl StrategyConfig {
-    pub fn name(&self) -> &'static str {
+    /// The method behind this configuration.
+    pub fn spec(&self) -> &dyn MethodSpec {
         match self {
-            StrategyConfig::FedAvg => "FedAvg",
-            StrategyConfig::FedProx(_) => "FedProx",
-            StrategyConfig::Scaffold(_) => "SCAFFOLD",
-            StrategyConfig::FedOpt(c) => c.kind.name(),
-            StrategyConfig::Ditto(_) => "Ditto",
-            StrategyConfig::FedPer(_) => "FedPer",
-            StrategyConfig::FendaFl(_) => "FENDA-FL",
-            StrategyConfig::Silo => "Silo",
+            StrategyConfig::FedAvg => &FedAvgMethod,
+            StrategyConfig::Silo => &SiloMethod,
+            StrategyConfig::FedProx(c) => c,
+            StrategyConfig::Scaffold(c) => c,
+            StrategyConfig::FedOpt(c) => c,
+            StrategyConfig::Ditto(c) => c,
+            StrategyConfig::FedPer(c) => c,
+            StrategyConfig::FendaFl(c) => c,
+            StrategyConfig::FedMap(c) => c,
+            StrategyConfig::FedMode(c) => c,
+            StrategyConfig::Apfl(c) => c,
+            StrategyConfig::PerFcl(c) => c,
+            StrategyConfig::Moon(c) => c,
+            StrategyConfig::FedNova(c) => c,
+            StrategyConfig::FedDyn(c) => c,
+            StrategyConfig::FedExp(c) => c,
+            StrategyConfig::PerFedAvg(c) => c,
+            StrategyConfig::PFedMe(c) => c,
+            StrategyConfig::Hpfl(c) => c,
+            StrategyConfig::FedLc(c) => c,
+            StrategyConfig::FedSam(c) => c,
+            StrategyConfig::FedLesam(c) => c,
+            StrategyConfig::FedDecorr(c) => c,
+            StrategyConfig::QFedAvg(c) => c,
         }
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.spec().name()
     }
 
     /// Which parameters travel between sites and server.
     pub fn shared(&self) -> Selector {
-        match self {
-            StrategyConfig::FedPer(_) | StrategyConfig::FendaFl(_) => Selector::prefix("global."),
-            StrategyConfig::Silo => Selector::Prefixes(vec![]),
-            _ => Selector::All,
-        }
+        self.spec().shared()
     }
 
     /// Personalised methods are judged on each site's own (local) checkpoint.
     pub fn personalised(&self) -> bool {
-        matches!(
-            self,
-            StrategyConfig::Ditto(_)
-                | StrategyConfig::FedPer(_)
-                | StrategyConfig::FendaFl(_)
-                | StrategyConfig::Silo
-        )
+        self.spec().personalised()
     }
 
     /// Check that the model has the parts this strategy addresses.
     pub fn check_model(&self, spec: &ModelSpec) -> Result<()> {
-        match self {
-            StrategyConfig::FedPer(_) => fedper::check_model(spec),
-            StrategyConfig::FendaFl(_) => fenda_fl::check_model(spec),
-            _ => Ok(()),
-        }
+        self.spec().check_model(spec)
     }
 
     /// Server part, aggregating with `aggregator` where the strategy averages.
@@ -276,20 +401,11 @@ impl StrategyConfig {
                 "a study needs at least one site".into(),
             ));
         }
-        Ok(match self {
-            StrategyConfig::Scaffold(c) => Box::new(ScaffoldServer::new(c.clone(), n_sites)?),
-            StrategyConfig::FedOpt(c) => Box::new(FedOptServer::new(c.clone(), aggregator)?),
-            _ => Box::new(FedAvgServer::new(self.name(), aggregator)),
-        })
+        self.spec().server(n_sites, aggregator)
     }
 
     /// Client part for one site.
     pub fn client(&self) -> Result<Box<dyn ClientStrategy>> {
-        Ok(match self {
-            StrategyConfig::FedProx(c) => Box::new(FedProxClient::new(c.clone())?),
-            StrategyConfig::Scaffold(c) => Box::new(ScaffoldClient::new(c.clone())),
-            StrategyConfig::Ditto(c) => Box::new(DittoClient::new(c.clone())?),
-            other => Box::new(FedAvgClient::new(other.shared())),
-        })
+        self.spec().client()
     }
 }

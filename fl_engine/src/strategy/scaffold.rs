@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::aggregate::{uniform_mean, validate_results};
 use super::fedavg::local_fit;
-use super::{ClientStrategy, FitIns, FitRes, ServerStrategy, Site};
+use super::{Aggregator, ClientStrategy, FitIns, FitRes, MethodSpec, ServerStrategy, Site};
 use crate::error::{EngineError, Result};
 use crate::model::Net;
 use crate::params::{ParameterSet, Selector};
@@ -191,6 +191,24 @@ impl ClientStrategy for ScaffoldClient {
     fn load_state(&mut self, state: serde_json::Value) -> Result<()> {
         self.c_k = serde_json::from_value(state)?;
         Ok(())
+    }
+}
+
+impl MethodSpec for ScaffoldConfig {
+    fn name(&self) -> &'static str {
+        "SCAFFOLD"
+    }
+
+    fn server(
+        &self,
+        n_sites: usize,
+        _aggregator: Box<dyn Aggregator>,
+    ) -> Result<Box<dyn ServerStrategy>> {
+        Ok(Box::new(ScaffoldServer::new(self.clone(), n_sites)?))
+    }
+
+    fn client(&self) -> Result<Box<dyn ClientStrategy>> {
+        Ok(Box::new(ScaffoldClient::new(self.clone())))
     }
 }
 

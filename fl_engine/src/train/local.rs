@@ -25,7 +25,7 @@ use crate::data::Dataset;
 use crate::dp::NoiseRng;
 use crate::error::{EngineError, Result};
 use crate::metrics::MetricSummary;
-use crate::model::Net;
+use crate::model::{ModelOutput, Net};
 use crate::params::ParameterSet;
 
 /// How much local work one round does.
@@ -171,30 +171,81 @@ impl<'a> Batcher<'a> {
     }
 }
 
-/// One optimiser step on one batch; returns the task loss.
-pub fn train_step(
+/// A loss built on the forward pass that replaces the configured task loss for the backward
+/// pass: logit calibration (FedLC), contrastive terms on representations (MOON, PerFCL),
+/// decorrelation (FedDecorr). Unlike a [`LocalObjective`] it sees the batch, so it is a
+/// function of the records: methods using one refuse record-level DP unless they show that
+/// the loss decomposes over examples.
+pub trait BatchObjective: Sync {
+    /// Loss to differentiate for this batch. `out` is the training-mode forward pass of `x`,
+    /// `task` the configured task loss.
+    fn loss(&self, out: &ModelOutput, x: &Tensor, y: &[u32], task: &LossKind) -> Result<Tensor>;
+}
+
+/// Gradient of one batch's loss at the net's current parameters, one entry per variable that
+/// the loss reaches (canonical order), with the task loss on the plain logits.
+pub struct BatchGradient {
+    pub task_loss: f32,
+    pub grads: ParameterSet,
+}
+
+/// Forward and backward on one batch without changing the parameters. `objective` replaces
+/// the task loss for the backward pass when given.
+pub fn batch_gradient(
     net: &Net,
-    opt: &mut Optimizer,
     loss: &LossKind,
     x: &Tensor,
     y: &[u32],
-    terms: &[&dyn LocalObjective],
+    objective: Option<&dyn BatchObjective>,
     rng: &mut ChaCha8Rng,
-) -> Result<f32> {
-    let logits = net.forward(x, Some(rng))?;
-    let loss_t = loss.compute(&logits, y)?;
+) -> Result<BatchGradient> {
+    let out = net.forward_features(x, Some(rng))?;
+    let task_t = loss.compute(&out.logits, y)?;
+    let task_loss = scalar(&task_t)?;
+    let loss_t = match objective {
+        Some(o) => o.loss(&out, x, y, loss)?,
+        None => task_t,
+    };
     let value = scalar(&loss_t)?;
-    if !value.is_finite() {
+    if !value.is_finite() || !task_loss.is_finite() {
         return Err(EngineError::NonFinite("training loss".into()));
     }
-    let grads = loss_t.backward()?;
-    opt.begin_step();
+    let backprop = loss_t.backward()?;
+    let mut grads = ParameterSet::new();
     for (name, var) in net.vars() {
         // like PyTorch, a parameter outside the graph (no gradient) is left alone
-        let Some(g) = grads.get(var.as_tensor()) else {
+        let Some(g) = backprop.get(var.as_tensor()) else {
             continue;
         };
-        let mut g = g.flatten_all()?.to_vec1::<f32>()?;
+        grads.insert(
+            name.clone(),
+            var.dims().to_vec(),
+            g.flatten_all()?.to_vec1::<f32>()?,
+        )?;
+    }
+    Ok(BatchGradient { task_loss, grads })
+}
+
+/// One optimiser step with `grads` (plus the objective terms' gradients) on the variables it
+/// names; the others are left alone.
+pub fn apply_gradient(
+    net: &Net,
+    opt: &mut Optimizer,
+    grads: &ParameterSet,
+    terms: &[&dyn LocalObjective],
+) -> Result<()> {
+    opt.begin_step();
+    for (name, var) in net.vars() {
+        let Some(g) = grads.get(name) else {
+            continue;
+        };
+        if g.values.len() != var.elem_count() {
+            return Err(EngineError::LengthMismatch {
+                expected: var.elem_count(),
+                found: g.values.len(),
+            });
+        }
+        let mut g = g.values.clone();
         let mut p = var.as_tensor().flatten_all()?.to_vec1::<f32>()?;
         for t in terms {
             t.add_gradient(name, &p, &mut g);
@@ -205,7 +256,38 @@ pub fn train_step(
         }
         var.set(&Tensor::from_vec(p, var.shape(), var.device())?)?;
     }
-    Ok(value)
+    Ok(())
+}
+
+/// One optimiser step on one batch; returns the task loss.
+pub fn train_step(
+    net: &Net,
+    opt: &mut Optimizer,
+    loss: &LossKind,
+    x: &Tensor,
+    y: &[u32],
+    terms: &[&dyn LocalObjective],
+    rng: &mut ChaCha8Rng,
+) -> Result<f32> {
+    train_step_with(net, opt, loss, x, y, None, terms, rng)
+}
+
+/// [`train_step`] whose backward pass uses `objective` instead of the task loss when given;
+/// returns the task loss on the plain logits.
+#[allow(clippy::too_many_arguments)]
+pub fn train_step_with(
+    net: &Net,
+    opt: &mut Optimizer,
+    loss: &LossKind,
+    x: &Tensor,
+    y: &[u32],
+    objective: Option<&dyn BatchObjective>,
+    terms: &[&dyn LocalObjective],
+    rng: &mut ChaCha8Rng,
+) -> Result<f32> {
+    let g = batch_gradient(net, loss, x, y, objective, rng)?;
+    apply_gradient(net, opt, &g.grads, terms)?;
+    Ok(g.task_loss)
 }
 
 /// Train `net` on `data` for the configured budget.
