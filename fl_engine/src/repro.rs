@@ -6,11 +6,13 @@
 //! and the tests so all three run exactly the same experiment.
 use serde::{Deserialize, Serialize};
 
-use crate::data::{heart_disease, SiteData};
+use crate::data::{dirichlet_label_skew, heart_disease, Dataset, SiteData};
 use crate::error::{EngineError, Result};
 use crate::metrics::MetricSummary;
 use crate::model::{MlpConfig, ModelSpec};
-use crate::sim::{pooled_site, split_seed, CheckpointKind, Simulation, SimulationConfig};
+use crate::sim::{
+    pooled_site, split_seed, stream_seed, CheckpointKind, Simulation, SimulationConfig,
+};
 use crate::strategy::{
     DittoConfig, FedOptConfig, FedOptKind, FedPerConfig, FedProxConfig, FendaFlConfig,
     ScaffoldConfig, StrategyConfig,
@@ -29,6 +31,27 @@ pub enum Method {
     Silo,
     Central,
 }
+
+/// What a run of a method is configured with: the local learning rate and the method's main
+/// hyperparameter ([`Method::knob`]), when it has one.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Setting {
+    pub lr: f64,
+    pub knob: Option<f64>,
+}
+
+impl Setting {
+    pub fn label(&self, method: Method) -> String {
+        match (method.knob(), self.knob) {
+            (Some(name), Some(v)) => format!("lr {}, {name} {v}", self.lr),
+            _ => format!("lr {}", self.lr),
+        }
+    }
+}
+
+/// Learning rates tried for every method when tuning on validation data (AdamW; SCAFFOLD's
+/// plain SGD gets the larger end of the same grid).
+pub const TUNING_LRS: [f64; 3] = [1e-3, 1e-2, 1e-1];
 
 impl Method {
     pub const ALL: [Method; 9] = [
@@ -65,30 +88,106 @@ impl Method {
             .ok_or_else(|| EngineError::InvalidConfig(format!("unknown method `{s}`")))
     }
 
-    /// Published mean accuracy and the checkpoint it was reported for.
-    pub fn published(&self) -> (f64, CheckpointKind) {
+    /// Published mean accuracy on Fed-Heart-Disease (FENDA-FL paper), when there is one.
+    pub fn published(&self) -> Option<f64> {
+        Some(match self {
+            Method::FedAvg => 0.724,
+            Method::FedProx => 0.721,
+            Method::Scaffold => 0.711,
+            Method::FedAdam => 0.742,
+            Method::Ditto => 0.802,
+            Method::FedPer => 0.814,
+            Method::FendaFl => 0.815,
+            Method::Silo => 0.748,
+            Method::Central => 0.732,
+        })
+    }
+
+    /// The checkpoint a method is scored on: the published one where there is one, otherwise
+    /// the local checkpoint for personalised methods and the server's for global ones.
+    pub fn checkpoint(&self) -> CheckpointKind {
         use CheckpointKind::*;
         match self {
-            Method::FedAvg => (0.724, BestGlobal),
-            Method::FedProx => (0.721, BestGlobal),
-            Method::Scaffold => (0.711, BestGlobal),
-            Method::FedAdam => (0.742, BestLocal),
-            Method::Ditto => (0.802, BestLocal),
-            Method::FedPer => (0.814, BestLocal),
-            Method::FendaFl => (0.815, BestLocal),
-            Method::Silo => (0.748, BestLocal),
-            Method::Central => (0.732, BestLocal),
+            Method::FedAvg | Method::FedProx | Method::Scaffold => BestGlobal,
+            Method::FedAdam => BestLocal,
+            Method::Central | Method::Silo => BestLocal,
+            m if config(*m, &Protocol::default(), 0, 0.1)
+                .strategy
+                .personalised() =>
+            {
+                BestLocal
+            }
+            _ => BestGlobal,
         }
     }
 
-    /// Published tuned local learning rate (Silo and Central have none published; see
-    /// [`Protocol::baseline_lrs`]).
-    pub fn published_lr(&self) -> Option<f64> {
+    /// Name of the method's main hyperparameter, tuned beside the learning rate.
+    pub fn knob(&self) -> Option<&'static str> {
         match self {
-            Method::FedAvg | Method::Scaffold | Method::Ditto => Some(0.1),
-            Method::FedProx | Method::FedPer | Method::FendaFl => Some(1e-3),
-            Method::FedAdam => Some(1e-5),
-            Method::Silo | Method::Central => None,
+            Method::FedProx => Some("mu"),
+            Method::Ditto => Some("lambda"),
+            _ => None,
+        }
+    }
+
+    /// The published tuned setting (Silo and Central have none published; see
+    /// [`Protocol::baseline_lrs`]).
+    pub fn published_setting(&self) -> Option<Setting> {
+        let (lr, knob) = match self {
+            Method::FedAvg | Method::Scaffold => (0.1, None),
+            Method::Ditto => (0.1, Some(0.01)),
+            Method::FedProx => (1e-3, Some(0.01)),
+            Method::FedPer | Method::FendaFl => (1e-3, None),
+            Method::FedAdam => (1e-5, None),
+            Method::Silo | Method::Central => return None,
+        };
+        Some(Setting { lr, knob })
+    }
+
+    /// Published tuned local learning rate.
+    pub fn published_lr(&self) -> Option<f64> {
+        self.published_setting().map(|s| s.lr)
+    }
+
+    /// Values of [`Method::knob`] tried when tuning (the first is the default).
+    pub fn knob_grid(&self) -> Vec<f64> {
+        match self {
+            Method::FedProx => vec![0.01, 0.1, 1.0],
+            Method::Ditto => vec![0.01, 0.1, 1.0],
+            _ => vec![],
+        }
+    }
+
+    /// The knob's published value, else the first of its grid.
+    pub fn default_knob(&self) -> Option<f64> {
+        self.published_setting()
+            .and_then(|s| s.knob)
+            .or(self.knob_grid().first().copied())
+    }
+
+    /// Every setting tried when tuning on validation data.
+    pub fn grid(&self) -> Vec<Setting> {
+        let knobs: Vec<Option<f64>> = match self.knob_grid() {
+            k if k.is_empty() => vec![None],
+            k => k.into_iter().map(Some).collect(),
+        };
+        let lrs: Vec<f64> = match self {
+            // FedAdam's client rates are tiny by design (server step does the work)
+            Method::FedAdam => vec![1e-5, 1e-4, 1e-3],
+            _ => TUNING_LRS.to_vec(),
+        };
+        lrs.iter()
+            .flat_map(|&lr| knobs.iter().map(move |&knob| Setting { lr, knob }))
+            .collect()
+    }
+
+    /// Model description for tables.
+    pub fn model_label(&self) -> &'static str {
+        match config(*self, &Protocol::default(), 0, 0.1).model {
+            ModelSpec::Mlp(c) if c.hidden.is_empty() => "logistic regression (14)",
+            ModelSpec::HeadNet { .. } | ModelSpec::Fenda { .. } => "2-layer net (151)",
+            ModelSpec::Apfl { .. } => "APFL twins (2 x 2-layer)",
+            _ => "2-layer net",
         }
     }
 }
@@ -124,14 +223,28 @@ fn two_layer(hidden: usize) -> MlpConfig {
     }
 }
 
-/// The study configuration of `method` with local learning rate `lr`.
+/// The study configuration of `method` with local learning rate `lr` and its default
+/// hyperparameter.
 pub fn config(method: Method, protocol: &Protocol, seed: u64, lr: f64) -> SimulationConfig {
+    let knob = method.default_knob();
+    config_with(method, protocol, seed, Setting { lr, knob })
+}
+
+/// The study configuration of `method` under `setting`.
+pub fn config_with(
+    method: Method,
+    protocol: &Protocol,
+    seed: u64,
+    setting: Setting,
+) -> SimulationConfig {
+    let lr = setting.lr;
+    let knob = |default: f64| setting.knob.unwrap_or(default) as f32;
     let logistic = ModelSpec::logistic(heart_disease::N_FEATURES, 1);
     let (model, strategy) = match method {
         Method::FedAvg => (logistic, StrategyConfig::FedAvg),
         Method::FedProx => (
             logistic,
-            StrategyConfig::FedProx(FedProxConfig { mu: 0.01 }),
+            StrategyConfig::FedProx(FedProxConfig { mu: knob(0.01) }),
         ),
         Method::Scaffold => (
             logistic,
@@ -143,7 +256,7 @@ pub fn config(method: Method, protocol: &Protocol, seed: u64, lr: f64) -> Simula
         ),
         Method::Ditto => (
             logistic,
-            StrategyConfig::Ditto(DittoConfig { lambda: 0.01 }),
+            StrategyConfig::Ditto(DittoConfig { lambda: knob(0.01) }),
         ),
         Method::FedPer => (
             ModelSpec::HeadNet {
@@ -185,31 +298,80 @@ pub fn config(method: Method, protocol: &Protocol, seed: u64, lr: f64) -> Simula
     }
 }
 
-/// The four hospitals, split 80/20 and standardised per site, for run `seed`.
-pub fn site_data(seed: u64, val_fraction: f64) -> Result<Vec<SiteData>> {
-    heart_disease::load()?
-        .iter()
-        .enumerate()
-        .map(|(k, c)| {
-            SiteData::prepare(
-                &c.name,
-                &c.train,
-                &c.test,
-                val_fraction,
-                split_seed(seed, k),
-            )
-        })
-        .collect()
+/// Which federation a run uses.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Federation {
+    /// The four hospitals with FLamby's train/test split.
+    Hospitals,
+    /// All 740 rows pooled and dealt to `sites` sites with Dirichlet(`alpha`) label skew
+    /// (partition redrawn per run seed); each site keeps a quarter of its rows as its test set.
+    Dirichlet { sites: usize, alpha: f64 },
 }
 
-/// Test metrics per site for each checkpoint kind, plus the mean best validation loss
-/// over sites (what the baseline learning rate is selected on).
+/// Rows a Dirichlet site must hold at least (5 test, 3 validation, 12 training).
+const MIN_ROWS_PER_SITE: usize = 20;
+const DIRICHLET_TEST_FRACTION: f64 = 0.25;
+
+impl Federation {
+    /// Each site's raw `(name, train, test)` rows for run `seed`, before the 80/20
+    /// train/validation split and standardisation.
+    pub fn raw_sites(&self, seed: u64) -> Result<Vec<(String, Dataset, Dataset)>> {
+        let centers = heart_disease::load()?;
+        match *self {
+            Federation::Hospitals => Ok(centers
+                .into_iter()
+                .map(|c| (c.name, c.train, c.test))
+                .collect()),
+            Federation::Dirichlet { sites, alpha } => {
+                let parts: Vec<&Dataset> =
+                    centers.iter().flat_map(|c| [&c.train, &c.test]).collect();
+                let all = Dataset::concat(&parts)?;
+                let seed = stream_seed(seed, sites as u64, alpha.to_bits());
+                let idx =
+                    dirichlet_label_skew(all.labels(), sites, alpha, MIN_ROWS_PER_SITE, seed)?;
+                idx.iter()
+                    .enumerate()
+                    .map(|(k, rows)| {
+                        let site = all.subset(rows);
+                        let (train, test) =
+                            site.split(DIRICHLET_TEST_FRACTION, stream_seed(seed, k as u64, 1))?;
+                        Ok((format!("site-{k}"), train, test))
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    /// Every site split 80/20 (or `val_fraction`) and standardised on its own training rows.
+    pub fn site_data(&self, seed: u64, val_fraction: f64) -> Result<Vec<SiteData>> {
+        self.raw_sites(seed)?
+            .iter()
+            .enumerate()
+            .map(|(k, (name, train, test))| {
+                SiteData::prepare(name, train, test, val_fraction, split_seed(seed, k))
+            })
+            .collect()
+    }
+}
+
+/// The four hospitals, split 80/20 and standardised per site, for run `seed`.
+pub fn site_data(seed: u64, val_fraction: f64) -> Result<Vec<SiteData>> {
+    Federation::Hospitals.site_data(seed, val_fraction)
+}
+
+/// Test metrics per site for each checkpoint kind, with the validation losses the checkpoints
+/// were chosen on (what tuning selects on).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunOutcome {
     pub latest: Vec<MetricSummary>,
     pub best_global: Vec<MetricSummary>,
     pub best_local: Vec<MetricSummary>,
+    /// Mean over sites of each site's best validation loss (the local checkpoints').
     pub mean_best_val_loss: f64,
+    /// The server's best example-weighted validation loss (the global checkpoint's).
+    pub best_global_val_loss: f64,
+    /// Example-weighted validation loss after the last round.
+    pub last_val_loss: f64,
 }
 
 impl RunOutcome {
@@ -220,9 +382,24 @@ impl RunOutcome {
             CheckpointKind::BestLocal => &self.best_local,
         }
     }
+
+    /// Validation loss of the checkpoint `kind`.
+    pub fn val_loss(&self, kind: CheckpointKind) -> f64 {
+        match kind {
+            CheckpointKind::Latest => self.last_val_loss,
+            CheckpointKind::BestGlobal => self.best_global_val_loss,
+            CheckpointKind::BestLocal => self.mean_best_val_loss,
+        }
+    }
+
+    /// Test accuracy at `kind`, averaged uniformly over sites.
+    pub fn accuracy(&self, kind: CheckpointKind) -> f64 {
+        let sites = self.get(kind);
+        sites.iter().map(|m| m.accuracy).sum::<f64>() / sites.len() as f64
+    }
 }
 
-/// One complete run of `method`; `lr` defaults to the published one.
+/// One complete run of `method` on the hospitals; `lr` defaults to the published one.
 pub fn run_once(
     method: Method,
     protocol: &Protocol,
@@ -232,9 +409,25 @@ pub fn run_once(
     let lr = lr.or(method.published_lr()).ok_or_else(|| {
         EngineError::InvalidConfig(format!("{} needs an explicit learning rate", method.name()))
     })?;
-    let mut cfg = config(method, protocol, seed, lr);
+    let setting = Setting {
+        lr,
+        knob: method.default_knob(),
+    };
+    run_setting(method, protocol, Federation::Hospitals, seed, setting)
+}
+
+/// One complete run of `method` under `setting` on `federation`.
+pub fn run_setting(
+    method: Method,
+    protocol: &Protocol,
+    federation: Federation,
+    seed: u64,
+    setting: Setting,
+) -> Result<RunOutcome> {
+    let mut cfg = config_with(method, protocol, seed, setting);
     if method != Method::Central {
-        let mut sim = Simulation::new(cfg, site_data(seed, protocol.val_fraction)?)?;
+        let data = federation.site_data(seed, protocol.val_fraction)?;
+        let mut sim = Simulation::new(cfg, data)?;
         sim.run()?;
         let best = sim
             .checkpoints()
@@ -248,13 +441,12 @@ pub fn run_once(
             best_global: sim.test(CheckpointKind::BestGlobal)?,
             best_local: sim.test(CheckpointKind::BestLocal)?,
             mean_best_val_loss: best.iter().sum::<f64>() / best.len() as f64,
+            best_global_val_loss: global_val_loss(&sim),
+            last_val_loss: last_val_loss(&sim),
         });
     }
     // Central: one pooled site doing the federation's total work per round.
-    let raw: Vec<_> = heart_disease::load()?
-        .into_iter()
-        .map(|c| (c.name, c.train, c.test))
-        .collect();
+    let raw = federation.raw_sites(seed)?;
     let (pooled, tests) = pooled_site(&raw, protocol.val_fraction, seed)?;
     cfg.train.budget = Budget::Steps(protocol.local_steps * raw.len());
     let mut sim = Simulation::new(cfg, vec![pooled])?;
@@ -274,5 +466,20 @@ pub fn run_once(
         best_global: score(&mut sim, CheckpointKind::BestGlobal)?,
         best_local: score(&mut sim, CheckpointKind::BestLocal)?,
         mean_best_val_loss: best,
+        best_global_val_loss: global_val_loss(&sim),
+        last_val_loss: last_val_loss(&sim),
     })
+}
+
+fn global_val_loss(sim: &Simulation) -> f64 {
+    sim.checkpoints()
+        .best_global
+        .as_ref()
+        .map_or(f64::NAN, |c| c.val_loss)
+}
+
+fn last_val_loss(sim: &Simulation) -> f64 {
+    sim.history()
+        .last()
+        .map_or(f64::NAN, |r| r.weighted_val_loss)
 }
