@@ -1,6 +1,6 @@
 //! FedLC: federated learning with label-distribution skew via logit calibration (Zhang et al.
 //! 2022, "Federated Learning with Label Distribution Skew via Logits Calibration", ICML 2022,
-//! PMLR 162:26311-26329).
+//! arXiv:2209.00189).
 //!
 //! Each site k trains on the calibrated cross-entropy
 //!
@@ -24,6 +24,7 @@
 //!   is counted as 1, the largest finite margin (`tau`); observed counts are used as they are;
 //! * the counts are recomputed from the site's training data every round (they never leave the
 //!   site);
+//! * the softmax normalises over all classes (the form of the public implementations);
 //! * class weights or `pos_weight` of the configured task loss apply to the calibrated logits;
 //! * default `tau = 1.0`.
 //!
