@@ -14,7 +14,8 @@ use crate::sim::{
     pooled_site, split_seed, stream_seed, CheckpointKind, Simulation, SimulationConfig,
 };
 use crate::strategy::{
-    DittoConfig, FedOptConfig, FedOptKind, FedPerConfig, FedProxConfig, FendaFlConfig,
+    DittoConfig, FedDecorrConfig, FedLcConfig, FedLesamConfig, FedOptConfig, FedOptKind,
+    FedPerConfig, FedProxConfig, FedSamConfig, FendaFlConfig, PFedMeConfig, PerFedAvgConfig,
     ScaffoldConfig, StrategyConfig,
 };
 use crate::train::{evaluate, Budget, LossKind, OptimizerConfig, TrainConfig};
@@ -30,6 +31,12 @@ pub enum Method {
     FendaFl,
     Silo,
     Central,
+    FedSam,
+    FedLesam,
+    FedLc,
+    FedDecorr,
+    PerFedAvg,
+    PFedMe,
 }
 
 /// What a run of a method is configured with: the local learning rate and the method's main
@@ -54,14 +61,20 @@ impl Setting {
 pub const TUNING_LRS: [f64; 3] = [1e-3, 1e-2, 1e-1];
 
 impl Method {
-    pub const ALL: [Method; 9] = [
+    pub const ALL: [Method; 15] = [
         Method::FedAvg,
         Method::FedProx,
         Method::Scaffold,
         Method::FedAdam,
+        Method::FedSam,
+        Method::FedLesam,
+        Method::FedLc,
+        Method::FedDecorr,
         Method::Ditto,
         Method::FedPer,
         Method::FendaFl,
+        Method::PerFedAvg,
+        Method::PFedMe,
         Method::Silo,
         Method::Central,
     ];
@@ -77,6 +90,12 @@ impl Method {
             Method::FendaFl => "FENDA-FL",
             Method::Silo => "Silo",
             Method::Central => "Central",
+            Method::FedSam => "FedSAM",
+            Method::FedLesam => "FedLESAM",
+            Method::FedLc => "FedLC",
+            Method::FedDecorr => "FedDecorr",
+            Method::PerFedAvg => "Per-FedAvg",
+            Method::PFedMe => "pFedMe",
         }
     }
 
@@ -90,17 +109,18 @@ impl Method {
 
     /// Published mean accuracy on Fed-Heart-Disease (FENDA-FL paper), when there is one.
     pub fn published(&self) -> Option<f64> {
-        Some(match self {
-            Method::FedAvg => 0.724,
-            Method::FedProx => 0.721,
-            Method::Scaffold => 0.711,
-            Method::FedAdam => 0.742,
-            Method::Ditto => 0.802,
-            Method::FedPer => 0.814,
-            Method::FendaFl => 0.815,
-            Method::Silo => 0.748,
-            Method::Central => 0.732,
-        })
+        match self {
+            Method::FedAvg => Some(0.724),
+            Method::FedProx => Some(0.721),
+            Method::Scaffold => Some(0.711),
+            Method::FedAdam => Some(0.742),
+            Method::Ditto => Some(0.802),
+            Method::FedPer => Some(0.814),
+            Method::FendaFl => Some(0.815),
+            Method::Silo => Some(0.748),
+            Method::Central => Some(0.732),
+            _ => None,
+        }
     }
 
     /// The checkpoint a method is scored on: the published one where there is one, otherwise
@@ -125,7 +145,11 @@ impl Method {
     pub fn knob(&self) -> Option<&'static str> {
         match self {
             Method::FedProx => Some("mu"),
-            Method::Ditto => Some("lambda"),
+            Method::Ditto | Method::PFedMe => Some("lambda"),
+            Method::FedSam | Method::FedLesam => Some("rho"),
+            Method::FedLc => Some("tau"),
+            Method::FedDecorr => Some("beta"),
+            Method::PerFedAvg => Some("alpha"),
             _ => None,
         }
     }
@@ -140,6 +164,7 @@ impl Method {
             Method::FedPer | Method::FendaFl => (1e-3, None),
             Method::FedAdam => (1e-5, None),
             Method::Silo | Method::Central => return None,
+            _ => return None,
         };
         Some(Setting { lr, knob })
     }
@@ -154,6 +179,12 @@ impl Method {
         match self {
             Method::FedProx => vec![0.01, 0.1, 1.0],
             Method::Ditto => vec![0.01, 0.1, 1.0],
+            Method::FedSam | Method::FedLesam => vec![0.05, 0.01, 0.1],
+            // binary counts in the hundreds make n^-1/4 offsets small, hence the large values
+            Method::FedLc => vec![1.0, 5.0, 20.0],
+            Method::FedDecorr => vec![0.1, 0.01, 0.05],
+            Method::PerFedAvg => vec![0.01, 0.001, 0.05],
+            Method::PFedMe => vec![15.0, 1.0, 5.0],
             _ => vec![],
         }
     }
@@ -185,6 +216,7 @@ impl Method {
     pub fn model_label(&self) -> &'static str {
         match config(*self, &Protocol::default(), 0, 0.1).model {
             ModelSpec::Mlp(c) if c.hidden.is_empty() => "logistic regression (14)",
+            ModelSpec::Mlp(c) if c.hidden == [10] => "2-layer net (151)",
             ModelSpec::HeadNet { .. } | ModelSpec::Fenda { .. } => "2-layer net (151)",
             ModelSpec::Apfl { .. } => "APFL twins (2 x 2-layer)",
             _ => "2-layer net",
@@ -274,6 +306,40 @@ pub fn config_with(
             StrategyConfig::FendaFl(FendaFlConfig {}),
         ),
         Method::Silo | Method::Central => (logistic, StrategyConfig::Silo),
+        Method::FedSam => (
+            logistic,
+            StrategyConfig::FedSam(FedSamConfig { rho: knob(0.05) }),
+        ),
+        Method::FedLesam => (
+            logistic,
+            StrategyConfig::FedLesam(FedLesamConfig { rho: knob(0.05) }),
+        ),
+        Method::FedLc => (
+            logistic,
+            StrategyConfig::FedLc(FedLcConfig { tau: knob(1.0) }),
+        ),
+        // the decorrelation acts on a hidden representation: a 13 -> 10 -> 1 net (151)
+        Method::FedDecorr => (
+            ModelSpec::Mlp(MlpConfig {
+                outputs: 1,
+                ..two_layer(10)
+            }),
+            StrategyConfig::FedDecorr(FedDecorrConfig { beta: knob(0.1) }),
+        ),
+        Method::PerFedAvg => (
+            logistic,
+            StrategyConfig::PerFedAvg(PerFedAvgConfig {
+                alpha: knob(0.01),
+                ..PerFedAvgConfig::default()
+            }),
+        ),
+        Method::PFedMe => (
+            logistic,
+            StrategyConfig::PFedMe(PFedMeConfig {
+                lambda: knob(15.0),
+                ..PFedMeConfig::default()
+            }),
+        ),
     };
     // SCAFFOLD's control-variate algebra assumes plain SGD local steps.
     let optimizer = if method == Method::Scaffold {
