@@ -14,9 +14,10 @@ use crate::sim::{
     pooled_site, split_seed, stream_seed, CheckpointKind, Simulation, SimulationConfig,
 };
 use crate::strategy::{
-    DittoConfig, FedDecorrConfig, FedLcConfig, FedLesamConfig, FedOptConfig, FedOptKind,
-    FedPerConfig, FedProxConfig, FedSamConfig, FendaFlConfig, PFedMeConfig, PerFedAvgConfig,
-    ScaffoldConfig, StrategyConfig,
+    DittoConfig, FedDecorrConfig, FedDynConfig, FedExpConfig, FedLcConfig, FedLesamConfig,
+    FedModeConfig, FedNovaConfig, FedOptConfig, FedOptKind, FedPerConfig, FedProxConfig,
+    FedSamConfig, FendaFlConfig, PFedMeConfig, PerFedAvgConfig, QFedAvgConfig, ScaffoldConfig,
+    StrategyConfig,
 };
 use crate::train::{evaluate, Budget, LossKind, OptimizerConfig, TrainConfig};
 
@@ -37,6 +38,11 @@ pub enum Method {
     FedDecorr,
     PerFedAvg,
     PFedMe,
+    FedNova,
+    FedExp,
+    FedDyn,
+    QFedAvg,
+    FedMode,
 }
 
 /// What a run of a method is configured with: the local learning rate and the method's main
@@ -61,11 +67,16 @@ impl Setting {
 pub const TUNING_LRS: [f64; 3] = [1e-3, 1e-2, 1e-1];
 
 impl Method {
-    pub const ALL: [Method; 15] = [
+    pub const ALL: [Method; 20] = [
         Method::FedAvg,
         Method::FedProx,
         Method::Scaffold,
         Method::FedAdam,
+        Method::FedNova,
+        Method::FedDyn,
+        Method::FedExp,
+        Method::QFedAvg,
+        Method::FedMode,
         Method::FedSam,
         Method::FedLesam,
         Method::FedLc,
@@ -96,6 +107,11 @@ impl Method {
             Method::FedDecorr => "FedDecorr",
             Method::PerFedAvg => "Per-FedAvg",
             Method::PFedMe => "pFedMe",
+            Method::FedNova => "FedNova",
+            Method::FedExp => "FedExP",
+            Method::FedDyn => "FedDyn",
+            Method::QFedAvg => "q-FedAvg",
+            Method::FedMode => "FedMode",
         }
     }
 
@@ -149,7 +165,10 @@ impl Method {
             Method::FedSam | Method::FedLesam => Some("rho"),
             Method::FedLc => Some("tau"),
             Method::FedDecorr => Some("beta"),
-            Method::PerFedAvg => Some("alpha"),
+            Method::PerFedAvg | Method::FedDyn => Some("alpha"),
+            Method::FedExp => Some("eps"),
+            Method::QFedAvg => Some("q"),
+            Method::FedMode => Some("lambda"),
             _ => None,
         }
     }
@@ -185,6 +204,11 @@ impl Method {
             Method::FedDecorr => vec![0.1, 0.01, 0.05],
             Method::PerFedAvg => vec![0.01, 0.001, 0.05],
             Method::PFedMe => vec![15.0, 1.0, 5.0],
+            Method::FedDyn => vec![0.01, 0.001, 0.1],
+            Method::FedExp => vec![1e-3, 1e-2, 1e-1],
+            Method::QFedAvg => vec![1.0, 0.1, 5.0],
+            // W is about 4 sites x 10 points / loss, so these extrapolate by up to ~2x
+            Method::FedMode => vec![0.0, 10.0, 20.0, 40.0],
             _ => vec![],
         }
     }
@@ -254,6 +278,9 @@ fn two_layer(hidden: usize) -> MlpConfig {
         dropout: 0.0,
     }
 }
+
+/// Local epochs per round of the FedNova runs.
+pub const FEDNOVA_EPOCHS: usize = 2;
 
 /// The study configuration of `method` with local learning rate `lr` and its default
 /// hyperparameter.
@@ -340,12 +367,54 @@ pub fn config_with(
                 ..PFedMeConfig::default()
             }),
         ),
+        Method::FedNova => (
+            logistic,
+            StrategyConfig::FedNova(FedNovaConfig::default()),
+        ),
+        Method::FedExp => (
+            logistic,
+            StrategyConfig::FedExp(FedExpConfig {
+                eps: setting.knob.unwrap_or(1e-3),
+                ..FedExpConfig::default()
+            }),
+        ),
+        Method::FedDyn => (
+            logistic,
+            StrategyConfig::FedDyn(FedDynConfig {
+                alpha: knob(0.01),
+            }),
+        ),
+        Method::QFedAvg => (
+            logistic,
+            StrategyConfig::QFedAvg(QFedAvgConfig {
+                q: setting.knob.unwrap_or(1.0),
+                lipschitz: None,
+            }),
+        ),
+        Method::FedMode => (
+            logistic,
+            StrategyConfig::FedMode(FedModeConfig {
+                lambda: setting.knob.unwrap_or(0.0),
+                ..FedModeConfig::default()
+            }),
+        ),
     };
-    // SCAFFOLD's control-variate algebra assumes plain SGD local steps.
-    let optimizer = if method == Method::Scaffold {
-        OptimizerConfig::sgd(lr)
-    } else {
-        OptimizerConfig::adamw(lr)
+    let optimizer = match method {
+        // SCAFFOLD's control variates and q-FedAvg's L = 1/lr assume plain SGD local steps
+        Method::Scaffold | Method::QFedAvg => OptimizerConfig::sgd(lr),
+        // FedNova normalises by the SGD-momentum work a_k; Adam has no such closed form
+        Method::FedNova => OptimizerConfig::Sgd {
+            lr,
+            momentum: 0.9,
+            weight_decay: 0.0,
+        },
+        _ => OptimizerConfig::adamw(lr),
+    };
+    // FedNova exists for unequal local work: each site does FEDNOVA_EPOCHS passes over its
+    // own data (Cleveland ~40 steps, Switzerland ~6), not the same step count.
+    let budget = match method {
+        Method::FedNova => Budget::Epochs(FEDNOVA_EPOCHS),
+        _ => Budget::Steps(protocol.local_steps),
     };
     SimulationConfig {
         study: format!("fed-heart-disease/{}", method.name()),
@@ -353,7 +422,7 @@ pub fn config_with(
         strategy,
         train: TrainConfig {
             optimizer,
-            budget: Budget::Steps(protocol.local_steps),
+            budget,
             batch_size: protocol.batch_size,
             loss: LossKind::bce(),
             record_dp: None,

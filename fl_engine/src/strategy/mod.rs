@@ -58,7 +58,7 @@ pub use fedexp::FedExpConfig;
 pub use fedlc::FedLcConfig;
 pub use fedlesam::FedLesamConfig;
 pub use fedmap::FedMapConfig;
-pub use fedmode::FedModeConfig;
+pub use fedmode::{FedModeConfig, FedModeSign};
 pub use fednova::FedNovaConfig;
 pub use fedopt::{FedOptConfig, FedOptKind, FedOptServer};
 pub use fedper::FedPerConfig;
