@@ -15,24 +15,46 @@ fn fedmap(tier: FedMapTier) -> StrategyConfig {
     })
 }
 
+/// Mean test accuracy over sites of the latest models of `strategy` after 6 rounds x 20 steps.
+fn accuracy(strategy: StrategyConfig, seed: u64) -> (f64, f64, f64) {
+    let cfg = study(
+        strategy,
+        ModelSpec::logistic(4, 1),
+        OptimizerConfig::adam(0.05),
+        6,
+        20,
+    );
+    run_and_score(cfg, binary_sites(seed, 4, 1.0), CheckpointKind::Latest)
+}
+
 #[test]
 fn personalised_models_learn_and_beat_the_fedavg_global_model_under_skew() {
-    let sites = binary_sites(5, 4, 1.0);
-    let model = ModelSpec::logistic(4, 1);
-    let opt = OptimizerConfig::adam(0.05);
-    let (rounds, steps) = (6, 20);
-
-    let cfg = study(fedmap(FedMapTier::Personalised), model.clone(), opt.clone(), rounds, steps);
-    let (t1, first, last) = run_and_score(cfg, sites.clone(), CheckpointKind::Latest);
-    let cfg = study(fedmap(FedMapTier::Global), model.clone(), opt.clone(), rounds, steps);
-    let (t3, _, _) = run_and_score(cfg, sites.clone(), CheckpointKind::Latest);
-    let cfg = study(StrategyConfig::FedAvg, model, opt, rounds, steps);
-    let (fedavg, _, _) = run_and_score(cfg, sites, CheckpointKind::Latest);
-    eprintln!("FedMAP T1 {t1:.3} T3 {t3:.3} FedAvg {fedavg:.3}; val loss {first:.3} -> {last:.3}");
-
-    assert!(last < first, "validation loss did not fall: {first} -> {last}");
-    assert!(t1 > 0.8, "T1 accuracy {t1}");
-    assert!(t1 >= fedavg + 0.03, "T1 {t1} vs FedAvg {fedavg}");
+    // Sites disagree (skew 1.0). Over seeds 1-8 of this setting T1 beat FedAvg's global model
+    // on 7 and trailed by 0.002 on one; the bars below hold on the mean over four seeds
+    // (observed: T1 0.848, T2 0.848, FedAvg 0.812) and guard each seed against a loss.
+    let seeds = [1, 2, 3, 4];
+    let (mut t1, mut t2, mut t3, mut fedavg) = (0.0, 0.0, 0.0, 0.0);
+    for seed in seeds {
+        let (p, first, last) = accuracy(fedmap(FedMapTier::Personalised), seed);
+        assert!(
+            last < first,
+            "seed {seed}: validation loss {first} -> {last}"
+        );
+        let (f, _, _) = accuracy(StrategyConfig::FedAvg, seed);
+        assert!(p >= f - 0.01, "seed {seed}: T1 {p} vs FedAvg {f}");
+        let (tuned, _, _) = accuracy(fedmap(FedMapTier::FineTuned), seed);
+        let (global, _, _) = accuracy(fedmap(FedMapTier::Global), seed);
+        eprintln!("seed {seed}: T1 {p:.3} T2 {tuned:.3} T3 {global:.3} FedAvg {f:.3}");
+        t1 += p / seeds.len() as f64;
+        t2 += tuned / seeds.len() as f64;
+        t3 += global / seeds.len() as f64;
+        fedavg += f / seeds.len() as f64;
+    }
+    // labels are roughly balanced: chance is about 0.5
+    assert!(t3 > 0.75, "FedMAP global model (T3) accuracy {t3}");
+    assert!(t1 > 0.82, "T1 accuracy {t1}");
+    assert!(t1 >= fedavg + 0.02, "T1 {t1} vs FedAvg {fedavg}");
+    assert!(t2 >= fedavg + 0.02, "T2 {t2} vs FedAvg {fedavg}");
 }
 
 #[test]

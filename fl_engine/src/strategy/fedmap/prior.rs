@@ -107,11 +107,19 @@ impl Prior {
         let mut out = Vec::new();
         let mut width = self.input_width(numel);
         for (l, &h) in self.hidden.iter().enumerate() {
-            out.push((psi_name(tensor, l, "weight"), vec![h, width], summary || l > 0));
+            out.push((
+                psi_name(tensor, l, "weight"),
+                vec![h, width],
+                summary || l > 0,
+            ));
             out.push((psi_name(tensor, l, "bias"), vec![h], false));
             width = h;
         }
-        out.push((psi_name(tensor, self.hidden.len(), "weight"), vec![1, width], true));
+        out.push((
+            psi_name(tensor, self.hidden.len(), "weight"),
+            vec![1, width],
+            true,
+        ));
         out
     }
 
@@ -126,11 +134,21 @@ impl Prior {
 
     /// Seeded initial psi: PyTorch's `nn.Linear` bounds `U(-1/sqrt(fan_in), 1/sqrt(fan_in))`,
     /// with the absolute value taken for the weights that must be non-negative.
+    ///
+    /// In the exact form the first layer is then made mirror-symmetric so that the initial
+    /// prior is centred on mu: hidden unit `h/2 + j` gets the row `[-a_j, a_j]` of unit j's
+    /// `[a_j, -a_j]` (a_j = its first n draws) and the same bias, and every unit of the next
+    /// layer weighs the two alike (an odd unit out gets a zero row). Then
+    /// `f(theta, mu) = g(theta - mu)` with g even and convex, so the initial f is smallest, with
+    /// zero gradient, at theta = mu, instead of pushing every site along a random direction.
+    /// Training psi may break the symmetry (the first layer is free). The summary form needs
+    /// no such step: it is non-decreasing in squared deviations, hence smallest at theta = mu.
     pub fn init(&self, shared: &ParameterSet, seed: u64) -> Result<ParameterSet> {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let mut psi = ParameterSet::new();
         for (tensor, t) in shared.iter() {
-            let layout = self.layout(tensor, t.values.len());
+            let numel = t.values.len();
+            let layout = self.layout(tensor, numel);
             // the bias of layer l shares its weight's fan-in
             let mut fan_in = 1;
             for (name, shape, constrained) in layout {
@@ -151,8 +169,50 @@ impl Prior {
                     .collect();
                 psi.insert(name, shape, values)?;
             }
+            if self.form(numel) == Form::Exact {
+                self.mirror(tensor, numel, &mut psi)?;
+            }
         }
         Ok(psi)
+    }
+
+    /// The mirror-symmetric first layer of [`Prior::init`] for tensor `tensor`.
+    fn mirror(&self, tensor: &str, n: usize, psi: &mut ParameterSet) -> Result<()> {
+        let h = self.hidden.first().copied().unwrap_or(0);
+        if h == 0 {
+            return Ok(());
+        }
+        let half = h / 2;
+        let w0 = psi_name(tensor, 0, "weight");
+        let b0 = psi_name(tensor, 0, "bias");
+        let w1 = psi_name(tensor, 1, "weight");
+        let mut w = flat(psi, &w0)?;
+        let mut b = flat(psi, &b0)?;
+        let mut next = flat(psi, &w1)?;
+        for j in 0..half {
+            for i in 0..n {
+                let a = w[j * 2 * n + i];
+                w[j * 2 * n + n + i] = -a;
+                w[(half + j) * 2 * n + i] = -a;
+                w[(half + j) * 2 * n + n + i] = a;
+            }
+            b[half + j] = b[j];
+        }
+        if h % 2 == 1 {
+            w[(h - 1) * 2 * n..h * 2 * n]
+                .iter_mut()
+                .for_each(|v| *v = 0.0);
+        }
+        for row in next.chunks_exact_mut(h) {
+            for j in 0..half {
+                row[half + j] = row[j];
+            }
+        }
+        psi.insert(w0, vec![h, 2 * n], w)?;
+        psi.insert(b0, vec![h], b)?;
+        let rows = next.len() / h;
+        psi.insert(w1, vec![rows, h], next)?;
+        Ok(())
     }
 
     /// Fail unless `psi` has exactly the tensors this prior needs for `shared`, finite values
@@ -194,7 +254,12 @@ impl Prior {
         }
     }
 
-    fn layers(&self, tensor: &str, numel: usize, get: &dyn Fn(&str) -> Result<Tensor>) -> Result<Layers> {
+    fn layers(
+        &self,
+        tensor: &str,
+        numel: usize,
+        get: &dyn Fn(&str) -> Result<Tensor>,
+    ) -> Result<Layers> {
         let mut weights = Vec::new();
         let mut biases = Vec::new();
         for (name, _, _) in self.layout(tensor, numel) {
@@ -295,7 +360,12 @@ impl Prior {
     }
 
     /// `R(theta; mu, psi)`.
-    pub fn value(&self, psi: &ParameterSet, theta: &ParameterSet, mu: &ParameterSet) -> Result<f64> {
+    pub fn value(
+        &self,
+        psi: &ParameterSet,
+        theta: &ParameterSet,
+        mu: &ParameterSet,
+    ) -> Result<f64> {
         Ok(self.value_and_grad(psi, theta, mu)?.0)
     }
 
@@ -322,7 +392,10 @@ impl Prior {
         let vars: Vec<(String, Var)> = psi
             .iter()
             .map(|(name, t)| -> Result<(String, Var)> {
-                Ok((name.clone(), Var::from_slice(&t.values, t.shape.as_slice(), &dev)?))
+                Ok((
+                    name.clone(),
+                    Var::from_slice(&t.values, t.shape.as_slice(), &dev)?,
+                ))
             })
             .collect::<Result<_>>()?;
         let var_of = |name: &str| -> Result<Tensor> {
@@ -380,8 +453,16 @@ pub(crate) fn normalised_weights(log_weights: &[f64]) -> Result<Vec<f64>> {
     if log_weights.iter().any(|l| !l.is_finite()) {
         return Err(EngineError::NonFinite("FedMAP log-weight".into()));
     }
-    let max = log_weights.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-    let lse = max + log_weights.iter().map(|l| (l - max).exp()).sum::<f64>().ln();
+    let max = log_weights
+        .iter()
+        .cloned()
+        .fold(f64::NEG_INFINITY, f64::max);
+    let lse = max
+        + log_weights
+            .iter()
+            .map(|l| (l - max).exp())
+            .sum::<f64>()
+            .ln();
     Ok(log_weights.iter().map(|l| (l - lse).exp()).collect())
 }
 
@@ -422,7 +503,8 @@ mod tests {
             vec![1., 0., 0., 0., 0., 1., -1., 0.],
         )
         .unwrap();
-        psi.insert("fedmap.psi.w.0.bias", vec![2], vec![0., 0.5]).unwrap();
+        psi.insert("fedmap.psi.w.0.bias", vec![2], vec![0., 0.5])
+            .unwrap();
         psi.insert("fedmap.psi.w.1.weight", vec![1, 2], vec![1., 2.])
             .unwrap();
         let mu = one("w", vec![0.5, 0.0]);
@@ -440,6 +522,36 @@ mod tests {
     }
 
     #[test]
+    fn initial_prior_is_centred_on_mu() {
+        // odd and even first-layer widths, two layers and one
+        for hidden in [vec![5, 3], vec![4]] {
+            let p = prior(0.0, 0.0, hidden, 512, 16);
+            let mu = one("w", vec![0.3, -0.2, 0.7]);
+            let psi = p.init(&mu, 11).unwrap();
+            p.check(&mu, &psi).unwrap();
+            let (_, g) = p.value_and_grad(&psi, &mu, &mu).unwrap();
+            assert!(
+                g.get("w").unwrap().values.iter().all(|v| v.abs() < 1e-6),
+                "{g:?}"
+            );
+            let d = [0.5f32, -1.0, 0.25];
+            let at = |sign: f32| {
+                let v = mu
+                    .get("w")
+                    .unwrap()
+                    .values
+                    .iter()
+                    .zip(d)
+                    .map(|(m, d)| m + sign * d);
+                p.value(&psi, &one("w", v.collect()), &mu).unwrap()
+            };
+            let f0 = p.value(&psi, &mu, &mu).unwrap();
+            assert!((at(1.0) - at(-1.0)).abs() < 1e-5);
+            assert!(at(1.0) > f0);
+        }
+    }
+
+    #[test]
     fn summary_form_forward_by_hand() {
         // cap 0 forces the summary input; 3 values in 2 buckets: [0, 1) and [1, 3)
         // theta - mu = [1, 2, 4]: d = [1, (4 + 16) / 2] = [1, 10]
@@ -450,8 +562,10 @@ mod tests {
         let mut psi = ParameterSet::new();
         psi.insert("fedmap.psi.w.0.weight", vec![1, 2], vec![0.5, 0.1])
             .unwrap();
-        psi.insert("fedmap.psi.w.0.bias", vec![1], vec![-2.0]).unwrap();
-        psi.insert("fedmap.psi.w.1.weight", vec![1, 1], vec![3.0]).unwrap();
+        psi.insert("fedmap.psi.w.0.bias", vec![1], vec![-2.0])
+            .unwrap();
+        psi.insert("fedmap.psi.w.1.weight", vec![1, 1], vec![3.0])
+            .unwrap();
         let mu = one("w", vec![0.0, 0.0, 0.0]);
         p.check(&mu, &psi).unwrap();
         let r = p.value(&psi, &one("w", vec![1.0, 2.0, 4.0]), &mu).unwrap();
@@ -462,7 +576,10 @@ mod tests {
             .unwrap();
         assert!(p.check(&mu, &neg).is_err());
         p.clamp(&mu, &mut neg);
-        assert_eq!(neg.get("fedmap.psi.w.0.weight").unwrap().values, vec![0.0, 0.1]);
+        assert_eq!(
+            neg.get("fedmap.psi.w.0.weight").unwrap().values,
+            vec![0.0, 0.1]
+        );
         // a prior for another model is refused
         assert!(p.check(&one("v", vec![0.0; 3]), &psi).is_err());
     }
@@ -517,7 +634,10 @@ mod tests {
         let worst = (0..4)
             .map(|s| worst_midpoint_gap(&p, &random_psi(&p, &shared, s, false), 3, s))
             .fold(f64::NEG_INFINITY, f64::max);
-        assert!(worst > 1e-3, "unconstrained networks looked convex: {worst}");
+        assert!(
+            worst > 1e-3,
+            "unconstrained networks looked convex: {worst}"
+        );
     }
 
     #[test]
@@ -561,8 +681,14 @@ mod tests {
                     t.values[i] -= h;
                 }
             }
-            let jp = p.server_objective(&plus, &[&a, &b], &weights, &mu).unwrap().0;
-            let jm = p.server_objective(&minus, &[&a, &b], &weights, &mu).unwrap().0;
+            let jp = p
+                .server_objective(&plus, &[&a, &b], &weights, &mu)
+                .unwrap()
+                .0;
+            let jm = p
+                .server_objective(&minus, &[&a, &b], &weights, &mu)
+                .unwrap()
+                .0;
             let fd = (jp - jm) / (2.0 * h as f64);
             let an = g.get(name).unwrap().values[i] as f64;
             assert!((fd - an).abs() < 1e-3 * (1.0 + an.abs()), "{fd} vs {an}");
