@@ -59,8 +59,16 @@ fn personalised_models_learn_and_beat_the_fedavg_global_model_under_skew() {
 
 #[test]
 fn fedmap_resumes_bit_identically() {
+    // T2 exercises every piece of state; a cap of 2 puts the 4-value weight tensor on the
+    // bucketed summary input and keeps the bias on the exact one
+    let strategy = StrategyConfig::FedMap(FedMapConfig {
+        tier: FedMapTier::FineTuned,
+        exact_cap: 2,
+        buckets: 2,
+        ..FedMapConfig::default()
+    });
     let cfg = study(
-        fedmap(FedMapTier::FineTuned),
+        strategy,
         ModelSpec::logistic(4, 1),
         OptimizerConfig::adam(0.05),
         4,
