@@ -57,7 +57,7 @@ pub use feddyn::FedDynConfig;
 pub use fedexp::FedExpConfig;
 pub use fedlc::FedLcConfig;
 pub use fedlesam::FedLesamConfig;
-pub use fedmap::FedMapConfig;
+pub use fedmap::{FedMapClient, FedMapConfig, FedMapServer, FedMapTier};
 pub use fedmode::{FedModeConfig, FedModeSign};
 pub use fednova::FedNovaConfig;
 pub use fedopt::{FedOptConfig, FedOptKind, FedOptServer};
