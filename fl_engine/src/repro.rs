@@ -15,9 +15,9 @@ use crate::sim::{
 };
 use crate::strategy::{
     DittoConfig, FedDecorrConfig, FedDynConfig, FedExpConfig, FedLcConfig, FedLesamConfig,
-    FedModeConfig, FedNovaConfig, FedOptConfig, FedOptKind, FedPerConfig, FedProxConfig,
-    FedSamConfig, FendaFlConfig, PFedMeConfig, PerFedAvgConfig, QFedAvgConfig, ScaffoldConfig,
-    StrategyConfig,
+    FedMapConfig, FedModeConfig, FedNovaConfig, FedOptConfig, FedOptKind, FedPerConfig,
+    FedProxConfig, FedSamConfig, FendaFlConfig, PFedMeConfig, PerFedAvgConfig, QFedAvgConfig,
+    ScaffoldConfig, StrategyConfig,
 };
 use crate::train::{evaluate, Budget, LossKind, OptimizerConfig, TrainConfig};
 
@@ -43,6 +43,7 @@ pub enum Method {
     FedDyn,
     QFedAvg,
     FedMode,
+    FedMap,
 }
 
 /// What a run of a method is configured with: the local learning rate and the method's main
@@ -67,7 +68,7 @@ impl Setting {
 pub const TUNING_LRS: [f64; 3] = [1e-3, 1e-2, 1e-1];
 
 impl Method {
-    pub const ALL: [Method; 20] = [
+    pub const ALL: [Method; 21] = [
         Method::FedAvg,
         Method::FedProx,
         Method::Scaffold,
@@ -86,6 +87,7 @@ impl Method {
         Method::FendaFl,
         Method::PerFedAvg,
         Method::PFedMe,
+        Method::FedMap,
         Method::Silo,
         Method::Central,
     ];
@@ -112,6 +114,7 @@ impl Method {
             Method::FedDyn => "FedDyn",
             Method::QFedAvg => "q-FedAvg",
             Method::FedMode => "FedMode",
+            Method::FedMap => "FedMAP",
         }
     }
 
@@ -169,6 +172,7 @@ impl Method {
             Method::FedExp => Some("eps"),
             Method::QFedAvg => Some("q"),
             Method::FedMode => Some("lambda"),
+            Method::FedMap => Some("alpha"),
             _ => None,
         }
     }
@@ -209,6 +213,7 @@ impl Method {
             Method::QFedAvg => vec![1.0, 0.1, 5.0],
             // W is about 4 sites x 10 points / loss, so these extrapolate by up to ~2x
             Method::FedMode => vec![0.0, 10.0, 20.0, 40.0],
+            Method::FedMap => vec![0.01, 0.0, 0.1],
             _ => vec![],
         }
     }
@@ -367,10 +372,7 @@ pub fn config_with(
                 ..PFedMeConfig::default()
             }),
         ),
-        Method::FedNova => (
-            logistic,
-            StrategyConfig::FedNova(FedNovaConfig::default()),
-        ),
+        Method::FedNova => (logistic, StrategyConfig::FedNova(FedNovaConfig::default())),
         Method::FedExp => (
             logistic,
             StrategyConfig::FedExp(FedExpConfig {
@@ -380,9 +382,7 @@ pub fn config_with(
         ),
         Method::FedDyn => (
             logistic,
-            StrategyConfig::FedDyn(FedDynConfig {
-                alpha: knob(0.01),
-            }),
+            StrategyConfig::FedDyn(FedDynConfig { alpha: knob(0.01) }),
         ),
         Method::QFedAvg => (
             logistic,
@@ -396,6 +396,13 @@ pub fn config_with(
             StrategyConfig::FedMode(FedModeConfig {
                 lambda: setting.knob.unwrap_or(0.0),
                 ..FedModeConfig::default()
+            }),
+        ),
+        Method::FedMap => (
+            logistic,
+            StrategyConfig::FedMap(FedMapConfig {
+                alpha: knob(0.01),
+                ..FedMapConfig::default()
             }),
         ),
     };
