@@ -65,7 +65,7 @@ pub use fedper::FedPerConfig;
 pub use fedprox::{FedProxClient, FedProxConfig};
 pub use fedsam::FedSamConfig;
 pub use fenda_fl::FendaFlConfig;
-pub use hpfl::HpflConfig;
+pub use hpfl::{HpflClient, HpflConfig};
 pub use moon::{MoonClient, MoonConfig};
 pub use per_fedavg::PerFedAvgConfig;
 pub use perfcl::{PerFclClient, PerFclConfig};
