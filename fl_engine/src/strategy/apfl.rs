@@ -380,7 +380,7 @@ mod tests {
         for (name, want) in [
             ("global.out.weight", 1.026_894_1),
             ("global.out.bias", 0.026_894_142),
-            ("local.out.weight", 3.005_960_1),
+            ("local.out.weight", 3.005_96),
             ("local.out.bias", 0.005_960_146),
         ] {
             assert!((value(&p, name) - want).abs() < 1e-6, "{name}");
