@@ -3,6 +3,7 @@
 //! validation loss. Ties keep the earlier round (strict improvement only).
 use serde::{Deserialize, Serialize};
 
+use crate::model::ModelSpec;
 use crate::params::ParameterSet;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,6 +39,10 @@ pub struct LocalCheckpoint {
     pub val_loss: f64,
     /// The full model the site evaluates (shared and private parts).
     pub params: ParameterSet,
+    /// Architecture of that model when it differs from the study's (APFL: the site's learnt
+    /// mixing weight is part of the spec, not of the parameters); `None` = the study's model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<ModelSpec>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -75,6 +80,7 @@ impl Checkpoints {
         round: u64,
         val_loss: f64,
         params: &ParameterSet,
+        spec: Option<&ModelSpec>,
     ) {
         if let Some(slot) = self.best_local.get_mut(site) {
             if val_loss.is_finite() && slot.as_ref().is_none_or(|c| val_loss < c.val_loss) {
@@ -82,6 +88,7 @@ impl Checkpoints {
                     round,
                     val_loss,
                     params: params.clone(),
+                    spec: spec.cloned(),
                 });
             }
         }
@@ -100,8 +107,8 @@ mod tests {
         c.offer_global(2, 0.5, &p);
         c.offer_global(3, f64::NAN, &p);
         assert_eq!(c.best_global.as_ref().unwrap().round, 1);
-        c.offer_local(0, 1, 0.9, &p);
-        c.offer_local(0, 2, 0.4, &p);
+        c.offer_local(0, 1, 0.9, &p, None);
+        c.offer_local(0, 2, 0.4, &p, None);
         assert_eq!(c.best_local[0].as_ref().unwrap().round, 2);
     }
 }

@@ -220,7 +220,8 @@ impl Simulation {
             self.global = next;
         }
         let global = &self.global;
-        let val: Vec<(MetricSummary, ParameterSet)> = self
+        let model = &self.config.model;
+        let val: Vec<(MetricSummary, ParameterSet, Option<ModelSpec>)> = self
             .sites
             .par_iter_mut()
             .zip(self.clients.par_iter_mut())
@@ -228,26 +229,29 @@ impl Simulation {
                 let loss = site.train.loss.clone();
                 let val_data = site.data.val.clone();
                 let net = client.evaluation_net(site, global)?;
-                Ok((evaluate(net, &val_data, &loss)?, net.parameters()?))
+                // keep the architecture only where it differs (APFL's per-site alpha)
+                let spec = (net.spec() != model).then(|| net.spec().clone());
+                Ok((evaluate(net, &val_data, &loss)?, net.parameters()?, spec))
             })
             .collect::<Result<_>>()?;
         let n: Vec<f64> = self.sites.iter().map(|s| s.data.val.len() as f64).collect();
         let weighted_val_loss = val
             .iter()
             .zip(&n)
-            .map(|((m, _), n)| m.loss * n)
+            .map(|((m, _, _), n)| m.loss * n)
             .sum::<f64>()
             / n.iter().sum::<f64>();
         self.checkpoints
             .offer_global(round, weighted_val_loss, &self.global);
-        for (k, (m, params)) in val.iter().enumerate() {
-            self.checkpoints.offer_local(k, round, m.loss, params);
+        for (k, (m, params, spec)) in val.iter().enumerate() {
+            self.checkpoints
+                .offer_local(k, round, m.loss, params, spec.as_ref());
         }
         self.round = round;
         self.history.push(RoundRecord {
             round,
             train_loss: results.iter().map(|r| r.report.mean_loss).collect(),
-            val: val.into_iter().map(|(m, _)| m).collect(),
+            val: val.into_iter().map(|(m, _, _)| m).collect(),
             weighted_val_loss,
         });
         self.history.last().ok_or(EngineError::NoUpdates)
@@ -276,7 +280,10 @@ impl Simulation {
                 let ckpt = self.checkpoints.best_local[k]
                     .as_ref()
                     .ok_or(EngineError::NoUpdates)?;
-                Net::with_parameters(&self.config.model, &ckpt.params)
+                Net::with_parameters(
+                    ckpt.spec.as_ref().unwrap_or(&self.config.model),
+                    &ckpt.params,
+                )
             }
         }
     }
