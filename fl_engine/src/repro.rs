@@ -14,10 +14,10 @@ use crate::sim::{
     pooled_site, split_seed, stream_seed, CheckpointKind, Simulation, SimulationConfig,
 };
 use crate::strategy::{
-    DittoConfig, FedDecorrConfig, FedDynConfig, FedExpConfig, FedLcConfig, FedLesamConfig,
-    FedMapConfig, FedModeConfig, FedNovaConfig, FedOptConfig, FedOptKind, FedPerConfig,
-    FedProxConfig, FedSamConfig, FendaFlConfig, PFedMeConfig, PerFedAvgConfig, QFedAvgConfig,
-    ScaffoldConfig, StrategyConfig,
+    ApflConfig, DittoConfig, FedDecorrConfig, FedDynConfig, FedExpConfig, FedLcConfig,
+    FedLesamConfig, FedMapConfig, FedModeConfig, FedNovaConfig, FedOptConfig, FedOptKind,
+    FedPerConfig, FedProxConfig, FedSamConfig, FendaFlConfig, HpflConfig, MoonConfig, PFedMeConfig,
+    PerFclConfig, PerFedAvgConfig, QFedAvgConfig, ScaffoldConfig, StrategyConfig,
 };
 use crate::train::{evaluate, Budget, LossKind, OptimizerConfig, TrainConfig};
 
@@ -44,6 +44,10 @@ pub enum Method {
     QFedAvg,
     FedMode,
     FedMap,
+    Apfl,
+    PerFcl,
+    Moon,
+    Hpfl,
 }
 
 /// What a run of a method is configured with: the local learning rate and the method's main
@@ -68,7 +72,7 @@ impl Setting {
 pub const TUNING_LRS: [f64; 3] = [1e-3, 1e-2, 1e-1];
 
 impl Method {
-    pub const ALL: [Method; 21] = [
+    pub const ALL: [Method; 25] = [
         Method::FedAvg,
         Method::FedProx,
         Method::Scaffold,
@@ -82,9 +86,13 @@ impl Method {
         Method::FedLesam,
         Method::FedLc,
         Method::FedDecorr,
+        Method::Moon,
         Method::Ditto,
         Method::FedPer,
         Method::FendaFl,
+        Method::Apfl,
+        Method::PerFcl,
+        Method::Hpfl,
         Method::PerFedAvg,
         Method::PFedMe,
         Method::FedMap,
@@ -115,6 +123,10 @@ impl Method {
             Method::QFedAvg => "q-FedAvg",
             Method::FedMode => "FedMode",
             Method::FedMap => "FedMAP",
+            Method::Apfl => "APFL",
+            Method::PerFcl => "PerFCL",
+            Method::Moon => "MOON",
+            Method::Hpfl => "HPFL",
         }
     }
 
@@ -138,6 +150,9 @@ impl Method {
             Method::FendaFl => Some(0.815),
             Method::Silo => Some(0.748),
             Method::Central => Some(0.732),
+            Method::Apfl => Some(0.801),
+            Method::PerFcl => Some(0.805),
+            Method::Moon => Some(0.752),
             _ => None,
         }
     }
@@ -148,7 +163,7 @@ impl Method {
         use CheckpointKind::*;
         match self {
             Method::FedAvg | Method::FedProx | Method::Scaffold => BestGlobal,
-            Method::FedAdam => BestLocal,
+            Method::FedAdam | Method::Moon => BestLocal,
             Method::Central | Method::Silo => BestLocal,
             m if config(*m, &Protocol::default(), 0, 0.1)
                 .strategy
@@ -173,6 +188,8 @@ impl Method {
             Method::QFedAvg => Some("q"),
             Method::FedMode => Some("lambda"),
             Method::FedMap => Some("alpha"),
+            Method::Apfl => Some("alpha_lr"),
+            Method::PerFcl | Method::Moon => Some("mu"),
             _ => None,
         }
     }
@@ -186,6 +203,8 @@ impl Method {
             Method::FedProx => (1e-3, Some(0.01)),
             Method::FedPer | Method::FendaFl => (1e-3, None),
             Method::FedAdam => (1e-5, None),
+            Method::Apfl => (0.1, Some(0.1)),
+            Method::PerFcl => (1e-3, Some(1.0)),
             Method::Silo | Method::Central => return None,
             _ => return None,
         };
@@ -214,6 +233,10 @@ impl Method {
             // W is about 4 sites x 10 points / loss, so these extrapolate by up to ~2x
             Method::FedMode => vec![0.0, 10.0, 20.0, 40.0],
             Method::FedMap => vec![0.01, 0.0, 0.1],
+            Method::Apfl => vec![0.1, 0.01],
+            // PerFCL's two contrastive weights move together (mu = gamma)
+            Method::PerFcl => vec![1.0, 0.1],
+            Method::Moon => vec![1.0, 0.1, 5.0],
             _ => vec![],
         }
     }
@@ -247,7 +270,7 @@ impl Method {
             ModelSpec::Mlp(c) if c.hidden.is_empty() => "logistic regression (14)",
             ModelSpec::Mlp(c) if c.hidden == [10] => "2-layer net (151)",
             ModelSpec::HeadNet { .. } | ModelSpec::Fenda { .. } => "2-layer net (151)",
-            ModelSpec::Apfl { .. } => "APFL twins (2 x 2-layer)",
+            ModelSpec::Apfl { .. } => "APFL twins (2 x 76)",
             _ => "2-layer net",
         }
     }
@@ -404,6 +427,49 @@ pub fn config_with(
                 alpha: knob(0.01),
                 ..FedMapConfig::default()
             }),
+        ),
+        Method::Apfl => (
+            // twins of a 13 -> 5 -> 1 net (76 parameters each)
+            ModelSpec::Apfl {
+                twin: MlpConfig {
+                    outputs: 1,
+                    ..two_layer(5)
+                },
+                alpha: 0.5,
+            },
+            StrategyConfig::Apfl(ApflConfig {
+                alpha_lr: knob(0.1),
+                ..ApflConfig::default()
+            }),
+        ),
+        Method::PerFcl => (
+            ModelSpec::Fenda {
+                global: two_layer(5),
+                local: two_layer(5),
+                outputs: 1,
+            },
+            StrategyConfig::PerFcl(PerFclConfig {
+                mu: knob(1.0),
+                gamma: knob(1.0),
+                ..PerFclConfig::default()
+            }),
+        ),
+        Method::Moon => (
+            ModelSpec::HeadNet {
+                body: two_layer(10),
+                outputs: 1,
+            },
+            StrategyConfig::Moon(MoonConfig {
+                mu: knob(1.0),
+                ..MoonConfig::default()
+            }),
+        ),
+        Method::Hpfl => (
+            ModelSpec::HeadNet {
+                body: two_layer(10),
+                outputs: 1,
+            },
+            StrategyConfig::Hpfl(HpflConfig::default()),
         ),
     };
     let optimizer = match method {
