@@ -327,8 +327,7 @@ mod tests {
             for rule in rules.iter_mut() {
                 let s = rule.sensitivity(n, c).unwrap();
                 let (a, _) = rule.combine(&views(&u), Some(c)).unwrap();
-                for replacement in [u[k].iter().map(|v| -v).collect::<Vec<f32>>(), other.clone()]
-                {
+                for replacement in [u[k].iter().map(|v| -v).collect::<Vec<f32>>(), other.clone()] {
                     let mut v = u.clone();
                     v[k] = replacement;
                     let (b, _) = rule.combine(&views(&v), Some(c)).unwrap();

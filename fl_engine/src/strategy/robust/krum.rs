@@ -18,7 +18,7 @@
 //! Sensitivity under [`DpRobust`](super::DpRobust): the output is a mean of clipped updates,
 //! so its norm is at most C whatever was selected; replacing one site's update can change the
 //! selection entirely, hence the replace-one L2 sensitivity is the diameter of the C-ball, 2C.
-use super::{run_plain, sq_dist, mean_of, RobustReport, RobustRule};
+use super::{mean_of, run_plain, sq_dist, RobustReport, RobustRule};
 use crate::error::{EngineError, Result};
 use crate::strategy::Aggregator;
 
@@ -205,11 +205,15 @@ mod tests {
         assert_eq!(k.last_report().unwrap().selected, vec![0, 1, 3, 4]);
         // m = 2: u3 and u0 (the 1.5 tie goes to the lower index) -> (0.75, 0.25)
         let mut k = Krum::multi(1, Some(2)).unwrap();
-        assert_eq!(k.aggregate(&views(&u), &[1.0; 5]).unwrap(), vec![0.75, 0.25]);
+        assert_eq!(
+            k.aggregate(&views(&u), &[1.0; 5]).unwrap(),
+            vec![0.75, 0.25]
+        );
         // sample counts do not matter
         let mut k2 = Krum::multi(1, Some(2)).unwrap();
         assert_eq!(
-            k2.aggregate(&views(&u), &[1.0, 1.0, 1e9, 1.0, 1.0]).unwrap(),
+            k2.aggregate(&views(&u), &[1.0, 1.0, 1e9, 1.0, 1.0])
+                .unwrap(),
             vec![0.75, 0.25]
         );
     }

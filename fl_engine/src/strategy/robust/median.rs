@@ -83,7 +83,13 @@ mod tests {
     #[test]
     fn median_by_hand_odd_and_even() {
         // coordinate 0: -1, 1, 2, 3, 100 -> 2; coordinate 1: -50, -1, 0, 2, 4 -> 0
-        let u: [&[f32]; 5] = [&[1.0, 4.0], &[2.0, -1.0], &[100.0, -50.0], &[3.0, 0.0], &[-1.0, 2.0]];
+        let u: [&[f32]; 5] = [
+            &[1.0, 4.0],
+            &[2.0, -1.0],
+            &[100.0, -50.0],
+            &[3.0, 0.0],
+            &[-1.0, 2.0],
+        ];
         let mut m = CoordinateMedian::new();
         assert_eq!(m.aggregate(&u, &[1.0; 5]).unwrap(), vec![2.0, 0.0]);
         assert_eq!(m.last_report().unwrap().trimmed_per_coordinate, 4);
@@ -109,8 +115,14 @@ mod tests {
         let out = CoordinateMedian::new().aggregate(&u, &[1.0; 5]).unwrap();
         for (j, o) in out.iter().enumerate() {
             let lo = honest.iter().map(|h| h[j]).fold(f32::INFINITY, f32::min);
-            let hi = honest.iter().map(|h| h[j]).fold(f32::NEG_INFINITY, f32::max);
-            assert!(lo <= *o && *o <= hi, "coordinate {j}: {o} outside [{lo}, {hi}]");
+            let hi = honest
+                .iter()
+                .map(|h| h[j])
+                .fold(f32::NEG_INFINITY, f32::max);
+            assert!(
+                lo <= *o && *o <= hi,
+                "coordinate {j}: {o} outside [{lo}, {hi}]"
+            );
         }
     }
 }

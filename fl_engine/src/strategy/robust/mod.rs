@@ -120,7 +120,10 @@ pub fn check_updates(updates: &[&[f32]], weights: &[f64]) -> Result<usize> {
             found: u.len(),
         });
     }
-    if let Some(k) = updates.iter().position(|u| u.iter().any(|v| !v.is_finite())) {
+    if let Some(k) = updates
+        .iter()
+        .position(|u| u.iter().any(|v| !v.is_finite()))
+    {
         return Err(EngineError::NonFinite(format!("update {k}")));
     }
     Ok(dim)
@@ -154,7 +157,10 @@ fn sq_dist(a: &[f32], b: &[f32]) -> f64 {
 
 /// Euclidean norm in `f64`.
 fn norm(a: &[f32]) -> f64 {
-    a.iter().map(|x| (*x as f64) * (*x as f64)).sum::<f64>().sqrt()
+    a.iter()
+        .map(|x| (*x as f64) * (*x as f64))
+        .sum::<f64>()
+        .sqrt()
 }
 
 /// Coordinate-wise mean of `rows` (indices into `updates`) in `f64`.
@@ -242,7 +248,9 @@ mod tests {
     fn uniform_mean_ignores_weights() {
         // (1 + 4) / 2 = 2.5, (0 + 2) / 2 = 1 whatever the claimed sample counts
         let mut m = UniformMean::new();
-        let out = m.aggregate(&[&[1.0, 0.0], &[4.0, 2.0]], &[1.0, 1e9]).unwrap();
+        let out = m
+            .aggregate(&[&[1.0, 0.0], &[4.0, 2.0]], &[1.0, 1e9])
+            .unwrap();
         assert_eq!(out, vec![2.5, 1.0]);
         assert_eq!(m.sensitivity(4, 1.0).unwrap(), 0.5);
     }

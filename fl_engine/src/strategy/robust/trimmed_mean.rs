@@ -215,8 +215,14 @@ mod tests {
             .unwrap();
         for (j, o) in out.iter().enumerate() {
             let lo = honest.iter().map(|h| h[j]).fold(f32::INFINITY, f32::min);
-            let hi = honest.iter().map(|h| h[j]).fold(f32::NEG_INFINITY, f32::max);
-            assert!(lo <= *o && *o <= hi, "coordinate {j}: {o} outside [{lo}, {hi}]");
+            let hi = honest
+                .iter()
+                .map(|h| h[j])
+                .fold(f32::NEG_INFINITY, f32::max);
+            assert!(
+                lo <= *o && *o <= hi,
+                "coordinate {j}: {o} outside [{lo}, {hi}]"
+            );
         }
     }
 }
