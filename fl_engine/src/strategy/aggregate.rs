@@ -6,7 +6,9 @@
 //! aggregator (clip each update, sum, add Gaussian noise, normalise): plugging
 //! [`DpFedAvgAggregator`](super::DpFedAvgAggregator) in through
 //! [`crate::sim::Simulation::with_aggregator`] or [`StrategyConfig::server`] makes FedAvg
-//! DP-FedAvg.
+//! DP-FedAvg. The Byzantine-robust rules of [`super::robust`] (Krum, Multi-Krum, coordinate
+//! median, trimmed mean, Bulyan, FLTrust) plug in the same way; [`Aggregator::begin_round`]
+//! gives rules that need it (FLTrust) the round's global model.
 //!
 //! [`StrategyConfig::server`]: super::StrategyConfig::server
 use std::collections::BTreeSet;

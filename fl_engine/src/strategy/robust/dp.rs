@@ -17,9 +17,10 @@
 //! RDP(alpha) = alpha / (2 sigma^2) under replace-one adjacency; compose rounds with
 //! [`crate::dp::RdpAccountant`] (sampling rate 1, one step per round). This differs from
 //! [`DpFedAvgAggregator`](super::super::DpFedAvgAggregator), which uses add/remove adjacency
-//! with sensitivity C on the clipped *sum* before dividing by the expected number of sites; a
-//! replace-one guarantee at sigma is an add/remove one at no better than sigma, so the two
-//! sigmas are not interchangeable.
+//! with sensitivity C on the clipped *sum* before dividing by the expected number of sites.
+//! The two guarantees are not interchangeable: an epsilon accounted for this aggregator is a
+//! replace-one epsilon (the number of sites is public), which protects a site's update
+//! but not whether the site took part.
 //!
 //! **Floating point.** Updates are clipped to `C (1 - 1e-6)` in `f64` and stored as `f32`
 //! (relative rounding <= 2^-24 per coordinate), so every clipped input has norm < C as the

@@ -334,6 +334,35 @@ mod tests {
     }
 
     #[test]
+    fn under_dp_the_root_update_is_clipped_too() {
+        use crate::dp::NoiseRng;
+        use crate::strategy::DpRobust;
+        let (data, spec, train) = root();
+        let global = Net::new(&spec, 1).unwrap().parameters().unwrap();
+        let agg = FlTrust::new(data, spec, train, Selector::All, 5).unwrap();
+        let g0 = agg.root_update(&global).unwrap();
+        let c = norm(&g0) / 2.0;
+        let rng = NoiseRng::from_seed_for_reproducible_runs([1; 32]);
+        let mut dp = DpRobust::new(Box::new(agg), c, 0.0, rng).unwrap();
+        dp.begin_round(&global).unwrap();
+        // 10 g0 (trust 1) and -g0 (trust 0): the output is g0's direction at norm
+        // min(||g0||, C) = C, i.e. g0 / 2
+        let big: Vec<f32> = g0.iter().map(|v| 10.0 * v).collect();
+        let opp: Vec<f32> = g0.iter().map(|v| -v).collect();
+        let out = dp.aggregate(&[&big, &opp], &[1.0, 1.0]).unwrap();
+        for (o, g) in out.iter().zip(&g0) {
+            assert!(
+                (o - g / 2.0).abs() <= 1e-5 * g.abs().max(1e-3),
+                "{o} vs {g}"
+            );
+        }
+        let r = dp.last_report().unwrap();
+        assert!((r.robust.trust[0] - 1.0).abs() < 1e-12 && r.robust.trust[1] == 0.0);
+        assert_eq!(r.robust.root_norm, Some(c));
+        assert_eq!(r.sensitivity, 2.0 * c);
+    }
+
+    #[test]
     fn config_checks() {
         let (data, spec, mut train) = root();
         let empty = Dataset::new(2, vec![], vec![]).unwrap();
