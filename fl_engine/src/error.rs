@@ -62,6 +62,15 @@ pub enum EngineError {
 
     #[error("parameter digest mismatch: header says {expected}, content hashes to {found}")]
     DigestMismatch { expected: String, found: String },
+
+    /// A Byzantine-robust rule got fewer updates than its guarantee needs (Krum: n >= 2f + 3,
+    /// Bulyan: n >= 4f + 3, trimmed mean: n > 2b).
+    #[error("{rule} needs at least {needed} updates, got {found}")]
+    TooFewUpdates {
+        rule: &'static str,
+        needed: usize,
+        found: usize,
+    },
 }
 
 impl From<safetensors::SafeTensorError> for EngineError {

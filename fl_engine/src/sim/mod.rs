@@ -13,6 +13,11 @@
 //! bit-identical, but anyone who knows the simulation seed can recompute the noise: the
 //! simulator is a research tool for studying utility and must not release models trained on
 //! real records. A deployment seeds each site from its own secret (`NoiseRng::from_secret`).
+//!
+//! Robustness studies make chosen sites Byzantine with [`Simulation::with_attacks`] (see
+//! [`Attack`]); studies built with a non-default aggregator resume through
+//! [`Simulation::restore_with_aggregator`].
+mod attack;
 mod central;
 mod checkpoint;
 mod report;
@@ -23,6 +28,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+pub use attack::Attack;
 pub use central::pooled_site;
 pub use checkpoint::{CheckpointKind, Checkpoints, GlobalCheckpoint, LocalCheckpoint};
 pub use report::{mean_ci95, RunSummary};
@@ -82,6 +88,8 @@ pub struct Simulation {
     round: u64,
     checkpoints: Checkpoints,
     history: Vec<RoundRecord>,
+    /// Simulated Byzantine sites: (site index, attack), see [`Simulation::with_attacks`].
+    attacks: Vec<(usize, Attack)>,
 }
 
 /// Independent stream ids for the random draws of one run (SplitMix64 finaliser).
@@ -159,7 +167,42 @@ impl Simulation {
             round: 0,
             checkpoints,
             history: vec![],
+            attacks: vec![],
         })
+    }
+
+    /// Makes the given sites Byzantine (see [`Attack`]): model-poisoning attacks rewrite the
+    /// site's reported update after every fit, a label flip relabels its training rows now.
+    /// Attacks are not part of [`SimulationState`]: a restored study gets the same call again.
+    /// Set once per study; each site at most once.
+    pub fn with_attacks(mut self, attacks: Vec<(usize, Attack)>) -> Result<Self> {
+        if !self.attacks.is_empty() {
+            return Err(EngineError::InvalidConfig(
+                "attacks are already set for this study".into(),
+            ));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for (k, attack) in &attacks {
+            attack.validate()?;
+            if *k >= self.sites.len() || !seen.insert(*k) {
+                return Err(EngineError::InvalidConfig(format!(
+                    "attack on site {k}: no such site, or attacked twice"
+                )));
+            }
+        }
+        for (k, attack) in &attacks {
+            if attack.poisons_data() {
+                let site = &mut self.sites[*k];
+                site.data.train = attack.poison(&site.data.train)?;
+            }
+        }
+        self.attacks = attacks;
+        Ok(self)
+    }
+
+    /// The simulated attacks, by site index.
+    pub fn attacks(&self) -> &[(usize, Attack)] {
+        &self.attacks
     }
 
     pub fn config(&self) -> &SimulationConfig {
@@ -199,7 +242,7 @@ impl Simulation {
         let round = self.round + 1;
         let ins = self.server.configure_fit(round, &self.global);
         let seed = self.config.seed;
-        let results: Vec<FitRes> = self
+        let mut results: Vec<FitRes> = self
             .sites
             .par_iter_mut()
             .zip(self.clients.par_iter_mut())
@@ -213,6 +256,11 @@ impl Simulation {
                 client.fit(site, &ins, &mut rng)
             })
             .collect::<Result<_>>()?;
+        for (k, attack) in &self.attacks {
+            if let Some(res) = results.get_mut(*k) {
+                attack.corrupt(res, &self.global, seed, *k, round)?;
+            }
+        }
         if let Some(next) = self
             .server
             .aggregate_fit(round, &self.global, &results, 0)?
@@ -325,7 +373,18 @@ impl Simulation {
         data: Vec<SiteData>,
         state: SimulationState,
     ) -> Result<Self> {
-        let mut sim = Simulation::new(config, data)?;
+        Self::restore_with_aggregator(config, data, Box::new(WeightedMean), state)
+    }
+
+    /// [`Simulation::restore`] for a study built with [`Simulation::with_aggregator`]: pass an
+    /// aggregator configured as the original one.
+    pub fn restore_with_aggregator(
+        config: SimulationConfig,
+        data: Vec<SiteData>,
+        aggregator: Box<dyn Aggregator>,
+        state: SimulationState,
+    ) -> Result<Self> {
+        let mut sim = Simulation::with_aggregator(config, data, aggregator)?;
         if state.sites.len() != sim.sites.len() || state.clients.len() != sim.clients.len() {
             return Err(EngineError::InvalidConfig(
                 "snapshot was taken with a different number of sites".into(),

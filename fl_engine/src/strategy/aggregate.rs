@@ -6,7 +6,9 @@
 //! aggregator (clip each update, sum, add Gaussian noise, normalise): plugging
 //! [`DpFedAvgAggregator`](super::DpFedAvgAggregator) in through
 //! [`crate::sim::Simulation::with_aggregator`] or [`StrategyConfig::server`] makes FedAvg
-//! DP-FedAvg.
+//! DP-FedAvg. The Byzantine-robust rules of [`super::robust`] (Krum, Multi-Krum, coordinate
+//! median, trimmed mean, Bulyan, FLTrust) plug in the same way; [`Aggregator::begin_round`]
+//! gives rules that need it (FLTrust) the round's global model.
 //!
 //! [`StrategyConfig::server`]: super::StrategyConfig::server
 use std::collections::BTreeSet;
@@ -18,6 +20,14 @@ use crate::params::ParameterSet;
 /// Combines per-site updates `w_k - w` into one update.
 pub trait Aggregator: Send {
     fn name(&self) -> &'static str;
+
+    /// Called with the current global (shared) parameters before the round's updates are
+    /// aggregated, by [`aggregate_models`] and by every server that calls
+    /// [`aggregate`](Self::aggregate) itself. Rules that need the global model (FLTrust trains
+    /// its root update from it) use it; the default ignores it.
+    fn begin_round(&mut self, _global: &ParameterSet) -> Result<()> {
+        Ok(())
+    }
 
     /// `updates[k]` is site k's flat update, `weights[k]` its sample count.
     fn aggregate(&mut self, updates: &[&[f32]], weights: &[f64]) -> Result<Vec<f32>>;
@@ -102,6 +112,19 @@ pub(crate) fn aggregate_models(
     global: &ParameterSet,
     results: &[FitRes],
 ) -> Result<ParameterSet> {
+    let weights: Vec<f64> = results.iter().map(|r| r.num_examples as f64).collect();
+    aggregate_models_weighted(aggregator, global, results, &weights)
+}
+
+/// [`aggregate_models`] with caller-chosen weights (SCAFFOLD: uniform). Calls
+/// [`Aggregator::begin_round`] with `global` first.
+pub(crate) fn aggregate_models_weighted(
+    aggregator: &mut dyn Aggregator,
+    global: &ParameterSet,
+    results: &[FitRes],
+    weights: &[f64],
+) -> Result<ParameterSet> {
+    aggregator.begin_round(global)?;
     let base = global.to_flat();
     let updates: Vec<Vec<f32>> = results
         .iter()
@@ -115,8 +138,7 @@ pub(crate) fn aggregate_models(
         })
         .collect();
     let views: Vec<&[f32]> = updates.iter().map(Vec::as_slice).collect();
-    let weights: Vec<f64> = results.iter().map(|r| r.num_examples as f64).collect();
-    let update = aggregator.aggregate(&views, &weights)?;
+    let update = aggregator.aggregate(&views, weights)?;
     if update.len() != base.len() {
         return Err(EngineError::LengthMismatch {
             expected: base.len(),

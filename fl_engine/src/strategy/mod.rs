@@ -42,6 +42,7 @@ mod per_fedavg;
 mod perfcl;
 mod pfedme;
 mod qfedavg;
+pub mod robust;
 mod scaffold;
 
 use rand_chacha::ChaCha8Rng;
@@ -71,6 +72,10 @@ pub use per_fedavg::PerFedAvgConfig;
 pub use perfcl::{PerFclClient, PerFclConfig};
 pub use pfedme::PFedMeConfig;
 pub use qfedavg::QFedAvgConfig;
+pub use robust::{
+    Bulyan, CoordinateMedian, DpRobust, DpRobustReport, FlTrust, Krum, RobustReport, RobustRule,
+    Trim, TrimmedMean, UniformMean,
+};
 pub use scaffold::{ScaffoldClient, ScaffoldConfig, ScaffoldServer};
 
 use crate::data::SiteData;

@@ -2,16 +2,26 @@
 //!
 //! Client k with control variate c_k receives (w, c) and takes K plain-SGD steps
 //! `y <- y - lr_l (g(y) - c_k + c)`; then `c_k+ = c_k - c + (w - y) / (K lr_l)` and it sends
-//! `y` and `dc_k = c_k+ - c_k`. Server: `w <- w + lr_g mean_k(y_k - w)`,
+//! `y` and `dc_k = c_k+ - c_k`. Server: `w <- w + lr_g Agg_k(y_k - w)`,
 //! `c <- c + (|S| / N) mean_k(dc_k)`, means uniform over the |S| participating sites.
 //! c_k never leaves the site; the site's optimiser must be SGD without momentum or weight
 //! decay, otherwise `(w - y) / (K lr_l)` is not the average corrected gradient.
+//!
+//! The model step goes through the study's [`Aggregator`] with uniform weights (the paper's
+//! mean over participants), so with the default [`WeightedMean`](super::WeightedMean) it is
+//! exactly `mean_k(y_k - w)` and robust or DP aggregation rules apply to it as to FedAvg. The
+//! control variates stay a plain uniform mean: they are a variance-reduction device whose
+//! aggregate only steers the next round's local steps, and a robust rule picking different
+//! sites for `y` and `dc` would break the pairing the estimator relies on. A Byzantine site
+//! can therefore still bias `c`; its effect on the model passes through the robust model step.
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::aggregate::{uniform_mean, validate_results};
+use super::aggregate::{aggregate_models_weighted, uniform_mean, validate_results};
 use super::fedavg::local_fit;
-use super::{Aggregator, ClientStrategy, FitIns, FitRes, MethodSpec, ServerStrategy, Site};
+use super::{
+    Aggregator, ClientStrategy, FitIns, FitRes, MethodSpec, ServerStrategy, Site, WeightedMean,
+};
 use crate::error::{EngineError, Result};
 use crate::model::Net;
 use crate::params::{ParameterSet, Selector};
@@ -32,12 +42,24 @@ impl Default for ScaffoldConfig {
 pub struct ScaffoldServer {
     config: ScaffoldConfig,
     n_sites: usize,
+    /// Combines the model updates `y_k - w` (uniform weights).
+    aggregator: Box<dyn Aggregator>,
     /// Server control variate `c`; zeros until the first round fixes its shape.
     c: Option<ParameterSet>,
 }
 
 impl ScaffoldServer {
+    /// Server whose model step is the plain uniform mean.
     pub fn new(config: ScaffoldConfig, n_sites: usize) -> Result<Self> {
+        Self::with_aggregator(config, n_sites, Box::new(WeightedMean))
+    }
+
+    /// Server whose model step combines `y_k - w` with `aggregator` (uniform weights).
+    pub fn with_aggregator(
+        config: ScaffoldConfig,
+        n_sites: usize,
+        aggregator: Box<dyn Aggregator>,
+    ) -> Result<Self> {
         if !(config.server_lr > 0.0 && config.server_lr.is_finite()) {
             return Err(EngineError::InvalidConfig(
                 "SCAFFOLD server_lr must be > 0".into(),
@@ -46,6 +68,7 @@ impl ScaffoldServer {
         Ok(Self {
             config,
             n_sites,
+            aggregator,
             c: None,
         })
     }
@@ -80,10 +103,11 @@ impl ServerStrategy for ScaffoldServer {
         }
         let c = self.control(global);
         validate_results(global, results, Some(&c))?;
-        let ys: Vec<&ParameterSet> = results.iter().map(|r| &r.params).collect();
         let dcs: Vec<&ParameterSet> = results.iter().map(|r| &r.extras).collect();
-        // w + lr_g mean(y_k - w) = w + lr_g (mean(y_k) - w)
-        let dy = uniform_mean(&ys)?.sub(global)?;
+        // w + lr_g Agg(y_k - w); the aggregated model is w + Agg(y_k - w)
+        let uniform = vec![1.0; results.len()];
+        let dy = aggregate_models_weighted(self.aggregator.as_mut(), global, results, &uniform)?
+            .sub(global)?;
         let mut w = global.clone();
         w.add_scaled(&dy, self.config.server_lr)?;
         let mut c_next = c;
@@ -202,9 +226,13 @@ impl MethodSpec for ScaffoldConfig {
     fn server(
         &self,
         n_sites: usize,
-        _aggregator: Box<dyn Aggregator>,
+        aggregator: Box<dyn Aggregator>,
     ) -> Result<Box<dyn ServerStrategy>> {
-        Ok(Box::new(ScaffoldServer::new(self.clone(), n_sites)?))
+        Ok(Box::new(ScaffoldServer::with_aggregator(
+            self.clone(),
+            n_sites,
+            aggregator,
+        )?))
     }
 
     fn client(&self) -> Result<Box<dyn ClientStrategy>> {
