@@ -11,13 +11,14 @@ use crate::error::{EngineError, Result};
 use crate::metrics::MetricSummary;
 use crate::model::{MlpConfig, ModelSpec};
 use crate::sim::{
-    pooled_site, split_seed, stream_seed, CheckpointKind, Simulation, SimulationConfig,
+    pooled_site, split_seed, stream_seed, Attack, CheckpointKind, Simulation, SimulationConfig,
 };
+use crate::strategy::robust::{Bulyan, CoordinateMedian, FlTrust, Krum, Trim, TrimmedMean};
 use crate::strategy::{
-    ApflConfig, DittoConfig, FedDecorrConfig, FedDynConfig, FedExpConfig, FedLcConfig,
+    Aggregator, ApflConfig, DittoConfig, FedDecorrConfig, FedDynConfig, FedExpConfig, FedLcConfig,
     FedLesamConfig, FedMapConfig, FedModeConfig, FedNovaConfig, FedOptConfig, FedOptKind,
     FedPerConfig, FedProxConfig, FedSamConfig, FendaFlConfig, HpflConfig, MoonConfig, PFedMeConfig,
-    PerFclConfig, PerFedAvgConfig, QFedAvgConfig, ScaffoldConfig, StrategyConfig,
+    PerFclConfig, PerFedAvgConfig, QFedAvgConfig, ScaffoldConfig, StrategyConfig, WeightedMean,
 };
 use crate::train::{evaluate, Budget, LossKind, OptimizerConfig, TrainConfig};
 
@@ -690,4 +691,159 @@ fn last_val_loss(sim: &Simulation) -> f64 {
     sim.history()
         .last()
         .map_or(f64::NAN, |r| r.weighted_val_loss)
+}
+
+/// Aggregation rules compared in the robust-aggregation table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RobustRule {
+    Mean,
+    Krum,
+    MultiKrum,
+    Median,
+    TrimmedMean,
+    Bulyan,
+    FlTrust,
+}
+
+/// Sites that attack in every Byzantine scenario (2 of 8: a quarter of the federation).
+pub const ATTACKERS: [usize; 2] = [0, 1];
+
+/// Rows of each honest site's training split the FLTrust server holds as its root set.
+const ROOT_ROWS_PER_SITE: usize = 4;
+
+impl RobustRule {
+    pub const ALL: [RobustRule; 7] = [
+        RobustRule::Mean,
+        RobustRule::Krum,
+        RobustRule::MultiKrum,
+        RobustRule::Median,
+        RobustRule::TrimmedMean,
+        RobustRule::Bulyan,
+        RobustRule::FlTrust,
+    ];
+
+    /// Name with the assumption it runs under at 8 sites.
+    pub fn label(&self) -> &'static str {
+        match self {
+            RobustRule::Mean => "weighted mean (FedAvg)",
+            RobustRule::Krum => "Krum (f = 2)",
+            RobustRule::MultiKrum => "Multi-Krum (f = 2, m = 6)",
+            RobustRule::Median => "coordinate-wise median",
+            RobustRule::TrimmedMean => "trimmed mean (2 each side)",
+            // n >= 4f + 3 allows only f = 1 at 8 sites: two attackers exceed its assumption
+            RobustRule::Bulyan => "Bulyan (f = 1)",
+            RobustRule::FlTrust => "FLTrust (24 root rows)",
+        }
+    }
+
+    fn aggregator(
+        &self,
+        cfg: &SimulationConfig,
+        sites: &[SiteData],
+        seed: u64,
+    ) -> Result<Box<dyn Aggregator>> {
+        Ok(match self {
+            RobustRule::Mean => Box::new(WeightedMean),
+            RobustRule::Krum => Box::new(Krum::new(2)),
+            RobustRule::MultiKrum => Box::new(Krum::multi(2, None)?),
+            RobustRule::Median => Box::new(CoordinateMedian::new()),
+            RobustRule::TrimmedMean => Box::new(TrimmedMean::new(Trim::Count(2))?),
+            RobustRule::Bulyan => Box::new(Bulyan::new(1)),
+            RobustRule::FlTrust => {
+                // the server's small clean sample of the task: a few rows of every honest site
+                let parts: Vec<Dataset> = sites
+                    .iter()
+                    .enumerate()
+                    .filter(|(k, _)| !ATTACKERS.contains(k))
+                    .map(|(_, s)| {
+                        let n = s.train.len().min(ROOT_ROWS_PER_SITE);
+                        s.train.subset(&(0..n).collect::<Vec<_>>())
+                    })
+                    .collect();
+                let root = Dataset::concat(&parts.iter().collect::<Vec<_>>())?;
+                Box::new(FlTrust::new(
+                    root,
+                    cfg.model.clone(),
+                    cfg.train.clone(),
+                    cfg.strategy.shared(),
+                    stream_seed(seed, u64::MAX, 7),
+                )?)
+            }
+        })
+    }
+}
+
+/// What the Byzantine sites do in the robust-aggregation table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scenario {
+    Honest,
+    /// Report the honest update reversed and scaled by 10.
+    SignFlip,
+    /// Report pure Gaussian noise (std 1 per coordinate).
+    Noise,
+    /// Train on flipped labels.
+    LabelFlip,
+}
+
+impl Scenario {
+    pub const ALL: [Scenario; 4] = [
+        Scenario::Honest,
+        Scenario::SignFlip,
+        Scenario::Noise,
+        Scenario::LabelFlip,
+    ];
+
+    pub fn label(&self) -> &'static str {
+        match self {
+            Scenario::Honest => "no attack",
+            Scenario::SignFlip => "sign flip x10",
+            Scenario::Noise => "Gaussian noise",
+            Scenario::LabelFlip => "label flip",
+        }
+    }
+
+    fn attacks(&self) -> Vec<(usize, Attack)> {
+        let attack = match self {
+            Scenario::Honest => return vec![],
+            Scenario::SignFlip => Attack::SignFlip { scale: 10.0 },
+            Scenario::Noise => Attack::GaussianNoise {
+                std: 1.0,
+                replace: true,
+            },
+            Scenario::LabelFlip => Attack::LabelFlip { classes: 2 },
+        };
+        ATTACKERS.iter().map(|&k| (k, attack.clone())).collect()
+    }
+}
+
+/// Test accuracy of the final global model, averaged over the honest sites, for one run of
+/// `method` under `setting` with `rule` aggregating and the `scenario`'s attackers.
+pub fn run_robust(
+    method: Method,
+    rule: RobustRule,
+    scenario: Scenario,
+    protocol: &Protocol,
+    federation: Federation,
+    seed: u64,
+    setting: Setting,
+) -> Result<f64> {
+    let cfg = config_with(method, protocol, seed, setting);
+    let data = federation.site_data(seed, protocol.val_fraction)?;
+    if data.len() <= ATTACKERS.len() {
+        return Err(EngineError::InvalidConfig(
+            "the robust table needs honest sites beside the attackers".into(),
+        ));
+    }
+    let aggregator = rule.aggregator(&cfg, &data, seed)?;
+    let mut sim =
+        Simulation::with_aggregator(cfg, data, aggregator)?.with_attacks(scenario.attacks())?;
+    sim.run()?;
+    let test = sim.test(CheckpointKind::Latest)?;
+    let honest: Vec<f64> = test
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| !ATTACKERS.contains(k))
+        .map(|(_, m)| m.accuracy)
+        .collect();
+    Ok(honest.iter().sum::<f64>() / honest.len() as f64)
 }
