@@ -346,3 +346,50 @@ fn ditto_trains_both_models_privately() {
     assert_eq!((res.report.steps, res.report.mean_loss), (10, 0.0));
     assert_ne!(res.params, ins.params);
 }
+
+/// `supports_record_dp` is what `fit` does: methods that claim support train a private round,
+/// the others refuse it with `InvalidConfig`. `supports_client_dp` is false for every method
+/// whose upload carries side values beside the model.
+#[test]
+fn declared_dp_capabilities_match_what_each_method_does() {
+    use fl_engine::repro::{self, Method, Protocol};
+    for method in Method::ALL {
+        if matches!(method, Method::Central | Method::Silo) {
+            continue;
+        }
+        let cfg = repro::config(method, &Protocol::default(), 0, 0.01);
+        let spec = cfg.strategy.spec();
+        let data = repro::site_data(0, 0.2).unwrap().remove(0);
+        let mut train = cfg.train.clone();
+        train.budget = Budget::Steps(2);
+        train.record_dp = Some(dp(1.0, 1.0, 0.1));
+        let mut site = Site::new(data, &cfg.model, train, 0).unwrap();
+        site.noise = Some(noise(3));
+        let global = Net::new(&cfg.model, 1)
+            .unwrap()
+            .parameters()
+            .unwrap()
+            .select(&cfg.strategy.shared());
+        let server = cfg
+            .strategy
+            .server(4, Box::new(fl_engine::strategy::WeightedMean))
+            .unwrap();
+        let ins = server.configure_fit(1, &global);
+        let mut client = cfg.strategy.client().unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(0);
+        let outcome = client.fit(&mut site, &ins, &mut rng);
+        match (spec.supports_record_dp(), outcome) {
+            (true, Ok(res)) => assert!(
+                res.extras.is_empty() || !spec.supports_client_dp() || method == Method::FedNova,
+                "{}: uploads side values but claims client-level DP",
+                method.name()
+            ),
+            (false, Err(EngineError::InvalidConfig(_))) => {}
+            (claim, other) => panic!(
+                "{}: claims record DP {claim}, fit gave {:?}",
+                method.name(),
+                other.map(|_| ())
+            ),
+        }
+    }
+}

@@ -9,8 +9,11 @@ use fl_engine::{
     dp::{default_orders, sigma_for_target_epsilon, RdpConversion},
     model::MlpConfig,
     strategy::{
-        dp_steps_per_round, DittoConfig, FedOptConfig, FedOptKind, FedPerConfig, FedProxConfig,
-        FendaFlConfig, ScaffoldConfig,
+        dp_steps_per_round, ApflConfig, DittoConfig, FedDecorrConfig, FedDynConfig, FedExpConfig,
+        FedLcConfig, FedLesamConfig, FedMapConfig, FedModeConfig, FedNovaConfig, FedOptConfig,
+        FedOptKind, FedPerConfig, FedProxConfig, FedSamConfig, FendaFlConfig, HpflConfig,
+        MoonConfig, PFedMeConfig, PerFclConfig, PerFedAvgConfig, QFedAvgConfig, ScaffoldConfig,
+        WeightedMean,
     },
     train::{Budget, LossKind, OptimizerConfig, RecordDp, TrainConfig},
     ModelSpec, StrategyConfig,
@@ -34,9 +37,11 @@ pub const MAX_HIDDEN_WIDTH: usize = 4096;
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelRequest {
-    /// `logistic`, `mlp`, `head_net` (FedPer) or `fenda` (FENDA-FL).
+    /// `logistic`, `mlp`, `apfl` (APFL's twins), `head_net` (FedPer, MOON, HPFL) or `fenda`
+    /// (FENDA-FL, PerFCL).
     pub architecture: String,
-    /// Hidden widths: of the MLP, of the FedPer body, or of FENDA-FL's global extractor.
+    /// Hidden widths: of the MLP, of each APFL twin, of the head net's body, or of FENDA's
+    /// global extractor.
     #[serde(default)]
     pub hidden: Vec<usize>,
     /// FENDA-FL's local extractor (defaults to `hidden`).
@@ -49,18 +54,31 @@ pub struct ModelRequest {
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StrategyRequest {
-    /// `fedavg`, `fedprox`, `scaffold`, `fedadam`, `fedyogi`, `fedadagrad`, `ditto`, `fedper`
-    /// or `fenda_fl`.
+    /// Global model: `fedavg`, `fedprox`, `scaffold`, `fedadam`, `fedyogi`, `fedadagrad`,
+    /// `fednova`, `feddyn`, `fedexp`, `qfedavg`, `fedmode`, `fedsam`, `fedlesam`, `fedlc`,
+    /// `feddecorr`, `moon`. Personalised: `ditto`, `fedper`, `fenda_fl`, `apfl`, `perfcl`,
+    /// `hpfl`, `per_fedavg`, `pfedme`, `fedmap`. See docs/fl-methods.md; each method's defaults
+    /// apply to what is left out.
     pub name: String,
-    /// FedProx's proximal weight.
+    /// FedProx's proximal weight; MOON's and PerFCL's contrastive weight.
     pub mu: Option<f32>,
-    /// Ditto's pull of the personal model towards the global one.
+    /// Ditto's and pFedMe's pull of the personal model towards the global one; FedMode's
+    /// curve term.
     pub lambda: Option<f32>,
-    /// SCAFFOLD's and the FedOpt family's server learning rate.
+    /// SCAFFOLD's, FedNova's and the FedOpt family's server learning rate.
     pub server_lr: Option<f32>,
     pub beta1: Option<f32>,
     pub beta2: Option<f32>,
+    /// The FedOpt family's adaptivity; FedLC's calibration strength.
     pub tau: Option<f32>,
+    /// FedSAM's and FedLESAM's perturbation radius.
+    pub rho: Option<f32>,
+    /// FedDyn's regulariser, Per-FedAvg's inner step, FedMAP's Gaussian prior weight.
+    pub alpha: Option<f32>,
+    /// q-FedAvg's fairness exponent.
+    pub q: Option<f32>,
+    /// FedDecorr's decorrelation weight.
+    pub beta: Option<f32>,
 }
 
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
@@ -202,6 +220,12 @@ fn parse_model(e: &mut Errors, m: &ModelRequest, inputs: usize) -> Option<ModelS
     match m.architecture.as_str() {
         "logistic" => Some(ModelSpec::logistic(inputs, 1)),
         "mlp" => Some(ModelSpec::Mlp(mlp(&m.hidden, 1))),
+        // APFL's global and local twins, each an MLP with these hidden layers, mixed 50/50
+        // until each site learns its own weight
+        "apfl" => Some(ModelSpec::Apfl {
+            twin: mlp(&m.hidden, 1),
+            alpha: 0.5,
+        }),
         "head_net" => {
             needs_hidden(e);
             Some(ModelSpec::HeadNet {
@@ -221,7 +245,7 @@ fn parse_model(e: &mut Errors, m: &ModelRequest, inputs: usize) -> Option<ModelS
             e.push(
                 "model.architecture",
                 "unknown_architecture",
-                format!("`{other}` is not one of logistic, mlp, head_net, fenda"),
+                format!("`{other}` is not one of logistic, mlp, apfl, head_net, fenda"),
             );
             None
         }
@@ -250,11 +274,64 @@ fn parse_strategy(e: &mut Errors, s: &StrategyRequest) -> Option<StrategyConfig>
         "fedadam" => fedopt(FedOptKind::Adam),
         "fedyogi" => fedopt(FedOptKind::Yogi),
         "fedadagrad" => fedopt(FedOptKind::Adagrad),
+        "fednova" => StrategyConfig::FedNova(FedNovaConfig {
+            server_lr: s.server_lr.unwrap_or(FedNovaConfig::default().server_lr),
+        }),
+        "feddyn" => StrategyConfig::FedDyn(FedDynConfig {
+            alpha: s.alpha.unwrap_or(FedDynConfig::default().alpha),
+        }),
+        "fedexp" => StrategyConfig::FedExp(FedExpConfig::default()),
+        "qfedavg" => StrategyConfig::QFedAvg(QFedAvgConfig {
+            q: s.q.map_or(QFedAvgConfig::default().q, f64::from),
+            ..QFedAvgConfig::default()
+        }),
+        "fedmode" => StrategyConfig::FedMode(FedModeConfig {
+            lambda: s.lambda.map_or(FedModeConfig::default().lambda, f64::from),
+            ..FedModeConfig::default()
+        }),
+        "fedsam" => StrategyConfig::FedSam(FedSamConfig {
+            rho: s.rho.unwrap_or(FedSamConfig::default().rho),
+        }),
+        "fedlesam" => StrategyConfig::FedLesam(FedLesamConfig {
+            rho: s.rho.unwrap_or(FedLesamConfig::default().rho),
+        }),
+        "fedlc" => StrategyConfig::FedLc(FedLcConfig {
+            tau: s.tau.unwrap_or(FedLcConfig::default().tau),
+        }),
+        "feddecorr" => StrategyConfig::FedDecorr(FedDecorrConfig {
+            beta: s.beta.unwrap_or(FedDecorrConfig::default().beta),
+        }),
+        "moon" => StrategyConfig::Moon(MoonConfig {
+            mu: s.mu.unwrap_or(MoonConfig::default().mu),
+            ..MoonConfig::default()
+        }),
         "ditto" => StrategyConfig::Ditto(DittoConfig {
             lambda: s.lambda.unwrap_or(0.01),
         }),
         "fedper" => StrategyConfig::FedPer(FedPerConfig {}),
         "fenda_fl" => StrategyConfig::FendaFl(FendaFlConfig {}),
+        "apfl" => StrategyConfig::Apfl(ApflConfig::default()),
+        "perfcl" => {
+            let d = PerFclConfig::default();
+            StrategyConfig::PerFcl(PerFclConfig {
+                mu: s.mu.unwrap_or(d.mu),
+                gamma: s.mu.unwrap_or(d.gamma),
+                ..d
+            })
+        }
+        "hpfl" => StrategyConfig::Hpfl(HpflConfig::default()),
+        "per_fedavg" => StrategyConfig::PerFedAvg(PerFedAvgConfig {
+            alpha: s.alpha.unwrap_or(PerFedAvgConfig::default().alpha),
+            ..PerFedAvgConfig::default()
+        }),
+        "pfedme" => StrategyConfig::PFedMe(PFedMeConfig {
+            lambda: s.lambda.unwrap_or(PFedMeConfig::default().lambda),
+            ..PFedMeConfig::default()
+        }),
+        "fedmap" => StrategyConfig::FedMap(FedMapConfig {
+            alpha: s.alpha.unwrap_or(FedMapConfig::default().alpha),
+            ..FedMapConfig::default()
+        }),
         other => {
             e.push(
                 "strategy.name",
@@ -264,6 +341,13 @@ fn parse_strategy(e: &mut Errors, s: &StrategyRequest) -> Option<StrategyConfig>
             return None;
         }
     };
+    // the engine's own constructors hold each method's range checks
+    if let Err(err) = config
+        .client()
+        .and_then(|_| config.server(1, Box::new(WeightedMean)).map(|_| ()))
+    {
+        e.push("strategy", "invalid_strategy_setting", err.to_string());
+    }
     for (field, v) in [
         ("strategy.mu", s.mu),
         ("strategy.lambda", s.lambda),
@@ -271,6 +355,10 @@ fn parse_strategy(e: &mut Errors, s: &StrategyRequest) -> Option<StrategyConfig>
         ("strategy.beta1", s.beta1),
         ("strategy.beta2", s.beta2),
         ("strategy.tau", s.tau),
+        ("strategy.rho", s.rho),
+        ("strategy.alpha", s.alpha),
+        ("strategy.q", s.q),
+        ("strategy.beta", s.beta),
     ] {
         if let Some(v) = v {
             if !v.is_finite() || v < 0.0 {
@@ -371,6 +459,15 @@ pub fn parse_study(
             "optimizer.name",
             "scaffold_needs_sgd",
             "SCAFFOLD's control variates assume plain SGD local steps",
+        );
+    }
+    if matches!(strategy, Some(StrategyConfig::FedNova(_)))
+        && !matches!(optimizer, Some(OptimizerConfig::Sgd { .. }))
+    {
+        e.push(
+            "optimizer.name",
+            "fednova_needs_sgd",
+            "FedNova normalises by the work of SGD (with or without momentum) steps",
         );
     }
     let budget = match (req.local_steps, req.local_epochs) {
@@ -507,6 +604,30 @@ fn parse_dp(
             return None;
         }
     };
+    if let Some(s) = strategy {
+        let spec = s.spec();
+        match level {
+            DpLevel::Record if !spec.supports_record_dp() => e.push(
+                "dp.level",
+                "strategy_refuses_record_dp",
+                format!(
+                    "{} does not train under record-level DP-SGD (its extra terms or side \
+                     values would not be privatised); see docs/fl-methods.md",
+                    s.name()
+                ),
+            ),
+            DpLevel::Client if !spec.supports_client_dp() => e.push(
+                "dp.level",
+                "strategy_refuses_client_dp",
+                format!(
+                    "{} sends or reads values beside the clipped and noised model update, \
+                     which client-level DP would not cover; see docs/fl-methods.md",
+                    s.name()
+                ),
+            ),
+            _ => {}
+        }
+    }
     let clip_ok = positive(e, "dp.clip_norm", d.clip_norm);
     let (sampling_rate, steps_per_round) = match level {
         DpLevel::Client => {

@@ -498,6 +498,173 @@ async fn submission_is_checked_against_the_permit(app: TestApp) {
 }
 both_backends!(submission_is_checked_against_the_permit);
 
+// 1b. Every engine method is offered; what a method cannot do under DP is refused up front.
+async fn engine_methods_are_offered_with_their_dp_limits(app: TestApp) {
+    let alice = app.researcher();
+    let permit = app
+        .permit_id(&federation_application(&TWO, 1000.0, "record"))
+        .await;
+    let base = study_body(&permit, &TWO);
+    let record_dp = json!({"level": "record", "clip_norm": 1.0, "noise_multiplier": 1.0,
+                           "sampling_rate": 0.1});
+
+    // SCAFFOLD's control variates travel beside the noised model update.
+    let r = refused(
+        &app,
+        &alice,
+        &with(base.clone(), &[("strategy.name", json!("scaffold"))]),
+        422,
+        "strategy_refuses_client_dp",
+    )
+    .await;
+    assert_eq!(
+        field_codes(&r),
+        [(
+            "dp.level".to_owned(),
+            "strategy_refuses_client_dp".to_owned()
+        )],
+        "{}",
+        r.text
+    );
+    // MOON's contrastive term is a batch-level loss DP-SGD does not privatise.
+    let r = refused(
+        &app,
+        &alice,
+        &with(
+            base.clone(),
+            &[
+                ("strategy.name", json!("moon")),
+                ("model", json!({"architecture": "head_net", "hidden": [4]})),
+                ("dp", record_dp.clone()),
+            ],
+        ),
+        422,
+        "strategy_refuses_record_dp",
+    )
+    .await;
+    assert_eq!(
+        field_codes(&r),
+        [(
+            "dp.level".to_owned(),
+            "strategy_refuses_record_dp".to_owned()
+        )],
+        "{}",
+        r.text
+    );
+    // Bad method settings are named; FedNova needs SGD; APFL needs its twins.
+    let r = refused(
+        &app,
+        &alice,
+        &with(
+            base.clone(),
+            &[("strategy", json!({"name": "fedsam", "rho": -1.0}))],
+        ),
+        422,
+        "validation_failed",
+    )
+    .await;
+    let fields = field_codes(&r);
+    assert!(
+        fields.contains(&("strategy.rho".to_owned(), "invalid_number".to_owned()))
+            && fields.contains(&("strategy".to_owned(), "invalid_strategy_setting".to_owned())),
+        "{fields:?}"
+    );
+    let r = refused(
+        &app,
+        &alice,
+        &with(
+            base.clone(),
+            &[
+                ("strategy.name", json!("fednova")),
+                ("optimizer", json!({"name": "adamw", "lr": 0.01})),
+            ],
+        ),
+        422,
+        "fednova_needs_sgd",
+    )
+    .await;
+    assert_eq!(
+        field_codes(&r),
+        [("optimizer.name".to_owned(), "fednova_needs_sgd".to_owned())]
+    );
+    let r = refused(
+        &app,
+        &alice,
+        &with(base.clone(), &[("strategy.name", json!("apfl"))]),
+        422,
+        "model_strategy_mismatch",
+    )
+    .await;
+    assert_eq!(
+        field_codes(&r),
+        [("model".to_owned(), "model_strategy_mismatch".to_owned())]
+    );
+
+    // Accepted, each with the model it needs and the DP level it supports.
+    for (strategy, model, dp) in [
+        (
+            json!({"name": "fedsam", "rho": 0.1}),
+            json!({"architecture": "logistic"}),
+            None,
+        ),
+        (
+            json!({"name": "feddyn", "alpha": 0.1}),
+            json!({"architecture": "logistic"}),
+            Some(record_dp.clone()),
+        ),
+        (
+            json!({"name": "fednova"}),
+            json!({"architecture": "logistic"}),
+            Some(record_dp.clone()),
+        ),
+        (
+            json!({"name": "feddecorr", "beta": 0.05}),
+            json!({"architecture": "mlp", "hidden": [4]}),
+            None,
+        ),
+        (
+            json!({"name": "apfl"}),
+            json!({"architecture": "apfl", "hidden": [3]}),
+            None,
+        ),
+        (
+            json!({"name": "perfcl", "mu": 0.5}),
+            json!({"architecture": "fenda", "hidden": [3]}),
+            None,
+        ),
+        (
+            json!({"name": "hpfl"}),
+            json!({"architecture": "head_net", "hidden": [4]}),
+            None,
+        ),
+        (
+            json!({"name": "pfedme", "lambda": 5.0}),
+            json!({"architecture": "logistic"}),
+            None,
+        ),
+    ] {
+        let mut edits = vec![("strategy", strategy.clone()), ("model", model)];
+        if let Some(dp) = dp {
+            edits.push(("dp", dp));
+        }
+        let id = app.submit_study(&with(base.clone(), &edits)).await;
+        let study = app.get(&format!("/v1/studies/{id}"), &alice).await;
+        assert_eq!(study.status, 200, "{}", study.text);
+        // stored as the engine's configuration: `{"FedSam": {"rho": 0.1}}`
+        let stored = study.body["spec"]["strategy"]
+            .as_object()
+            .and_then(|o| o.keys().next().cloned())
+            .unwrap_or_default();
+        assert_eq!(
+            stored.to_lowercase(),
+            strategy["name"].as_str().unwrap(),
+            "{}",
+            study.text
+        );
+    }
+}
+both_backends!(engine_methods_are_offered_with_their_dp_limits);
+
 // 2. Every kind of bad upload is refused, stored nowhere and audited; good ones then count.
 async fn bad_updates_are_refused_and_nothing_is_stored(app: TestApp) {
     let permit = app

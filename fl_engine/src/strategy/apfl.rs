@@ -322,6 +322,10 @@ impl MethodSpec for ApflConfig {
     fn client(&self) -> Result<Box<dyn ClientStrategy>> {
         Ok(Box::new(ApflClient::new(self.clone())?))
     }
+
+    fn supports_record_dp(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

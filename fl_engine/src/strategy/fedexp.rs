@@ -180,6 +180,12 @@ impl MethodSpec for FedExpConfig {
         self.validate()?;
         Ok(Box::new(FedAvgClient::new(Selector::All)))
     }
+
+    /// The step size reads the raw update norms, so only a step capped at 1 (plain averaging
+    /// of the privatised mean) stays covered by the aggregator's DP.
+    fn supports_client_dp(&self) -> bool {
+        self.max_step.is_some_and(|m| m <= 1.0)
+    }
 }
 
 #[cfg(test)]

@@ -130,6 +130,10 @@ impl MethodSpec for FedLesamConfig {
     fn client(&self) -> Result<Box<dyn ClientStrategy>> {
         Ok(Box::new(FedLesamClient::new(self.clone())?))
     }
+
+    fn supports_record_dp(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

@@ -382,6 +382,15 @@ impl MethodSpec for FedModeConfig {
     fn client(&self) -> Result<Box<dyn ClientStrategy>> {
         Ok(Box::new(FedModeClient::new(self.clone())?))
     }
+
+    fn supports_record_dp(&self) -> bool {
+        false
+    }
+
+    /// Sites send their control points and curve losses beside the model.
+    fn supports_client_dp(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

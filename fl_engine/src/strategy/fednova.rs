@@ -260,6 +260,13 @@ impl MethodSpec for FedNovaConfig {
         self.validate()?;
         Ok(Box::new(FedNovaClient))
     }
+
+    /// The side value a_k is a function of the site's optimiser settings and step count, which
+    /// the sample count (sent in clear) already determines; the model part goes through the
+    /// aggregator.
+    fn supports_client_dp(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

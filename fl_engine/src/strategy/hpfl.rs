@@ -214,6 +214,10 @@ impl MethodSpec for HpflConfig {
     fn client(&self) -> Result<Box<dyn ClientStrategy>> {
         Ok(Box::new(HpflClient::new(self.clone())?))
     }
+
+    fn supports_record_dp(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

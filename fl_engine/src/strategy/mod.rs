@@ -279,6 +279,20 @@ pub trait MethodSpec {
     fn dp_steps_per_local_step(&self) -> u64 {
         1
     }
+
+    /// Whether the client trains under record-level DP-SGD (`TrainConfig::record_dp`). Methods
+    /// answering `false` refuse it in `fit` rather than train without it.
+    fn supports_record_dp(&self) -> bool {
+        true
+    }
+
+    /// Whether client-level DP in the aggregator covers everything the server learns from a
+    /// site: `false` when sites upload record-dependent side values beside the model (control
+    /// variates, losses, curve points, site weights) or the server step reads the raw updates
+    /// outside the aggregator.
+    fn supports_client_dp(&self) -> bool {
+        true
+    }
 }
 
 /// Plain FedAvg (`StrategyConfig::FedAvg`).

@@ -262,6 +262,10 @@ impl MethodSpec for MoonConfig {
     fn client(&self) -> Result<Box<dyn ClientStrategy>> {
         Ok(Box::new(MoonClient::new(self.clone())?))
     }
+
+    fn supports_record_dp(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

@@ -265,6 +265,10 @@ impl MethodSpec for PFedMeConfig {
     fn client(&self) -> Result<Box<dyn ClientStrategy>> {
         Ok(Box::new(PFedMeClient::new(self.clone())?))
     }
+
+    fn supports_record_dp(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

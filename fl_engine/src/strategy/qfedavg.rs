@@ -283,6 +283,15 @@ impl MethodSpec for QFedAvgConfig {
     fn client(&self) -> Result<Box<dyn ClientStrategy>> {
         Ok(Box::new(QFedAvgClient::new(self.clone())?))
     }
+
+    fn supports_record_dp(&self) -> bool {
+        false
+    }
+
+    /// Each site sends its training loss F_k in clear.
+    fn supports_client_dp(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

@@ -238,6 +238,11 @@ impl MethodSpec for ScaffoldConfig {
     fn client(&self) -> Result<Box<dyn ClientStrategy>> {
         Ok(Box::new(ScaffoldClient::new(self.clone())))
     }
+
+    /// The control-variate changes travel and are averaged outside the aggregator.
+    fn supports_client_dp(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

@@ -607,6 +607,15 @@ impl MethodSpec for FedMapConfig {
     fn client(&self) -> Result<Box<dyn ClientStrategy>> {
         Ok(Box::new(FedMapClient::new(self.clone())?))
     }
+
+    fn supports_record_dp(&self) -> bool {
+        false
+    }
+
+    /// Site weights come from the records and the prior is fitted to the raw site models.
+    fn supports_client_dp(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]
