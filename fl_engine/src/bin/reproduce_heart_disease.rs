@@ -34,11 +34,11 @@ struct Args {
     /// Comma-separated methods (default: all).
     #[arg(long, value_delimiter = ',')]
     methods: Vec<String>,
-    /// Sections to generate: published, tuned, dirichlet.
+    /// Sections to generate: published, tuned, dirichlet, robust.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "published,tuned,dirichlet"
+        default_value = "published,tuned,dirichlet,robust"
     )]
     sections: Vec<String>,
     /// Independent runs per cell.
