@@ -29,7 +29,8 @@ pub struct DemoArgs {
     /// Working directory of the demo; emptied first.
     #[arg(long, default_value = "data/demo")]
     pub data_dir: PathBuf,
-    /// `ditto` (logistic regression) or `fenda_fl` (FENDA-FL, two small extractors).
+    /// `ditto` (logistic regression), `fenda_fl` (FENDA-FL, two small extractors) or `hpfl`
+    /// (shared 13 -> 10 backbone, a personal plug-in head per hospital).
     #[arg(long, default_value = "ditto")]
     pub strategy: String,
     #[arg(long, default_value_t = 15)]
@@ -131,7 +132,12 @@ fn study_body(args: &DemoArgs, permit: &str, features: Value) -> anyhow::Result<
             json!({"name": "fenda_fl"}),
             1e-3,
         ),
-        other => bail!("--strategy must be ditto or fenda_fl, not {other}"),
+        "hpfl" => (
+            json!({"architecture": "head_net", "hidden": [10]}),
+            json!({"name": "hpfl"}),
+            1e-3,
+        ),
+        other => bail!("--strategy must be ditto, fenda_fl or hpfl, not {other}"),
     };
     Ok(json!({
         "title": "Fed-Heart-Disease: coronary artery disease risk across four hospitals",
