@@ -46,7 +46,7 @@ use candle_core::{Device, Tensor, Var};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::{ClientStrategy, FitIns, FitRes, MethodSpec, Site};
+use super::{refuse_record_dp, ClientStrategy, FitIns, FitRes, MethodSpec, Site};
 use crate::error::{EngineError, Result};
 use crate::model::{MlpConfig, ModelSpec, Net};
 use crate::params::{ParameterSet, Selector};
@@ -214,14 +214,7 @@ impl ApflClient {
 
 impl ClientStrategy for ApflClient {
     fn fit(&mut self, site: &mut Site, ins: &FitIns, rng: &mut ChaCha8Rng) -> Result<FitRes> {
-        if site.train.record_dp.is_some() {
-            return Err(EngineError::InvalidConfig(
-                "APFL does not support record-level DP: each step updates the global twin, the \
-                 local twin and alpha from one batch, and the DP-SGD step only privatises one \
-                 per-example task-loss gradient"
-                    .into(),
-            ));
-        }
+        refuse_record_dp(site, "APFL", "each step updates the global twin, the local twin and alpha from one batch, and the DP-SGD step only privatises one per-example task-loss gradient")?;
         if site.data.train.is_empty() {
             return Err(EngineError::ZeroSamples(site.name().to_string()));
         }

@@ -31,7 +31,8 @@ use candle_core::Tensor;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::fedsam::{refuse_record_dp, sequential_fit};
+use super::fedsam::sequential_fit;
+use super::refuse_record_dp;
 use super::{ClientStrategy, FitIns, FitRes, MethodSpec, Site};
 use crate::error::{EngineError, Result};
 use crate::model::{ModelOutput, ModelSpec, Net};

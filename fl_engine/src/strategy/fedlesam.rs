@@ -27,7 +27,8 @@
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::fedsam::{gradient_at, refuse_record_dp, scaled_to_radius, sequential_fit, shifted};
+use super::fedsam::{gradient_at, scaled_to_radius, sequential_fit, shifted};
+use super::refuse_record_dp;
 use super::{ClientStrategy, FitIns, FitRes, MethodSpec, Site};
 use crate::error::{EngineError, Result};
 use crate::model::Net;

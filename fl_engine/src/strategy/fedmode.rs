@@ -60,7 +60,9 @@ use serde::{Deserialize, Serialize};
 use super::aggregate::validate_results;
 use super::fedavg::local_fit;
 use super::qfedavg::dataset_loss;
-use super::{Aggregator, ClientStrategy, FitIns, FitRes, MethodSpec, ServerStrategy, Site};
+use super::{
+    refuse_record_dp, Aggregator, ClientStrategy, FitIns, FitRes, MethodSpec, ServerStrategy, Site,
+};
 use crate::error::{EngineError, Result};
 use crate::model::Net;
 use crate::params::{ParameterSet, Selector};
@@ -298,13 +300,7 @@ impl FedModeClient {
 
 impl ClientStrategy for FedModeClient {
     fn fit(&mut self, site: &mut Site, ins: &FitIns, rng: &mut ChaCha8Rng) -> Result<FitRes> {
-        if site.train.record_dp.is_some() {
-            return Err(EngineError::InvalidConfig(
-                "FedMode sends each site's training losses along the curve in clear, which \
-                 record-level DP does not cover; it cannot run with record_dp"
-                    .into(),
-            ));
-        }
+        refuse_record_dp(site, "FedMode", "each site sends its training losses along the curve in clear, which record-level DP does not cover")?;
         let theta_g = &ins.params;
         let mut res = local_fit(site, ins, &Selector::All, &[], rng)?;
         let theta_k = res.params.clone();

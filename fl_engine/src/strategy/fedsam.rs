@@ -27,7 +27,7 @@
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::{ClientStrategy, FitIns, FitRes, MethodSpec, Site};
+use super::{refuse_record_dp, ClientStrategy, FitIns, FitRes, MethodSpec, Site};
 use crate::error::{EngineError, Result};
 use crate::model::Net;
 use crate::params::ParameterSet;
@@ -98,16 +98,6 @@ pub(crate) fn sam_gradient(
     let e = scaled_to_radius(&g, rho);
     let (_, g_sam) = grad(&shifted(w, &e, 1.0)?)?;
     Ok((loss, g_sam))
-}
-
-/// Refuse record-level DP for a method whose local step the DP-SGD step cannot express.
-pub(crate) fn refuse_record_dp(site: &Site, method: &str, why: &str) -> Result<()> {
-    if site.train.record_dp.is_some() {
-        return Err(EngineError::InvalidConfig(format!(
-            "{method} does not support record-level DP (train.record_dp): {why}"
-        )));
-    }
-    Ok(())
 }
 
 /// One local step of a custom method: the site's net, optimiser and task loss, its batch

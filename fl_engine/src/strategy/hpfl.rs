@@ -45,7 +45,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::fedavg::local_fit;
-use super::{ClientStrategy, FitIns, FitRes, MethodSpec, Site};
+use super::{refuse_record_dp, ClientStrategy, FitIns, FitRes, MethodSpec, Site};
 use crate::error::{EngineError, Result};
 use crate::model::{ModelSpec, Net};
 use crate::params::{ParameterSet, Selector};
@@ -136,13 +136,7 @@ impl HpflClient {
 
 impl ClientStrategy for HpflClient {
     fn fit(&mut self, site: &mut Site, ins: &FitIns, rng: &mut ChaCha8Rng) -> Result<FitRes> {
-        if site.train.record_dp.is_some() {
-            return Err(EngineError::InvalidConfig(
-                "HPFL does not support record-level DP: training the plug-in head makes extra \
-                 passes over the records that the per-local-step DP-SGD accounting does not cover"
-                    .into(),
-            ));
-        }
+        refuse_record_dp(site, "HPFL", "training the plug-in head makes extra passes over the records that the per-local-step DP-SGD accounting does not cover")?;
         if site.data.train.is_empty() {
             return Err(EngineError::ZeroSamples(site.name().to_string()));
         }

@@ -211,6 +211,17 @@ impl Site {
     }
 }
 
+/// Refuse record-level DP for a method that cannot train under it (its
+/// [`MethodSpec::supports_record_dp`] is `false`), saying why.
+pub(crate) fn refuse_record_dp(site: &Site, method: &str, why: &str) -> Result<()> {
+    if site.train.record_dp.is_some() {
+        return Err(EngineError::InvalidConfig(format!(
+            "{method} does not support record-level DP (train.record_dp): {why}"
+        )));
+    }
+    Ok(())
+}
+
 /// Sampled-Gaussian steps (rate q, multiplier σ of `train.record_dp`) that one round of
 /// `strategy` costs each site under record-level DP; `None` without record DP (or with an
 /// `Epochs` budget, which [`TrainConfig::validate`] refuses under record DP).

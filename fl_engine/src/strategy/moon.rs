@@ -38,13 +38,11 @@ use candle_core::Tensor;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::{ClientStrategy, FitIns, FitRes, MethodSpec, Site};
+use super::{refuse_record_dp, ClientStrategy, FitIns, FitRes, MethodSpec, Site};
 use crate::error::{EngineError, Result};
 use crate::model::{ModelOutput, ModelSpec, Net};
 use crate::params::ParameterSet;
-use crate::train::{
-    steps_in, train_step_with, BatchObjective, Batcher, LossKind, TrainConfig, TrainReport,
-};
+use crate::train::{steps_in, train_step_with, BatchObjective, Batcher, LossKind, TrainReport};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MoonConfig {
@@ -85,17 +83,9 @@ pub(crate) fn check_temperature(method: &str, t: f32) -> Result<()> {
     }
 }
 
-/// Refusal of record-level DP for methods whose loss is a [`BatchObjective`].
-pub(crate) fn refuse_record_dp(method: &str, train: &TrainConfig) -> Result<()> {
-    if train.record_dp.is_some() {
-        return Err(EngineError::InvalidConfig(format!(
-            "{method} does not support record-level DP: its contrastive term is a loss on the \
-             forward pass, and the DP-SGD step only clips and noises per-example gradients of \
-             the task loss"
-        )));
-    }
-    Ok(())
-}
+/// Why the contrastive methods (MOON, PerFCL) refuse record-level DP.
+pub(crate) const CONTRASTIVE_NOT_PRIVATE: &str = "its contrastive term is a loss on the forward \
+     pass, and the DP-SGD step only clips and noises per-example gradients of the task loss";
 
 /// Row-wise cosine similarity of `[b, d]` tensors, `[b]`.
 pub(crate) fn cosine(a: &Tensor, b: &Tensor) -> Result<Tensor> {
@@ -174,7 +164,7 @@ impl MoonClient {
 
 impl ClientStrategy for MoonClient {
     fn fit(&mut self, site: &mut Site, ins: &FitIns, rng: &mut ChaCha8Rng) -> Result<FitRes> {
-        refuse_record_dp("MOON", &site.train)?;
+        refuse_record_dp(site, "MOON", CONTRASTIVE_NOT_PRIVATE)?;
         if site.data.train.is_empty() {
             return Err(EngineError::ZeroSamples(site.name().to_string()));
         }
@@ -275,7 +265,7 @@ pub(crate) mod tests {
     use crate::model::MlpConfig;
     use crate::params::Selector;
     use crate::strategy::FedAvgClient;
-    use crate::train::{Budget, OptimizerConfig, RecordDp};
+    use crate::train::{Budget, OptimizerConfig, RecordDp, TrainConfig};
     use candle_core::Device;
     use rand::{Rng, SeedableRng};
 

@@ -37,7 +37,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::fedsam::{gradient_at, refuse_record_dp, sequential_fit, shifted};
+use super::fedsam::{gradient_at, sequential_fit, shifted};
+use super::refuse_record_dp;
 use super::{ClientStrategy, FitIns, FitRes, MethodSpec, Site};
 use crate::error::{EngineError, Result};
 use crate::model::Net;

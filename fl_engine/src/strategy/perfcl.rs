@@ -44,7 +44,8 @@ use candle_core::Tensor;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::moon::{check_temperature, contrastive_loss, feature, refuse_record_dp};
+use super::moon::{check_temperature, contrastive_loss, feature, CONTRASTIVE_NOT_PRIVATE};
+use super::refuse_record_dp;
 use super::{ClientStrategy, FitIns, FitRes, MethodSpec, Site};
 use crate::error::{EngineError, Result};
 use crate::model::{ModelOutput, ModelSpec, Net};
@@ -159,7 +160,7 @@ impl PerFclClient {
 
 impl ClientStrategy for PerFclClient {
     fn fit(&mut self, site: &mut Site, ins: &FitIns, rng: &mut ChaCha8Rng) -> Result<FitRes> {
-        refuse_record_dp("PerFCL", &site.train)?;
+        refuse_record_dp(site, "PerFCL", CONTRASTIVE_NOT_PRIVATE)?;
         if site.data.train.is_empty() {
             return Err(EngineError::ZeroSamples(site.name().to_string()));
         }

@@ -36,7 +36,8 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::fedavg::FedAvgServer;
-use super::fedsam::{gradient_at, refuse_record_dp, sequential_fit, shifted};
+use super::fedsam::{gradient_at, sequential_fit, shifted};
+use super::refuse_record_dp;
 use super::{Aggregator, ClientStrategy, FitIns, FitRes, MethodSpec, ServerStrategy, Site};
 use crate::error::{EngineError, Result};
 use crate::model::{ModelSpec, Net};

@@ -32,7 +32,9 @@ use serde::{Deserialize, Serialize};
 
 use super::aggregate::validate_results;
 use super::fedavg::local_fit;
-use super::{Aggregator, ClientStrategy, FitIns, FitRes, MethodSpec, ServerStrategy, Site};
+use super::{
+    refuse_record_dp, Aggregator, ClientStrategy, FitIns, FitRes, MethodSpec, ServerStrategy, Site,
+};
 use crate::data::Dataset;
 use crate::error::{EngineError, Result};
 use crate::model::Net;
@@ -228,13 +230,11 @@ impl QFedAvgClient {
 
 impl ClientStrategy for QFedAvgClient {
     fn fit(&mut self, site: &mut Site, ins: &FitIns, rng: &mut ChaCha8Rng) -> Result<FitRes> {
-        if site.train.record_dp.is_some() {
-            return Err(EngineError::InvalidConfig(
-                "q-FedAvg sends each site's training loss in clear, which record-level DP does \
-                 not cover; it cannot run with record_dp"
-                    .into(),
-            ));
-        }
+        refuse_record_dp(
+            site,
+            "q-FedAvg",
+            "each site sends its training loss in clear, which record-level DP does not cover",
+        )?;
         let lipschitz = match self.config.lipschitz {
             Some(l) => l,
             None => 1.0 / site.train.optimizer.lr(),

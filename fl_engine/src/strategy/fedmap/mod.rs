@@ -75,7 +75,9 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::aggregate::validate_results;
-use super::{Aggregator, ClientStrategy, FitIns, FitRes, MethodSpec, ServerStrategy, Site};
+use super::{
+    refuse_record_dp, Aggregator, ClientStrategy, FitIns, FitRes, MethodSpec, ServerStrategy, Site,
+};
 use crate::data::Dataset;
 use crate::error::{EngineError, Result};
 use crate::model::Net;
@@ -266,17 +268,6 @@ impl MapObjective<'_> {
     }
 }
 
-fn refuse_record_dp(site: &Site) -> Result<()> {
-    if site.train.record_dp.is_some() {
-        return Err(EngineError::InvalidConfig(
-            "FedMAP does not support record-level DP: the site weight log omega_k is computed \
-             from the records (mean log-likelihood) and is not privatised"
-                .into(),
-        ));
-    }
-    Ok(())
-}
-
 /// Per-site state: the site's MAP estimate and the prior it last received.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 struct ClientState {
@@ -317,7 +308,12 @@ impl FedMapClient {
         steps: usize,
         rng: &mut ChaCha8Rng,
     ) -> Result<TrainReport> {
-        refuse_record_dp(site)?;
+        refuse_record_dp(
+            site,
+            "FedMAP",
+            "the site weight log omega_k is computed from the records (mean log-likelihood) \
+             and is not privatised",
+        )?;
         self.prior.check(mu, psi)?;
         site.net.load(mu)?;
         let mut opt = Optimizer::new(site.train.optimizer.clone())?;
@@ -351,7 +347,12 @@ impl FedMapClient {
 
 impl ClientStrategy for FedMapClient {
     fn fit(&mut self, site: &mut Site, ins: &FitIns, rng: &mut ChaCha8Rng) -> Result<FitRes> {
-        refuse_record_dp(site)?;
+        refuse_record_dp(
+            site,
+            "FedMAP",
+            "the site weight log omega_k is computed from the records (mean log-likelihood) \
+             and is not privatised",
+        )?;
         if site.data.train.is_empty() {
             return Err(EngineError::ZeroSamples(site.name().to_string()));
         }
