@@ -42,8 +42,10 @@ use anyhow::{bail, Context};
 use ehds_gateway::{
     auth::{dev::DevIssuer, Authenticator},
     authz::{Action, Authorizer, Resource},
+    client::GatewayClient,
     configuration::Settings,
     domain::{
+        application::ApplicationRequest,
         audit::{Actor, ChainVerifier, NewAuditEvent},
         PermitId,
     },
@@ -259,8 +261,10 @@ use env::{create_postgres_database, drop_postgres_database, loadavg};
 
 /// A running gateway with one permit that the data holder `hosp-1` may check.
 struct Gateway {
-    base: String,
-    client: reqwest::Client,
+    /// Anonymous client of the gateway (`/healthz`).
+    client: GatewayClient,
+    /// The same connection pool, as the data holder.
+    holder: GatewayClient,
     store: Arc<dyn Store>,
     auth: Arc<Authenticator>,
     authz: Arc<Authorizer>,
@@ -270,9 +274,9 @@ struct Gateway {
     server: tokio::task::JoinHandle<anyhow::Result<()>>,
 }
 
-fn application_body() -> Value {
+fn application_body() -> anyhow::Result<ApplicationRequest> {
     let now = chrono::Utc::now();
-    json!({
+    Ok(serde_json::from_value(json!({
         "title": "Federated model of heart-disease risk",
         "applicant": {"organisation": "uni-a", "public_body": false},
         "purposes": ["scientific_research"],
@@ -284,27 +288,7 @@ fn application_body() -> Value {
         "privacy_budget": {"epsilon": 8.0, "delta": 1e-5, "unit": "record"},
         "justification": "Training a risk model across hospitals without moving records.",
         "declares_no_prohibited_use": true
-    })
-}
-
-async fn post_json(
-    client: &reqwest::Client,
-    url: String,
-    token: &str,
-    body: &Value,
-) -> anyhow::Result<Value> {
-    let resp = client
-        .post(&url)
-        .bearer_auth(token)
-        .json(body)
-        .send()
-        .await?;
-    let status = resp.status();
-    let text = resp.text().await?;
-    if !status.is_success() {
-        bail!("POST {url}: {status}: {text}");
-    }
-    Ok(serde_json::from_str(&text)?)
+    }))?)
 }
 
 async fn start_gateway(data_dir: &Path, database_url: String) -> anyhow::Result<Gateway> {
@@ -332,28 +316,21 @@ async fn start_gateway(data_dir: &Path, database_url: String) -> anyhow::Result<
     let officer = mint("officer-1", "hdab_officer", "hdab-de")?;
     let holder_token = mint("node-hosp-1", "data_holder", "hosp-1")?;
 
-    let client = reqwest::Client::builder()
+    let client = GatewayClient::builder(&base)
         .pool_max_idle_per_host(64)
         .build()?;
-    let created = post_json(
-        &client,
-        format!("{base}/v1/applications"),
-        &researcher,
-        &application_body(),
-    )
-    .await?;
-    let app_id = created["id"].as_str().context("application has no id")?;
-    let decided = post_json(
-        &client,
-        format!("{base}/v1/applications/{app_id}/decision"),
-        &officer,
-        &json!({"decision": "approve"}),
-    )
-    .await?;
-    let permit = PermitId::parse(decided["permit"]["id"].as_str().context("no permit id")?)
-        .map_err(|(_, m)| anyhow::anyhow!(m))?;
+    let created = client
+        .with_token(researcher)
+        .create_application(&application_body()?)
+        .await
+        .context("application")?;
+    let permit = client
+        .with_token(officer)
+        .approve_application(created.id)
+        .await
+        .context("decision")?;
     Ok(Gateway {
-        base,
+        holder: client.with_token(holder_token.clone()),
         client,
         store,
         auth,
@@ -381,23 +358,18 @@ fn check_op(
        + Send
        + Sync
        + 'static {
-    let client = g.client.clone();
-    let url = format!("{}/v1/permits/{}/check", g.base, g.permit);
-    let auth = format!("Bearer {}", g.holder_token);
-    let body = serde_json::to_vec(&check_body()).expect("serialisable");
+    let holder = g.holder.clone();
+    let permit = g.permit;
+    let body = Arc::new(check_body());
     move || {
-        let req = client
-            .post(&url)
-            .header(reqwest::header::AUTHORIZATION, &auth)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body.clone());
+        let (holder, body) = (holder.clone(), body.clone());
         Box::pin(async move {
-            let resp = req.send().await.map_err(|e| e.to_string())?;
-            let status = resp.status();
-            let bytes = resp.bytes().await.map_err(|e| e.to_string())?;
-            let allowed = bytes.windows(14).any(|w| w == b"\"allowed\":true");
-            if status != reqwest::StatusCode::OK || !allowed {
-                return Err(format!("{status}: {}", String::from_utf8_lossy(&bytes)));
+            let outcome = holder
+                .check_permit(permit, body.as_ref())
+                .await
+                .map_err(|e| e.to_string())?;
+            if !outcome.allowed {
+                return Err(format!("denied: {:?}", outcome.reasons));
             }
             Ok(())
         })
@@ -411,18 +383,9 @@ fn healthz_op(
        + Sync
        + 'static {
     let client = g.client.clone();
-    let url = format!("{}/healthz", g.base);
     move || {
-        let req = client.get(&url);
-        Box::pin(async move {
-            let resp = req.send().await.map_err(|e| e.to_string())?;
-            let status = resp.status();
-            let bytes = resp.bytes().await.map_err(|e| e.to_string())?;
-            if status != reqwest::StatusCode::OK {
-                return Err(format!("{status}: {}", String::from_utf8_lossy(&bytes)));
-            }
-            Ok(())
-        })
+        let client = client.clone();
+        Box::pin(async move { client.healthz().await.map_err(|e| e.to_string()) })
     }
 }
 

@@ -54,13 +54,15 @@ use anyhow::{bail, Context};
 use chrono::{DateTime, Utc};
 use ehds_gateway::{
     auth::dev::DevIssuer,
+    client::{GatewayClient, RetryPolicy},
     configuration::Settings,
     domain::{
+        application::ApplicationRequest,
         audit::{Actor, AuditEntry, ChainVerifier, NewAuditEvent},
         study::{RoundPhase, StudyStatus, TaskKind},
         time, OrgId, PermitId, StudyId,
     },
-    federation::wire::{decode_fit_ins, encode_update, NodeTask, TaskResultBody},
+    federation::wire::{encode_update, NodeTask, TaskResultBody},
     startup::Application,
     store::{AuditFilter, Store},
 };
@@ -236,24 +238,11 @@ where
 }
 
 // ---------------------------------------------------------------------------------------------
-// HTTP helpers.
+// Requests.
 
-async fn send_json(req: reqwest::RequestBuilder, what: &str) -> anyhow::Result<Value> {
-    let resp = req
-        .send()
-        .await
-        .with_context(|| format!("{what}: no answer"))?;
-    let status = resp.status();
-    let text = resp.text().await?;
-    if !status.is_success() {
-        bail!("{what}: {status}: {text}");
-    }
-    Ok(serde_json::from_str(&text)?)
-}
-
-fn application_body(holders: &[String], epsilon: f64) -> Value {
+fn application_body(holders: &[String], epsilon: f64) -> anyhow::Result<ApplicationRequest> {
     let now = Utc::now();
-    json!({
+    Ok(serde_json::from_value(json!({
         "title": "Federated heart-disease risk model",
         "applicant": {"organisation": "uni-a", "public_body": false},
         "purposes": ["scientific_research"],
@@ -265,7 +254,7 @@ fn application_body(holders: &[String], epsilon: f64) -> Value {
         "privacy_budget": {"epsilon": epsilon, "delta": 1e-5, "unit": "data_holder"},
         "justification": "Measuring the gateway's own cost per federated round.",
         "declares_no_prohibited_use": true
-    })
+    }))?)
 }
 
 fn study_body(permit: PermitId, holders: &[String], rounds: u64, features: &Value) -> Value {
@@ -291,31 +280,18 @@ fn study_body(permit: PermitId, holders: &[String], rounds: u64, features: &Valu
 
 /// Issues a permit to `uni-a` naming `holders`; returns its id.
 async fn issue_permit(
-    client: &reqwest::Client,
-    base: &str,
-    researcher: &str,
-    officer: &str,
+    researcher: &GatewayClient,
+    officer: &GatewayClient,
     holders: &[String],
 ) -> anyhow::Result<PermitId> {
-    let created = send_json(
-        client
-            .post(format!("{base}/v1/applications"))
-            .bearer_auth(researcher)
-            .json(&application_body(holders, 1000.0)),
-        "application",
-    )
-    .await?;
-    let app_id = created["id"].as_str().context("application has no id")?;
-    let decided = send_json(
-        client
-            .post(format!("{base}/v1/applications/{app_id}/decision"))
-            .bearer_auth(officer)
-            .json(&json!({"decision": "approve"})),
-        "decision",
-    )
-    .await?;
-    PermitId::parse(decided["permit"]["id"].as_str().context("no permit id")?)
-        .map_err(|(_, m)| anyhow::anyhow!(m))
+    let created = researcher
+        .create_application(&application_body(holders, 1000.0)?)
+        .await
+        .context("application")?;
+    officer
+        .approve_application(created.id)
+        .await
+        .context("decision")
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -343,85 +319,45 @@ impl NodeStats {
 }
 
 struct Node {
-    client: reqwest::Client,
-    base: String,
-    token: String,
+    /// The gateway as this holder; transient failures are retried a few times, each retry
+    /// counted in the stats.
+    gateway: GatewayClient,
     holder: OrgId,
     /// Fixed training-example count the node reports.
     examples: u64,
     stats: Arc<NodeStats>,
 }
 
-enum Answer {
-    Ok(Vec<u8>),
-    /// A refusal no retry changes: status and body.
-    Refused(reqwest::StatusCode, String),
-}
-
 impl Node {
-    /// Sends a request, retrying transport errors, timeouts and 5xx answers a few times.
-    async fn call(
-        &self,
-        make: impl Fn(&reqwest::Client) -> reqwest::RequestBuilder,
-    ) -> Result<Answer, String> {
-        let mut last = String::new();
-        for attempt in 0..5u32 {
-            if attempt > 0 {
-                self.stats.retries.fetch_add(1, Ordering::Relaxed);
-                tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
-            }
-            self.stats.requests.fetch_add(1, Ordering::Relaxed);
-            let resp = match make(&self.client).bearer_auth(&self.token).send().await {
-                Ok(r) => r,
-                Err(e) => {
-                    last = format!("transport: {e}");
-                    continue;
-                }
-            };
-            let status = resp.status();
-            let body = match resp.bytes().await {
-                Ok(b) => b.to_vec(),
-                Err(e) => {
-                    last = format!("reading the answer: {e}");
-                    continue;
-                }
-            };
-            if status.is_success() {
-                return Ok(Answer::Ok(body));
-            }
-            let text = String::from_utf8_lossy(&body).into_owned();
-            if status.is_server_error() || status == reqwest::StatusCode::REQUEST_TIMEOUT {
-                last = format!("{status}: {text}");
-                continue;
-            }
-            return Ok(Answer::Refused(status, text));
-        }
-        Err(last)
+    /// The node protocol client of `holder`: up to 4 retries, 100 ms after the first failure,
+    /// doubling.
+    fn client(gateway: &GatewayClient, token: String, stats: &Arc<NodeStats>) -> GatewayClient {
+        let stats = stats.clone();
+        gateway
+            .with_token(token)
+            .with_retry(RetryPolicy::attempts(4, Duration::from_millis(100)))
+            .on_retry(Arc::new(move |_, _| {
+                stats.retries.fetch_add(1, Ordering::Relaxed);
+                stats.requests.fetch_add(1, Ordering::Relaxed);
+            }))
+    }
+
+    /// Counts a request's first attempt (the retry hook counts the others).
+    fn request(&self) {
+        self.stats.requests.fetch_add(1, Ordering::Relaxed);
     }
 
     async fn run(self) {
         // One immediate poll opens the connection; then the long polls.
-        let first = format!("{}/v1/node/tasks?wait=0", self.base);
-        if let Err(e) = self.call(|c| c.get(&first)).await {
+        self.request();
+        if let Err(e) = self.gateway.poll_tasks(0).await {
             self.stats.error(format!("first poll: {e}"));
         }
         self.stats.polling.fetch_add(1, Ordering::Relaxed);
-        let poll = format!("{}/v1/node/tasks?wait={POLL_WAIT_SECONDS}", self.base);
         loop {
-            let tasks: Vec<NodeTask> = match self.call(|c| c.get(&poll)).await {
-                Ok(Answer::Ok(b)) => match serde_json::from_slice(&b) {
-                    Ok(t) => t,
-                    Err(e) => {
-                        self.stats.error(format!("task list: {e}"));
-                        tokio::time::sleep(Duration::from_millis(200)).await;
-                        continue;
-                    }
-                },
-                Ok(Answer::Refused(s, t)) => {
-                    self.stats.error(format!("poll: {s}: {t}"));
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                    continue;
-                }
+            self.request();
+            let tasks: Vec<NodeTask> = match self.gateway.poll_tasks(POLL_WAIT_SECONDS).await {
+                Ok(t) => t,
                 Err(e) => {
                     self.stats.error(format!("poll: {e}"));
                     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -438,15 +374,13 @@ impl Node {
 
     /// Fit: downloads the global model and returns it unchanged. Evaluate: counts only.
     async fn work(&self, task: &NodeTask) -> Result<(), String> {
-        let id = task.task_id;
         let parameters = if task.kind == TaskKind::Fit {
-            let url = format!("{}/v1/node/tasks/{id}/parameters", self.base);
-            let bytes = match self.call(|c| c.get(&url)).await? {
-                Answer::Ok(b) => b,
-                Answer::Refused(s, t) => return Err(format!("parameters: {s}: {t}")),
-            };
-            let ins = decode_fit_ins(&bytes, task.study_id, task.round)
-                .map_err(|e| format!("decoding parameters: {e}"))?;
+            self.request();
+            let ins = self
+                .gateway
+                .task_parameters(task)
+                .await
+                .map_err(|e| format!("parameters: {e}"))?;
             Some(
                 encode_update(
                     &ins.params,
@@ -470,21 +404,13 @@ impl Node {
             local_steps: fit.then_some(1),
             evaluation: None,
         };
-        let body = serde_json::to_vec(&body).map_err(|e| e.to_string())?;
-        let url = format!("{}/v1/node/tasks/{id}/result", self.base);
-        match self
-            .call(|c| {
-                c.post(&url)
-                    .header(reqwest::header::CONTENT_TYPE, "application/json")
-                    .body(body.clone())
-            })
-            .await?
-        {
-            Answer::Ok(_) => Ok(()),
-            // an earlier attempt got through before its answer was lost
-            Answer::Refused(_, t) if t.contains("task_already_completed") => Ok(()),
-            Answer::Refused(s, t) => Err(format!("result: {s}: {t}")),
-        }
+        self.request();
+        // a result the gateway already holds (an earlier attempt got through) is delivered
+        self.gateway
+            .submit_result(task.task_id, &body)
+            .await
+            .map(drop)
+            .map_err(|e| format!("result: {e}"))
     }
 }
 
@@ -656,41 +582,28 @@ async fn run(
         |sub: &str, role: &str, org: &str| dev.mint(sub, &[role.to_owned()], Some(org), 3600);
     let researcher = mint("alice", "researcher", "uni-a")?;
     let officer = mint("officer-1", "hdab_officer", "hdab-de")?;
-    let client = reqwest::Client::builder()
+    let client = GatewayClient::builder(&base)
         .timeout(Duration::from_secs(POLL_WAIT_SECONDS + 30))
         .build()?;
+    let researcher = client.with_token(researcher);
+    let officer = client.with_token(officer);
 
     // The baselines, on a small permit of their own so that they do not grow with N.
     let small = issue_permit(
-        &client,
-        &base,
         &researcher,
         &officer,
         &["hosp-1".to_owned(), "hosp-2".to_owned()],
     )
     .await?;
     let healthz = time_ops(BASELINE_OPS / 3, BASELINE_OPS, || {
-        let req = client.get(format!("{base}/healthz"));
-        async move {
-            let r = req.send().await?;
-            if !r.status().is_success() {
-                bail!("healthz: {}", r.status());
-            }
-            r.bytes().await?;
-            Ok(())
-        }
+        let client = client.clone();
+        async move { client.healthz().await.context("healthz") }
     })
     .await?;
     let permit_read = time_ops(BASELINE_OPS / 3, BASELINE_OPS, || {
-        let req = client
-            .get(format!("{base}/v1/permits/{small}"))
-            .bearer_auth(&officer);
+        let officer = officer.clone();
         async move {
-            let r = req.send().await?;
-            if !r.status().is_success() {
-                bail!("permit read: {}", r.status());
-            }
-            r.bytes().await?;
+            officer.permit(small).await.context("permit read")?;
             Ok(())
         }
     })
@@ -722,14 +635,16 @@ async fn run(
 
     // The study's permit and its N nodes.
     let holders: Vec<String> = (0..n).map(|i| format!("node-{i:04}")).collect();
-    let permit = issue_permit(&client, &base, &researcher, &officer, &holders).await?;
+    let permit = issue_permit(&researcher, &officer, &holders).await?;
     let stats = Arc::new(NodeStats::default());
     let mut node_tasks = Vec::with_capacity(n);
     for (i, h) in holders.iter().enumerate() {
         let node = Node {
-            client: client.clone(),
-            base: base.clone(),
-            token: mint(&format!("agent-{h}"), "data_holder", h)?,
+            gateway: Node::client(
+                &client,
+                mint(&format!("agent-{h}"), "data_holder", h)?,
+                &stats,
+            ),
             holder: OrgId::parse(h).map_err(|(_, m)| anyhow::anyhow!(m))?,
             examples: 100 + (i as u64 % 200),
             stats: stats.clone(),
@@ -758,14 +673,10 @@ async fn run(
     );
     let cpu_before = cpu_snapshot();
     let started = Instant::now();
-    let study = send_json(
-        client
-            .post(format!("{base}/v1/studies"))
-            .bearer_auth(&researcher)
-            .json(&study_body(permit, &holders, rounds, features)),
-        "study",
-    )
-    .await?;
+    let study = researcher
+        .create_study(&study_body(permit, &holders, rounds, features))
+        .await
+        .context("study")?;
     let study_id = StudyId::parse(study["id"].as_str().context("study has no id")?)
         .map_err(|e| anyhow::anyhow!(e.1))?;
     // Wait for the end, reading the store directly (no HTTP request, no audit entry).
@@ -933,7 +844,7 @@ async fn run(
     let chain = verify_chain(store.as_ref()).await?;
     let peak_rss_mib = peak_rss_mib();
     let first_error = stats.first_error.lock().ok().and_then(|e| e.clone());
-    drop(client);
+    drop((client, researcher, officer));
     let _ = stop.send(());
     let _ = tokio::time::timeout(Duration::from_secs(10), server).await;
     drop(store);

@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 use crate::{
+    app::audit::verify_chain,
     auth::{dev::DevIssuer, Role},
     configuration::Settings,
-    http::{audit::verify_chain, openapi},
     startup::{shutdown_signal, Application},
     store,
 };
@@ -70,6 +70,12 @@ pub enum NodeCommand {
     /// Run a data holder's node agent: poll the gateway for tasks, train locally, return
     /// only model updates.
     Run(Box<NodeRunArgs>),
+    /// Preflight before joining a study: read the local records through a feature
+    /// specification and print the cohort, label balance, coverage, missingness, units and
+    /// bad input, as a table or JSON. Contacts no gateway.
+    Check(crate::node::check_cli::CheckArgs),
+    /// Write the generated multi-site ICU federation (FHIR Bulk Data NDJSON per hospital).
+    GenerateCorpus(crate::node::check_cli::CorpusArgs),
     /// Convert the UCI Heart Disease files into the example federation's FHIR R4 bundles and
     /// sample opt-out file.
     ExampleFederation {
@@ -88,12 +94,17 @@ pub struct NodeRunArgs {
     /// The data holder this node speaks for (its organisation claim).
     #[arg(long, env = "EHDS_NODE_ORG")]
     pub org: String,
-    /// The holder's records as a FHIR R4 Bundle.
+    /// The holder's records as FHIR R4: a Bulk Data export directory (NDJSON, optionally
+    /// gzipped), an NDJSON file or a Bundle.
     #[arg(long, conflicts_with = "csv", required_unless_present = "csv")]
     pub fhir: Option<PathBuf>,
     /// The holder's records as a CSV extract.
     #[arg(long)]
     pub csv: Option<PathBuf>,
+    /// The holder's code map: local codes of the study's codes, unit spellings, site-private
+    /// features.
+    #[arg(long, requires = "fhir")]
+    pub code_map: Option<PathBuf>,
     /// Where personalised state and the node's noise key are kept.
     #[arg(long, env = "EHDS_NODE_STATE_DIR")]
     pub state_dir: PathBuf,
@@ -121,7 +132,8 @@ pub struct NodeRunArgs {
 #[derive(Subcommand)]
 pub enum AuditCommand {
     /// Verify the hash chain offline, straight from the database; exits 1 and names the first
-    /// bad entry if any entry was edited, deleted or reordered.
+    /// bad entry if an entry was edited, deleted or reordered (except at the end: compare the
+    /// printed head with one kept elsewhere to detect removal of the last entries).
     Verify {
         #[arg(long, env = "EHDS_DATABASE_URL")]
         database_url: Option<String>,
@@ -191,6 +203,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
             Ok(0)
         }
         Command::Node {
+            command: NodeCommand::Check(args),
+        } => crate::node::check_cli::check(args),
+        Command::Node {
+            command: NodeCommand::GenerateCorpus(args),
+        } => crate::node::check_cli::generate_corpus(args),
+        Command::Node {
             command: NodeCommand::Run(args),
         } => {
             crate::telemetry::init();
@@ -199,7 +217,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Demo(args) => crate::demo::run(args, settings).await,
         Command::Openapi => {
-            print!("{}", openapi::spec_json());
+            print!("{}", Application::openapi_json());
             Ok(0)
         }
     }
@@ -208,7 +226,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
 async fn node_run(args: NodeRunArgs, settings: &Settings) -> anyhow::Result<()> {
     use crate::{
         domain::OrgId,
-        node::agent::{Agent, AgentConfig, Credentials, DataSource},
+        node::agent::{Agent, AgentConfig, Credentials},
     };
     let organisation = OrgId::parse(&args.org).map_err(|e| anyhow::anyhow!(e.1))?;
     let credentials = match (args.issuer, args.dev_key_dir, args.token) {
@@ -222,7 +240,7 @@ async fn node_run(args: NodeRunArgs, settings: &Settings) -> anyhow::Result<()> 
             dir.display()
         ),
         (None, Some(dir), None) => Credentials::Dev {
-            issuer: Box::new(DevIssuer::load_or_create(
+            issuer: std::sync::Arc::new(DevIssuer::load_or_create(
                 &dir,
                 args.gateway.trim_end_matches('/'),
                 &settings.auth.audience,
@@ -233,11 +251,7 @@ async fn node_run(args: NodeRunArgs, settings: &Settings) -> anyhow::Result<()> 
         (None, None, Some(token)) => Credentials::Static(token),
         _ => anyhow::bail!("give exactly one of --issuer (client credentials), --dev-key-dir or --token"),
     };
-    let source = match (args.fhir, args.csv) {
-        (Some(p), _) => DataSource::Fhir(p),
-        (None, Some(p)) => DataSource::Csv(p),
-        (None, None) => anyhow::bail!("give --fhir or --csv"),
-    };
+    let source = crate::node::check_cli::data_source(args.fhir, args.csv, args.code_map)?;
     let mut agent = Agent::new(AgentConfig {
         gateway: args.gateway,
         organisation,

@@ -65,9 +65,27 @@ pub struct AuthSettings {
 #[serde(deny_unknown_fields)]
 pub struct HttpSettings {
     pub body_limit_bytes: usize,
+    /// Longest a request may take once its head has been read.
     pub request_timeout_seconds: u64,
     /// Origins allowed by CORS; empty (the default) disables CORS.
     pub cors_allowed_origins: Vec<String>,
+    /// Largest request head (request line and headers) accepted; a bearer JWT needs a few kB.
+    /// Larger heads are refused with 431.
+    pub max_header_bytes: usize,
+    /// Longest a client may take to send a request head, and longest an idle keep-alive
+    /// connection stays open waiting for the next one (slow-header attacks).
+    pub header_read_timeout_seconds: u64,
+    /// Connections served at once; further clients wait in the listen backlog.
+    pub max_connections: usize,
+    /// Requests without valid credentials that one source address may make per minute before
+    /// it is answered 429 (and its refusals are only counted, not audited one by one).
+    pub unauthenticated_per_source_per_minute: u32,
+    /// Refusals of requests without valid credentials, from all sources together, audited one
+    /// entry each per minute; beyond it they are counted into one summary entry per minute.
+    pub unauthenticated_audited_per_minute: u32,
+    /// Header naming the client address when the gateway runs behind a trusted reverse proxy
+    /// (e.g. `x-forwarded-for`, whose last hop is used); unset, the peer address is used.
+    pub client_ip_header: Option<String>,
 }
 
 /// The controller details that GDPR Art. 30 records carry.
@@ -101,6 +119,12 @@ impl Default for Settings {
                 body_limit_bytes: 1024 * 1024,
                 request_timeout_seconds: 30,
                 cors_allowed_origins: vec![],
+                max_header_bytes: 16 * 1024,
+                header_read_timeout_seconds: 10,
+                max_connections: 1024,
+                unauthenticated_per_source_per_minute: 60,
+                unauthenticated_audited_per_minute: 120,
+                client_ip_header: None,
             },
             hdab: HdabSettings {
                 name: "Example Health Data Access Body".into(),

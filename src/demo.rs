@@ -4,14 +4,25 @@
 //! opt-out import, application, approval, a federated study with client-level differential
 //! privacy, per-round figures, model export after the output check, and audit verification.
 
-use std::{path::PathBuf, time::Duration};
+use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use anyhow::{bail, ensure, Context};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};
 use tokio::process::{Child, Command};
 
-use crate::{auth::dev::DevIssuer, configuration::Settings, startup::Application};
+use crate::{
+    auth::dev::DevIssuer,
+    client::{DevTokens, GatewayClient, OptOutImport},
+    configuration::Settings,
+    domain::{
+        application::{
+            ApplicantRequest, ApplicationRequest, BudgetRequest, PeriodRequest, ResearchFlag,
+        },
+        StudyId,
+    },
+    startup::Application,
+};
 
 /// The example federation's hospitals and the member states the example assigns them.
 const HOSPITALS: [(&str, &str); 4] = [
@@ -43,51 +54,25 @@ pub struct DemoArgs {
     pub seed: u64,
 }
 
-struct Client {
-    base: String,
-    http: reqwest::Client,
-    dev: DevIssuer,
+/// The demo's callers, each a client of the same gateway.
+struct Callers {
+    researcher: GatewayClient,
+    officer: GatewayClient,
+    registrar: GatewayClient,
+    auditor: GatewayClient,
 }
 
-impl Client {
-    fn token(&self, sub: &str, role: &str, org: &str) -> anyhow::Result<String> {
-        self.dev.mint(sub, &[role.to_owned()], Some(org), 3600)
-    }
-
-    async fn send(&self, req: reqwest::RequestBuilder, what: &str) -> anyhow::Result<Value> {
-        let resp = req
-            .send()
-            .await
-            .with_context(|| format!("{what}: no answer"))?;
-        let status = resp.status();
-        let text = resp.text().await?;
-        if !status.is_success() {
-            bail!("{what}: {status}: {text}");
+impl Callers {
+    fn new(gateway: &GatewayClient, dev: Arc<DevIssuer>) -> Self {
+        let as_ = |sub: &str, role: &str, org: &str| {
+            gateway.with_tokens(DevTokens::new(dev.clone(), sub, role, Some(org)))
+        };
+        Self {
+            researcher: as_("alice", "researcher", "uni-a"),
+            officer: as_("olaf", "hdab_officer", "hdab-de"),
+            registrar: as_("rita", "optout_registrar", "hdab-de"),
+            auditor: as_("audrey", "auditor", "hdab-de"),
         }
-        Ok(serde_json::from_str(&text).unwrap_or(Value::String(text)))
-    }
-
-    async fn post(
-        &self,
-        path: &str,
-        token: &str,
-        body: &Value,
-        what: &str,
-    ) -> anyhow::Result<Value> {
-        let req = self
-            .http
-            .post(format!("{}{path}", self.base))
-            .bearer_auth(token)
-            .json(body);
-        self.send(req, what).await
-    }
-
-    async fn get(&self, path: &str, token: &str, what: &str) -> anyhow::Result<Value> {
-        let req = self
-            .http
-            .get(format!("{}{path}", self.base))
-            .bearer_auth(token);
-        self.send(req, what).await
     }
 }
 
@@ -188,79 +173,71 @@ pub async fn run(args: DemoArgs, mut settings: Settings) -> anyhow::Result<i32> 
         "gateway   {base} (SQLite in {}, development mode)",
         args.data_dir.display()
     );
-    let c = Client {
-        base: base.clone(),
-        http: reqwest::Client::new(),
-        dev: DevIssuer::load_or_create(&args.data_dir, &base, &settings.auth.audience)?,
-    };
-    let outcome = walk(&args, &c).await;
+    let dev = DevIssuer::load_or_create(&args.data_dir, &base, &settings.auth.audience)?;
+    let callers = Callers::new(&GatewayClient::new(&base)?, Arc::new(dev));
+    let outcome = walk(&args, &base, &callers).await;
     let _ = stop.send(());
     let _ = tokio::time::timeout(Duration::from_secs(5), server).await;
     outcome
 }
 
-async fn walk(args: &DemoArgs, c: &Client) -> anyhow::Result<i32> {
-    let researcher = c.token("alice", "researcher", "uni-a")?;
-    let officer = c.token("olaf", "hdab_officer", "hdab-de")?;
-    let registrar = c.token("rita", "optout_registrar", "hdab-de")?;
-    let auditor = c.token("audrey", "auditor", "hdab-de")?;
+fn application() -> ApplicationRequest {
+    let now = chrono::Utc::now();
+    ApplicationRequest {
+        title: "Federated heart-disease risk model".into(),
+        applicant: ApplicantRequest {
+            organisation: "uni-a".into(),
+            public_body: false,
+        },
+        purposes: vec!["scientific_research".into()],
+        research_flags: vec![ResearchFlag::AlgorithmTraining],
+        categories: vec!["ehr_data".into()],
+        data_holders: HOSPITALS.iter().map(|h| h.0.to_owned()).collect(),
+        member_states: HOSPITALS.iter().map(|h| h.1.to_owned()).collect(),
+        requested_period: PeriodRequest {
+            start: now,
+            end: now + chrono::Duration::days(365),
+        },
+        privacy_budget: BudgetRequest {
+            epsilon: 10.0,
+            delta: 1e-5,
+            unit: "data_holder".into(),
+        },
+        justification: "Train a risk model across four hospitals without moving any record.".into(),
+        optout_exception: None,
+        declares_no_prohibited_use: true,
+    }
+}
 
+async fn walk(args: &DemoArgs, base: &str, c: &Callers) -> anyhow::Result<i32> {
     // Art. 71: opt-outs registered before the permit is issued bind it.
     let optouts = std::fs::read(args.federation.join("optouts.ndjson"))?;
     let imported = c
-        .send(
-            c.http
-                .post(format!("{}/v1/opt-outs/import", c.base))
-                .bearer_auth(&registrar)
-                .header("content-type", "application/x-ndjson")
-                .body(optouts),
-            "opt-out import",
-        )
-        .await?;
+        .registrar
+        .import_opt_outs(OptOutImport::Ndjson(optouts.into()))
+        .await
+        .context("opt-out import")?;
     println!(
         "opt-outs  {} registered (registry version {})",
         imported["registered"], imported["registry_version"]
     );
 
-    let now = chrono::Utc::now();
     let application = c
-        .post(
-            "/v1/applications",
-            &researcher,
-            &json!({
-                "title": "Federated heart-disease risk model",
-                "applicant": {"organisation": "uni-a", "public_body": false},
-                "purposes": ["scientific_research"], "research_flags": ["algorithm_training"],
-                "categories": ["ehr_data"],
-                "data_holders": HOSPITALS.iter().map(|h| h.0).collect::<Vec<_>>(),
-                "member_states": HOSPITALS.iter().map(|h| h.1).collect::<Vec<_>>(),
-                "requested_period": {"start": now.to_rfc3339(), "end": (now + chrono::Duration::days(365)).to_rfc3339()},
-                "privacy_budget": {"epsilon": 10.0, "delta": 1e-5, "unit": "data_holder"},
-                "justification": "Train a risk model across four hospitals without moving any record.",
-                "declares_no_prohibited_use": true
-            }),
-            "application",
-        )
-        .await?;
-    let app_id = application["id"].as_str().context("application id")?;
-    println!("apply     application {app_id}");
-    let decided = c
-        .post(
-            &format!("/v1/applications/{app_id}/decision"),
-            &officer,
-            &json!({"decision": "approve"}),
-            "decision",
-        )
-        .await?;
-    let permit = decided["permit"]["id"]
-        .as_str()
-        .context("permit id")?
-        .to_owned();
+        .researcher
+        .create_application(&application())
+        .await
+        .context("application")?;
+    println!("apply     application {}", application.id);
+    let permit = c
+        .officer
+        .approve_application(application.id)
+        .await
+        .context("decision")?;
     println!("permit    {permit} issued: epsilon 10 per data holder, delta 1e-5, 4 hospitals");
 
     let mut nodes = Vec::new();
     for (org, _) in HOSPITALS {
-        nodes.push(spawn_node(args, &c.base, org)?);
+        nodes.push(spawn_node(args, base, org)?);
     }
     println!(
         "nodes     {} node agents polling over HTTP (logs in {}/nodes)",
@@ -272,14 +249,14 @@ async fn walk(args: &DemoArgs, c: &Client) -> anyhow::Result<i32> {
         args.federation.join("heart_disease.features.json"),
     )?)?;
     let study = c
-        .post(
-            "/v1/studies",
-            &researcher,
-            &study_body(args, &permit, features)?,
-            "study",
-        )
-        .await?;
-    let study_id = study["id"].as_str().context("study id")?.to_owned();
+        .researcher
+        .create_study(&study_body(args, &permit.to_string(), features)?)
+        .await
+        .context("study")?;
+    let study_id = study["id"]
+        .as_str()
+        .and_then(|s| StudyId::parse(s).ok())
+        .context("study id")?;
     println!(
         "study     {study_id}: {} with client-level DP, {} rounds, noise multiplier {:.2}, epsilon planned {:.2}",
         args.strategy, args.rounds, study["spec"]["dp"]["noise_multiplier"].as_f64().unwrap_or(0.0),
@@ -293,12 +270,10 @@ async fn walk(args: &DemoArgs, c: &Client) -> anyhow::Result<i32> {
     );
     let rounds = loop {
         let r = c
-            .get(
-                &format!("/v1/studies/{study_id}/rounds"),
-                &researcher,
-                "rounds",
-            )
-            .await?;
+            .researcher
+            .study_rounds(study_id)
+            .await
+            .context("rounds")?;
         let done = r["rounds"].as_array().map_or(0, |a| {
             a.iter().filter(|x| x["phase"] == "aggregated").count()
         });
@@ -313,8 +288,7 @@ async fn walk(args: &DemoArgs, c: &Client) -> anyhow::Result<i32> {
             if status != "completed" {
                 bail!(
                     "the study ended {status}: {}",
-                    c.get(&format!("/v1/studies/{study_id}"), &researcher, "study")
-                        .await?["status_reason"]
+                    c.researcher.study(study_id).await.context("study")?["status_reason"]
                 );
             }
             break r;
@@ -357,37 +331,25 @@ async fn walk(args: &DemoArgs, c: &Client) -> anyhow::Result<i32> {
     println!("(accuracy: uniform mean over the hospitals of each one's personalised model on its own held-out data)");
 
     let model = c
-        .http
-        .get(format!("{}/v1/studies/{study_id}/model", c.base))
-        .bearer_auth(&researcher)
-        .send()
-        .await?;
-    ensure!(
-        model.status().is_success(),
-        "model export refused: {}",
-        model.text().await?
-    );
-    let digest = model
-        .headers()
-        .get("x-model-digest")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_owned();
+        .researcher
+        .study_model(study_id)
+        .await
+        .context("model export refused")?;
     let model_path = args.data_dir.join("model.safetensors");
-    std::fs::write(&model_path, model.bytes().await?)?;
+    std::fs::write(&model_path, &model.bytes)?;
     println!(
-        "\nmodel     passed the output check; written to {} (sha256 {digest})",
-        model_path.display()
+        "\nmodel     passed the output check; written to {} (sha256 {})",
+        model_path.display(),
+        model.digest
     );
 
-    let verify = c.get("/v1/audit/verify", &auditor, "audit verify").await?;
+    let verify = c.auditor.verify_audit().await.context("audit verify")?;
+    let permit = permit.to_string();
     let export = c
-        .get(
-            &format!("/v1/audit/events?format=fhir&limit=10000&permit_id={permit}"),
-            &auditor,
-            "audit export",
-        )
-        .await?;
+        .auditor
+        .audit_events_fhir(&[("limit", "10000"), ("permit_id", &permit)])
+        .await
+        .context("audit export")?;
     let export_path = args.data_dir.join("audit-fhir-bundle.json");
     std::fs::write(&export_path, serde_json::to_vec_pretty(&export)?)?;
     println!(

@@ -5,9 +5,11 @@
 // request, so boxing it would add an allocation without making any request faster.
 #![allow(clippy::result_large_err)]
 
+pub mod app;
 pub mod auth;
 pub mod authz;
 pub mod cli;
+pub mod client;
 pub mod configuration;
 pub mod demo;
 pub mod domain;

@@ -26,8 +26,7 @@ pub fn load_or_create(path: &std::path::Path) -> anyhow::Result<(Vec<u8>, bool)>
         return Ok((bytes, false));
     }
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("Failed to create {}", dir.display()))?;
+        create_private_dir(dir)?;
     }
     let key = random_key()?;
     let mut options = std::fs::OpenOptions::new();
@@ -39,4 +38,107 @@ pub fn load_or_create(path: &std::path::Path) -> anyhow::Result<(Vec<u8>, bool)>
         .with_context(|| format!("Failed to create {}", path.display()))?
         .write_all(&key)?;
     Ok((key.to_vec(), true))
+}
+
+/// Seals the per-study noise keys kept in the database with a key-encryption key that lives in
+/// a file beside it (mode 0600), so that reading the database (a dump, a replica, a backup) does
+/// not reveal the noise that protects a released model. ChaCha20-Poly1305 with a random nonce;
+/// the study id is the associated data, so a sealed key cannot be moved to another study.
+pub struct KeyVault {
+    key: ring::aead::LessSafeKey,
+}
+
+const SEALED_PREFIX: &[u8] = b"EHDS-SEALED-1:";
+const VAULT_KEY_FILE: &str = "noise-keys.kek";
+
+impl KeyVault {
+    /// The vault of `data_dir`, creating its key on first use.
+    pub fn load_or_create(data_dir: &std::path::Path) -> anyhow::Result<Self> {
+        let path = data_dir.join(VAULT_KEY_FILE);
+        let (bytes, created) = load_or_create(&path)?;
+        if created {
+            tracing::warn!(path = %path.display(), "created a new key for the study noise keys; back it up with the database");
+        }
+        Self::from_bytes(&bytes[..32])
+    }
+
+    pub fn from_bytes(key: &[u8]) -> anyhow::Result<Self> {
+        let unbound = ring::aead::UnboundKey::new(&ring::aead::CHACHA20_POLY1305, key)
+            .map_err(|_| anyhow::anyhow!("the vault key must be 32 bytes"))?;
+        Ok(Self {
+            key: ring::aead::LessSafeKey::new(unbound),
+        })
+    }
+
+    pub fn is_sealed(stored: &[u8]) -> bool {
+        stored.starts_with(SEALED_PREFIX)
+    }
+
+    pub fn seal(&self, owner: &[u8], secret: &[u8]) -> anyhow::Result<Vec<u8>> {
+        let mut nonce = [0u8; ring::aead::NONCE_LEN];
+        ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut nonce)
+            .map_err(|_| anyhow::anyhow!("no secure randomness available"))?;
+        let mut buf = secret.to_vec();
+        self.key
+            .seal_in_place_append_tag(
+                ring::aead::Nonce::assume_unique_for_key(nonce),
+                ring::aead::Aad::from(owner),
+                &mut buf,
+            )
+            .map_err(|_| anyhow::anyhow!("sealing failed"))?;
+        Ok([SEALED_PREFIX, &nonce, &buf].concat())
+    }
+
+    /// The secret of a sealed value. A value stored before sealing existed is returned as is
+    /// (the gateway seals those at start-up).
+    pub fn open(&self, owner: &[u8], stored: &[u8]) -> anyhow::Result<Vec<u8>> {
+        let Some(rest) = stored.strip_prefix(SEALED_PREFIX) else {
+            return Ok(stored.to_vec());
+        };
+        anyhow::ensure!(
+            rest.len() > ring::aead::NONCE_LEN,
+            "sealed key is truncated"
+        );
+        let (nonce, sealed) = rest.split_at(ring::aead::NONCE_LEN);
+        let nonce = ring::aead::Nonce::try_assume_unique_for_key(nonce)
+            .map_err(|_| anyhow::anyhow!("bad nonce"))?;
+        let mut buf = sealed.to_vec();
+        let plain = self
+            .key
+            .open_in_place(nonce, ring::aead::Aad::from(owner), &mut buf)
+            .map_err(|_| {
+                anyhow::anyhow!("a sealed noise key does not open with this gateway's vault key")
+            })?;
+        Ok(plain.to_vec())
+    }
+}
+
+/// Creates `dir` and its missing parents with owner-only access (0700).
+pub fn create_private_dir(dir: &std::path::Path) -> anyhow::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder
+        .create(dir)
+        .with_context(|| format!("Failed to create {}", dir.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sealed_key_opens_only_for_its_owner_and_with_its_vault() {
+        let vault = KeyVault::from_bytes(&[7u8; 32]).unwrap();
+        let sealed = vault.seal(b"study-a", &[1u8; 32]).unwrap();
+        assert!(KeyVault::is_sealed(&sealed));
+        assert!(!sealed.windows(32).any(|w| w == [1u8; 32]));
+        assert_eq!(vault.open(b"study-a", &sealed).unwrap(), vec![1u8; 32]);
+        assert!(vault.open(b"study-b", &sealed).is_err());
+        let other = KeyVault::from_bytes(&[8u8; 32]).unwrap();
+        assert!(other.open(b"study-a", &sealed).is_err());
+        // Keys stored before sealing existed read as they are.
+        assert_eq!(vault.open(b"study-a", &[2u8; 32]).unwrap(), vec![2u8; 32]);
+    }
 }

@@ -16,6 +16,7 @@ use crate::{
     },
     federation::Federation,
     http::{self, AppState},
+    secret::KeyVault,
     store::{self, Store},
 };
 
@@ -40,8 +41,7 @@ fn load_or_create_pseudonym_key(data_dir: &Path) -> anyhow::Result<PseudonymKey>
 
 impl Application {
     pub async fn build(settings: Settings, dev: bool) -> anyhow::Result<Self> {
-        std::fs::create_dir_all(&settings.data_dir)
-            .with_context(|| format!("Failed to create {}", settings.data_dir.display()))?;
+        crate::secret::create_private_dir(&settings.data_dir)?;
         let listener = TcpListener::bind(settings.listen)
             .await
             .with_context(|| format!("Failed to listen on {}", settings.listen))?;
@@ -69,10 +69,16 @@ impl Application {
         let auth = Authenticator::new(&settings.auth, issuer)?;
         let pseudonym_key = load_or_create_pseudonym_key(&settings.data_dir)?;
         let authz = Arc::new(Authorizer::new()?);
+        let settings_http = settings.http.clone();
+        let vault = Arc::new(KeyVault::load_or_create(&settings.data_dir)?);
+        seal_stored_noise_keys(store.as_ref(), &vault)
+            .await
+            .context("Failed to seal the stored study noise keys")?;
         let federation = Arc::new(Federation::new(
             store.clone(),
             authz.clone(),
             settings.federation.clone(),
+            vault,
         ));
         let state = AppState {
             store,
@@ -82,6 +88,7 @@ impl Application {
             settings: Arc::new(settings),
             dev: dev_issuer,
             pseudonym_key,
+            unauthenticated: Arc::new(http::guard::UnauthenticatedLimits::new(&settings_http)),
         };
         sweep_expired(state.store.as_ref())
             .await
@@ -104,6 +111,11 @@ impl Application {
         &self.base_url
     }
 
+    /// The OpenAPI document of the API this application serves.
+    pub fn openapi_json() -> String {
+        http::openapi::spec_json()
+    }
+
     pub fn state(&self) -> &AppState {
         &self.state
     }
@@ -123,15 +135,31 @@ impl Application {
                 }
             }
         });
+        let summary_state = self.state.clone();
+        let summariser = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(60));
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                if let Err(e) = http::record_refusal_summary(&summary_state).await {
+                    tracing::error!(error = %e, "failed to record the summary of refusals");
+                }
+                summary_state.unauthenticated.forget_idle_sources();
+            }
+        });
         // The round loop resumes every live study where the database says it stands.
         let rounds = tokio::spawn(self.state.federation.clone().run());
         tracing::info!(url = %self.base_url, dev = self.state.dev.is_some(), backend = self.state.store.backend(), "ehds-gateway listening");
+        let http_settings = self.state.settings.http.clone();
+        let summary_state_at_stop = self.state.clone();
         let app = http::router(self.state);
-        let served = axum::serve(self.listener, app)
-            .with_graceful_shutdown(shutdown)
-            .await;
+        let served = http::server::serve(self.listener, app, &http_settings, shutdown).await;
         sweeper.abort();
+        summariser.abort();
         rounds.abort();
+        if let Err(e) = http::record_refusal_summary(&summary_state_at_stop).await {
+            tracing::error!(error = %e, "failed to record the summary of refusals");
+        }
         served.context("server error")
     }
 }
@@ -161,6 +189,31 @@ pub async fn sweep_expired(store: &dyn Store) -> anyhow::Result<usize> {
     }
     tx.commit().await?;
     Ok(lapsed.len())
+}
+
+/// Seals study noise keys stored in clear by versions before the vault existed, in one
+/// transaction with its audit entry.
+pub async fn seal_stored_noise_keys(store: &dyn Store, vault: &KeyVault) -> anyhow::Result<usize> {
+    let mut tx = store.begin().await?;
+    let mut sealed = 0;
+    for (study, stored) in tx.study_noise_keys().await? {
+        if KeyVault::is_sealed(&stored) {
+            continue;
+        }
+        let key = vault.seal(study.to_string().as_bytes(), &stored)?;
+        tx.set_study_noise_key(study, &key).await?;
+        sealed += 1;
+    }
+    if sealed > 0 {
+        tx.append_audit(
+            NewAuditEvent::success(&Actor::system(), "system.noise_keys_sealed", "study", None)
+                .detail(serde_json::json!({ "studies": sealed })),
+        )
+        .await?;
+        tracing::warn!(studies = sealed, "sealed study noise keys stored in clear; old database pages may still hold them until the file is vacuumed");
+    }
+    tx.commit().await?;
+    Ok(sealed)
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

@@ -11,10 +11,15 @@ mod helpers;
 use std::{
     path::{Path, PathBuf},
     process::Stdio,
+    sync::Arc,
     time::{Duration, Instant},
 };
 
-use ehds_gateway::auth::dev::DevIssuer;
+use ehds_gateway::{
+    auth::dev::DevIssuer,
+    client::{DevTokens, GatewayClient, ModelFile, OptOutImport},
+    domain::{audit::AuditEntry, PermitId, StudyId},
+};
 use serde_json::{json, Value};
 use tokio::process::{Child, Command};
 
@@ -69,6 +74,25 @@ impl Nodes {
         work: &Path,
         max_tasks: Option<usize>,
     ) {
+        let data = vec![
+            "--fhir".into(),
+            example_federation_dir()
+                .join(format!("{org}.json"))
+                .into_os_string(),
+        ];
+        self.spawn_reading(org, gateway, key_dir, work, max_tasks, data);
+    }
+
+    /// Same, reading the records named by `data` (`--fhir`, `--code-map`, ...).
+    fn spawn_reading(
+        &mut self,
+        org: &str,
+        gateway: &str,
+        key_dir: &Path,
+        work: &Path,
+        max_tasks: Option<usize>,
+        data: Vec<std::ffi::OsString>,
+    ) {
         let state = work.join("nodes").join(org);
         std::fs::create_dir_all(&state).unwrap();
         let log_path = work.join(format!("node-{org}-{}.log", self.logs.len()));
@@ -76,8 +100,7 @@ impl Nodes {
         let mut cmd = Command::new(BIN);
         cmd.args(["node", "run", "--gateway", gateway, "--org", org])
             .args(["--poll-wait", "5"])
-            .arg("--fhir")
-            .arg(example_federation_dir().join(format!("{org}.json")))
+            .args(data)
             .arg("--state-dir")
             .arg(&state)
             .arg("--dev-key-dir")
@@ -110,117 +133,79 @@ impl Nodes {
     }
 }
 
-/// What the tests need of a gateway, in-process or not: its base URL and its development key.
+/// What the tests need of a gateway, in-process or not: a client for each caller.
 struct Gateway {
-    base: String,
-    http: reqwest::Client,
-    dev: DevIssuer,
+    researcher: GatewayClient,
+    officer: GatewayClient,
+    auditor: GatewayClient,
+    registrar: GatewayClient,
 }
 
 impl Gateway {
-    fn token(&self, sub: &str, role: &str, org: &str) -> String {
-        self.dev
-            .mint(sub, &[role.to_owned()], Some(org), 3600)
-            .unwrap()
-    }
-    fn researcher(&self) -> String {
-        self.token("alice", "researcher", "uni-a")
-    }
-    fn officer(&self) -> String {
-        self.token("olaf", "hdab_officer", "hdab-de")
-    }
-    fn auditor(&self) -> String {
-        self.token("audrey", "auditor", "hdab-de")
-    }
-    fn registrar(&self) -> String {
-        self.token("rita", "optout_registrar", "hdab-de")
+    /// Callers of the gateway at `base`, with tokens minted by its development key.
+    fn new(base: &str, dev: Arc<DevIssuer>) -> Self {
+        let client = GatewayClient::new(base).unwrap();
+        let as_ = |sub: &str, role: &str, org: &str| {
+            client.with_tokens(DevTokens::new(dev.clone(), sub, role, Some(org)))
+        };
+        Self {
+            researcher: as_("alice", "researcher", "uni-a"),
+            officer: as_("olaf", "hdab_officer", "hdab-de"),
+            auditor: as_("audrey", "auditor", "hdab-de"),
+            registrar: as_("rita", "optout_registrar", "hdab-de"),
+        }
     }
 
-    async fn send(&self, req: reqwest::RequestBuilder) -> (u16, Value) {
-        let r = req.send().await.expect("the gateway answers");
-        let status = r.status().as_u16();
-        let text = r.text().await.unwrap_or_default();
-        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
-    }
-
-    async fn get(&self, path: &str, token: &str) -> Value {
-        let (status, body) = self
-            .send(
-                self.http
-                    .get(format!("{}{path}", self.base))
-                    .bearer_auth(token),
-            )
-            .await;
-        assert_eq!(status, 200, "GET {path}: {body}");
-        body
-    }
-
-    async fn post(&self, path: &str, token: &str, body: &Value) -> Value {
-        let (status, answer) = self
-            .send(
-                self.http
-                    .post(format!("{}{path}", self.base))
-                    .bearer_auth(token)
-                    .json(body),
-            )
-            .await;
-        assert!(
-            (200..300).contains(&status),
-            "POST {path}: {status} {answer}"
-        );
-        answer
-    }
-
-    async fn audit(&self, query: &str) -> Vec<Value> {
-        self.get(
-            &format!("/v1/audit/events?limit=10000&{query}"),
-            &self.auditor(),
-        )
-        .await
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
+    async fn audit(&self, filter: &[(&str, &str)]) -> Vec<AuditEntry> {
+        let mut pairs = vec![("limit", "10000")];
+        pairs.extend_from_slice(filter);
+        self.auditor
+            .audit_events(&pairs)
+            .await
+            .expect("the auditor reads the trail")
     }
 
     /// Imports the example opt-outs, then has alice apply for the four hospitals and the
     /// officer approve: the opt-outs bind the permit. Returns the permit id.
-    async fn optouts_then_permit(&self) -> String {
-        let (status, imported) = self
-            .send(
-                self.http
-                    .post(format!("{}/v1/opt-outs/import", self.base))
-                    .bearer_auth(self.registrar())
-                    .header("content-type", "application/x-ndjson")
-                    .body(example_optouts()),
-            )
-            .await;
-        assert_eq!(status, 200, "{imported}");
+    async fn optouts_then_permit(&self) -> PermitId {
+        let imported = self
+            .registrar
+            .import_opt_outs(OptOutImport::Ndjson(example_optouts().into()))
+            .await
+            .expect("opt-outs imported");
         assert_eq!(imported["registered"], example_optout_count(), "{imported}");
+        self.permit(federation_application(&hospitals(), 10.0, "data_holder"))
+            .await
+    }
+
+    /// Alice applies with `application`, the officer approves; returns the permit id.
+    async fn permit(&self, application: Value) -> PermitId {
+        let request = serde_json::from_value(application).expect("a well-formed application");
         let application = self
-            .post(
-                "/v1/applications",
-                &self.researcher(),
-                &federation_application(&hospitals(), 10.0, "data_holder"),
-            )
-            .await;
-        let id = application["id"].as_str().unwrap();
-        let decided = self
-            .post(
-                &format!("/v1/applications/{id}/decision"),
-                &self.officer(),
-                &json!({"decision": "approve"}),
-            )
-            .await;
-        decided["permit"]["id"].as_str().unwrap().to_owned()
+            .researcher
+            .create_application(&request)
+            .await
+            .expect("application accepted");
+        self.officer
+            .approve_application(application.id)
+            .await
+            .expect("application approved")
+    }
+
+    async fn submit(&self, body: &Value) -> StudyId {
+        let created = self
+            .researcher
+            .create_study(body)
+            .await
+            .expect("study accepted");
+        StudyId::parse(created["id"].as_str().unwrap()).unwrap()
     }
 
     /// Waits (up to `secs`) until the study is no longer running; returns its rounds view.
-    async fn wait_until_done(&self, study: &str, secs: u64, nodes: &Nodes) -> Value {
+    async fn wait_until_done(&self, study: StudyId, secs: u64, nodes: &Nodes) -> Value {
         let until = Instant::now() + Duration::from_secs(secs);
         loop {
-            let view = self
-                .get(&format!("/v1/studies/{study}/rounds"), &self.researcher())
-                .await;
+            let view = self.researcher.study_rounds(study).await.unwrap();
             if view["status"] != "running" {
                 return view;
             }
@@ -234,30 +219,22 @@ impl Gateway {
     }
 
     /// The final model: its bytes and the `x-model-digest` header.
-    async fn model(&self, study: &str) -> (Vec<u8>, String) {
-        let r = self
-            .http
-            .get(format!("{}/v1/studies/{study}/model", self.base))
-            .bearer_auth(self.researcher())
-            .send()
+    async fn model(&self, study: StudyId) -> ModelFile {
+        self.researcher
+            .study_model(study)
             .await
-            .unwrap();
-        let status = r.status();
-        let digest = r
-            .headers()
-            .get("x-model-digest")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_owned();
-        let bytes = r.bytes().await.unwrap().to_vec();
-        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&bytes));
-        (bytes, digest)
+            .expect("the model is released")
+    }
+
+    async fn epsilon_spent(&self, permit: PermitId) -> f64 {
+        let view = self.officer.permit(permit).await.unwrap();
+        view["privacy_budget"]["epsilon_spent"].as_f64().unwrap()
     }
 }
 
 /// The study both tests run: Ditto on a logistic model with client-level DP on the four
 /// hospitals, few rounds and little local work.
-fn ditto_study(permit: &str, rounds: u64) -> Value {
+fn ditto_study(permit: PermitId, rounds: u64) -> Value {
     json!({
         "title": "Fed-Heart-Disease across four hospitals",
         "permit_id": permit,
@@ -295,28 +272,17 @@ fn aggregated_once_each(view: &Value, rounds: u64) -> Vec<Value> {
 }
 
 async fn whole_study_on_four_node_processes(app: TestApp) {
-    let gw = Gateway {
-        base: app.base.clone(),
-        http: reqwest::Client::new(),
-        dev: DevIssuer::load_or_create(&app.data_dir, &app.base, "ehds-gateway").unwrap(),
-    };
+    let gw = Gateway::new(&app.base, app.dev.clone());
     let permit = gw.optouts_then_permit().await;
     let work = tempfile::tempdir().unwrap();
     let mut nodes = Nodes::new();
     for org in hospitals() {
-        nodes.spawn(org, &gw.base, &app.data_dir, work.path(), None);
+        nodes.spawn(org, &app.base, &app.data_dir, work.path(), None);
     }
     let rounds = 3;
-    let created = gw
-        .post(
-            "/v1/studies",
-            &gw.researcher(),
-            &ditto_study(&permit, rounds),
-        )
-        .await;
-    let id = created["id"].as_str().unwrap().to_owned();
+    let id = gw.submit(&ditto_study(permit, rounds)).await;
 
-    let view = gw.wait_until_done(&id, 300, &nodes).await;
+    let view = gw.wait_until_done(id, 300, &nodes).await;
     nodes.kill().await;
     assert_eq!(view["status"], "completed", "{view}\n{}", nodes.logs());
 
@@ -346,28 +312,30 @@ async fn whole_study_on_four_node_processes(app: TestApp) {
         4,
         "{last}"
     );
-    let permit_view = gw
-        .get(&format!("/v1/permits/{permit}"), &gw.officer())
-        .await;
-    let spent = permit_view["privacy_budget"]["epsilon_spent"]
-        .as_f64()
-        .unwrap();
-    assert!((spent - epsilon).abs() < 1e-9, "{permit_view}");
+    let spent = gw.epsilon_spent(permit).await;
+    assert!((spent - epsilon).abs() < 1e-9, "{spent} vs {epsilon}");
 
-    let (bytes, digest) = gw.model(&id).await;
-    let (params, meta) = fl_engine::load_safetensors(&bytes).expect("a valid parameter file");
+    let model = gw.model(id).await;
+    let (params, meta) = fl_engine::load_safetensors(&model.bytes).expect("a valid parameter file");
     assert!(!params.is_empty());
-    assert_eq!(meta.digest, digest);
-    assert_eq!(meta.study, id);
+    assert_eq!(meta.digest, model.digest);
+    assert_eq!(meta.study, id.to_string());
     assert_eq!(meta.round, rounds);
+    let id_text = id.to_string();
     let aggregate = gw
-        .audit(&format!("action=study.round.aggregate&resource_id={id}"))
+        .audit(&[
+            ("action", "study.round.aggregate"),
+            ("resource_id", &id_text),
+        ])
         .await;
     assert_eq!(aggregate.len() as u64, rounds);
-    assert_eq!(aggregate.last().unwrap()["detail"]["model_digest"], digest);
-    assert!(aggregate.iter().all(|e| e["detail"]["contributors"] == 4));
+    assert_eq!(
+        aggregate.last().unwrap().detail["model_digest"],
+        model.digest
+    );
+    assert!(aggregate.iter().all(|e| e.detail["contributors"] == 4));
 
-    let verify = gw.get("/v1/audit/verify", &gw.auditor()).await;
+    let verify = gw.auditor.verify_audit().await.unwrap();
     assert_eq!(verify["valid"], true, "{verify}");
 }
 both_backends!(whole_study_on_four_node_processes);
@@ -391,8 +359,7 @@ struct GatewayProcess {
 
 impl GatewayProcess {
     async fn start(database_url: &str, data_dir: &Path, port: u16, log: &Path) -> Self {
-        let base = format!("http://127.0.0.1:{port}");
-        let http = reqwest::Client::new();
+        let client = GatewayClient::new(&format!("http://127.0.0.1:{port}")).unwrap();
         // the port of a killed gateway may take a moment to be free again
         for _ in 0..5 {
             let out = std::fs::OpenOptions::new()
@@ -418,10 +385,8 @@ impl GatewayProcess {
                 if let Ok(Some(_)) = child.try_wait() {
                     break;
                 }
-                if let Ok(r) = http.get(format!("{base}/readyz")).send().await {
-                    if r.status().is_success() {
-                        return Self { child };
-                    }
+                if client.readyz().await.is_ok() {
+                    return Self { child };
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
@@ -460,11 +425,8 @@ async fn reproducible_run(backend: Backend, crash: bool) -> RunResult {
     let base = format!("http://127.0.0.1:{port}");
     let log = dir.path().join("gateway.log");
     let mut gateway = GatewayProcess::start(&database_url, &data_dir, port, &log).await;
-    let gw = Gateway {
-        base: base.clone(),
-        http: reqwest::Client::new(),
-        dev: DevIssuer::load_or_create(&data_dir, &base, "ehds-gateway").unwrap(),
-    };
+    let dev = DevIssuer::load_or_create(&data_dir, &base, "ehds-gateway").unwrap();
+    let gw = Gateway::new(&base, Arc::new(dev));
     let permit = gw.optouts_then_permit().await;
 
     let mut nodes = Nodes::new();
@@ -474,24 +436,22 @@ async fn reproducible_run(backend: Backend, crash: bool) -> RunResult {
         nodes.spawn(org, &base, &data_dir, dir.path(), max_tasks);
     }
     let rounds = 3;
-    let mut body = ditto_study(&permit, rounds);
+    let mut body = ditto_study(permit, rounds);
     body["dp"]["noise_seed"] = json!(20_260_101);
-    let created = gw.post("/v1/studies", &gw.researcher(), &body).await;
-    let id = created["id"].as_str().unwrap().to_owned();
+    let id = gw.submit(&body).await;
+    let id_text = id.to_string();
 
     if crash {
         // Round 2 collecting, at least one of its results stored: kill the gateway.
         let until = Instant::now() + Duration::from_secs(240);
         loop {
             let results = gw
-                .audit("action=node.task.result&outcome=success")
+                .audit(&[("action", "node.task.result"), ("outcome", "success")])
                 .await
                 .into_iter()
-                .filter(|e| e["detail"]["study"] == id.as_str() && e["detail"]["round"] == 2)
+                .filter(|e| e.detail["study"] == id_text.as_str() && e.detail["round"] == 2)
                 .count();
-            let view = gw
-                .get(&format!("/v1/studies/{id}/rounds"), &gw.researcher())
-                .await;
+            let view = gw.researcher.study_rounds(id).await.unwrap();
             let collecting = view["rounds"]
                 .as_array()
                 .unwrap()
@@ -514,7 +474,7 @@ async fn reproducible_run(backend: Backend, crash: bool) -> RunResult {
         nodes.spawn("va", &base, &data_dir, dir.path(), None);
     }
 
-    let view = gw.wait_until_done(&id, 300, &nodes).await;
+    let view = gw.wait_until_done(id, 300, &nodes).await;
     nodes.kill().await;
     assert_eq!(
         view["status"],
@@ -532,39 +492,34 @@ async fn reproducible_run(backend: Backend, crash: bool) -> RunResult {
     if crash {
         // the gateway died once; the round it died in was still collected and aggregated once
         let starts = gw
-            .audit(&format!("action=study.round.start&resource_id={id}"))
+            .audit(&[("action", "study.round.start"), ("resource_id", &id_text)])
             .await;
         assert_eq!(starts.len() as u64, rounds, "{starts:?}");
     }
 
     // The budget was spent once per round, and the permit says what the study says.
-    let permit_view = gw
-        .get(&format!("/v1/permits/{permit}"), &gw.officer())
-        .await;
-    let spent = permit_view["privacy_budget"]["epsilon_spent"]
-        .as_f64()
-        .unwrap();
+    let spent = gw.epsilon_spent(permit).await;
     let study_spent = view["epsilon_spent"].as_f64().unwrap();
-    assert!(
-        (spent - study_spent).abs() < 1e-9,
-        "{permit_view} vs {view}"
-    );
+    assert!((spent - study_spent).abs() < 1e-9, "{spent} vs {view}");
     let last = aggregated.last().unwrap();
     assert!((last["epsilon_total"].as_f64().unwrap() - study_spent).abs() < 1e-12);
     assert!(study_spent <= 8.0 + 1e-9);
 
     // The released model is the one the last aggregation recorded.
-    let (bytes, digest) = gw.model(&id).await;
+    let ModelFile { bytes, digest } = gw.model(id).await;
     let (_, meta) = fl_engine::load_safetensors(&bytes).expect("a valid parameter file");
     assert_eq!(meta.digest, digest);
     let aggregate = gw
-        .audit(&format!("action=study.round.aggregate&resource_id={id}"))
+        .audit(&[
+            ("action", "study.round.aggregate"),
+            ("resource_id", &id_text),
+        ])
         .await;
     assert_eq!(aggregate.len() as u64, rounds, "{aggregate:?}");
-    assert_eq!(aggregate.last().unwrap()["detail"]["round"], rounds);
-    assert_eq!(aggregate.last().unwrap()["detail"]["model_digest"], digest);
+    assert_eq!(aggregate.last().unwrap().detail["round"], rounds);
+    assert_eq!(aggregate.last().unwrap().detail["model_digest"], digest);
 
-    let verify = gw.get("/v1/audit/verify", &gw.auditor()).await;
+    let verify = gw.auditor.verify_audit().await.unwrap();
     assert_eq!(verify["valid"], true, "{verify}");
     gateway.kill().await;
     let offline = std::process::Command::new(BIN)
@@ -672,11 +627,14 @@ async fn node_agent_authenticates_with_client_credentials() {
         node::agent::{Agent, AgentConfig, Credentials, DataSource},
     };
     let app = TestApp::spawn(Backend::Sqlite).await;
+    let gw = Gateway::new(&app.base, app.dev.clone());
     let (idp, issued) = identity_provider(app.dev.clone(), "cleveland").await;
-    let permit = app
-        .permit_id(&federation_application(&["cleveland"], 8.0, "record"))
+    let permit = gw
+        .permit(federation_application(&["cleveland"], 8.0, "record"))
         .await;
-    let study = app.submit_study(&study_body(&permit, &["cleveland"])).await;
+    let study = gw
+        .submit(&study_body(&permit.to_string(), &["cleveland"]))
+        .await;
     let state = tempfile::tempdir().unwrap();
     let agent = |secret: &str| {
         Agent::new(AgentConfig {
@@ -704,8 +662,87 @@ async fn node_agent_authenticates_with_client_credentials() {
         .expect("the agent finishes its task")
         .expect("the agent works with its client credentials");
     assert_eq!(issued.load(std::sync::atomic::Ordering::SeqCst), 1);
-    let results = app.audit("action=node.task.result&outcome=success").await;
+    let results = gw
+        .audit(&[("action", "node.task.result"), ("outcome", "success")])
+        .await;
     assert_eq!(results.len(), 1, "{results:?}");
-    assert_eq!(results[0]["actor"]["organisation"], "cleveland");
-    assert_eq!(results[0]["detail"]["study"], study.as_str());
+    assert_eq!(results[0].actor.organisation.as_deref(), Some("cleveland"));
+    assert_eq!(results[0].detail["study"], study.to_string());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hospital exports.
+
+fn icu_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/icu-federation")
+}
+
+/// Binary 30-day mortality on the generated ICU federation: three node processes, each
+/// reading its gzipped FHIR Bulk Data export through its own code map (SNOMED CT vs ICD-10
+/// conditions, ATC vs RxNorm drugs, molar vs mass labs, Fahrenheit, blood-pressure panels),
+/// one row per inpatient stay with imputed, windowed features.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mortality_study_on_bulk_data_exports() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let gw = Gateway::new(&app.base, app.dev.clone());
+    let sites = ["north", "south", "west"];
+    let mut application = federation_application(&sites, 10.0, "data_holder");
+    application["member_states"] = json!(["DE", "IT", "FR"]);
+    let permit = gw.permit(application).await.to_string();
+
+    let work = tempfile::tempdir().unwrap();
+    let mut nodes = Nodes::new();
+    for org in sites {
+        let data = vec![
+            "--fhir".into(),
+            icu_dir().join(org).into_os_string(),
+            "--code-map".into(),
+            icu_dir()
+                .join(format!("{org}.codemap.json"))
+                .into_os_string(),
+        ];
+        nodes.spawn_reading(org, &app.base, &app.data_dir, work.path(), None, data);
+    }
+    let spec: Value = serde_json::from_str(
+        &std::fs::read_to_string(icu_dir().join("mortality.features.json")).unwrap(),
+    )
+    .unwrap();
+    let rounds = 2;
+    let id = gw
+        .submit(&json!({
+                "title": "30-day mortality after ICU admission",
+                "permit_id": permit,
+                "purpose": "scientific_research",
+                "categories": ["ehr_data"],
+                "data_holders": sites,
+                "feature_spec": spec,
+                "model": {"architecture": "logistic"},
+                "strategy": {"name": "fedavg"},
+                "optimizer": {"name": "adamw", "lr": 0.05},
+                "local_steps": 20,
+                "batch_size": 8,
+                "rounds": rounds,
+                "min_sites": 3,
+                "round_deadline_seconds": 180,
+                "dp": {"level": "client", "clip_norm": 1.0, "noise_multiplier": 1.0},
+                "seed": 5
+        }))
+        .await;
+    let view = gw.wait_until_done(id, 300, &nodes).await;
+    nodes.kill().await;
+    assert_eq!(view["status"], "completed", "{view}\n{}", nodes.logs());
+    let aggregated = aggregated_once_each(&view, rounds);
+    for r in &aggregated {
+        let per_site = r["sites"].as_array().unwrap();
+        assert_eq!(per_site.len(), 3, "{r}");
+        for s in per_site {
+            assert_eq!(s["contributed"], true, "{r}");
+            // about 80 % of each site's ~85 tagged training stays (validation split aside)
+            let n = s["samples"].as_u64().unwrap();
+            assert!((50..=100).contains(&n), "{r}");
+        }
+    }
+    let ModelFile { bytes, .. } = gw.model(id).await;
+    let (params, _) = fl_engine::load_safetensors(&bytes).expect("a valid parameter file");
+    assert!(!params.is_empty());
 }

@@ -10,6 +10,7 @@ use ehds_gateway::node::csv_source::{read_csv, write_csv};
 use ehds_gateway::node::example_federation::{convert, pseudonym, HOSPITALS, OPTOUT_LINES};
 use ehds_gateway::node::features::FeatureSpec;
 use ehds_gateway::node::fhir_source::{extract, load_bundle_file, parse_bundle};
+use ehds_gateway::node::report::IssueKind;
 use ehds_gateway::node::{opted_out_at, SiteRows, SourceError, SpecError};
 use fl_engine::data::{heart_disease, SiteData};
 
@@ -259,23 +260,46 @@ fn malformed_bundles_are_typed_errors() {
         parse_bundle("\u{0}\u{1}garbage"),
         Err(SourceError::Json(_))
     ));
-    // an Observation about a subject the bundle does not hold
+    // an Observation about a subject the bundle does not hold: counted with its entry and
+    // resource, skipped; the subject it was meant for misses that value
     let first = pseudonym("switzerland", 0);
     let orphaned = text.replace(
         &format!("\"reference\": \"Patient/{first}\""),
         "\"reference\": \"Patient/psn-nobody-0000000000000000\"",
     );
     assert_ne!(orphaned, text);
-    assert!(matches!(
-        extract(&spec(), &parse_bundle(&orphaned).unwrap()),
-        Err(SourceError::UnresolvedSubject { .. })
-    ));
-    // a unit the specification does not expect
-    let wrong_unit = text.replacen("\"code\": \"mm[Hg]\"", "\"code\": \"kPa\"", 1);
-    assert!(matches!(
-        extract(&spec(), &parse_bundle(&wrong_unit).unwrap()),
-        Err(SourceError::Value { .. })
-    ));
+    let rows = extract(&spec(), &parse_bundle(&orphaned).unwrap()).unwrap();
+    assert_eq!(rows.report.count(IssueKind::UnresolvedSubject), 1);
+    let issue = &rows.report.examples[0];
+    assert!(issue
+        .resource
+        .as_deref()
+        .unwrap()
+        .starts_with(&format!("Observation/{first}")));
+    assert!(issue.detail.contains("psn-nobody"), "{issue:?}");
+    assert!(rows.incomplete.contains(&first));
+    // a unit that does not convert into the specification's: counted, the value missing
+    let wrong_unit = text.replacen("\"code\": \"mm[Hg]\"", "\"code\": \"kg\"", 1);
+    let rows = extract(&spec(), &parse_bundle(&wrong_unit).unwrap()).unwrap();
+    assert_eq!(rows.report.count(IssueKind::Unit), 1);
+    assert_eq!(rows.report.units["trestbps"].refused, 1);
+    // one that does is converted: 18.665 kPa reads back as 140.0 mm[Hg]
+    let mmhg = "\"value\": 140.0,\n          \"unit\": \"mmHg\",\n          \"system\": \"http://unitsofmeasure.org\",\n          \"code\": \"mm[Hg]\"";
+    let kpa = text.replacen(
+        mmhg,
+        "\"value\": 18.665,\n          \"unit\": \"kPa\",\n          \"system\": \"http://unitsofmeasure.org\",\n          \"code\": \"kPa\"",
+        1,
+    );
+    assert_ne!(kpa, text);
+    let converted = extract(&spec(), &parse_bundle(&kpa).unwrap()).unwrap();
+    assert_eq!(converted.report.units["trestbps"].converted, 1);
+    let original = site("switzerland");
+    assert_eq!(converted.rows.len(), original.rows.len());
+    for (a, b) in converted.rows.iter().zip(&original.rows) {
+        for (x, y) in a.features.iter().zip(&b.features) {
+            assert!((x - y).abs() < 0.01, "{x} vs {y}");
+        }
+    }
     assert!(matches!(
         load_bundle_file(&spec(), Path::new("/nonexistent/bundle.json")),
         Err(SourceError::Io(_))

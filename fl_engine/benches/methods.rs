@@ -53,7 +53,7 @@ fn traffic(method: Method, protocol: &Protocol) -> fl_engine::Result<(usize, usi
     let global = fl_engine::Net::new(&cfg.model, 0)?
         .parameters()?
         .select(&cfg.strategy.shared());
-    let ins = server.configure_fit(1, &global);
+    let ins = server.configure_fit(1, &global)?;
     let site_data = data
         .into_iter()
         .next()

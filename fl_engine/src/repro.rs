@@ -15,10 +15,11 @@ use crate::sim::{
 };
 use crate::strategy::robust::{Bulyan, CoordinateMedian, FlTrust, Krum, Trim, TrimmedMean};
 use crate::strategy::{
-    Aggregator, ApflConfig, DittoConfig, FedDecorrConfig, FedDynConfig, FedExpConfig, FedLcConfig,
-    FedLesamConfig, FedMapConfig, FedModeConfig, FedNovaConfig, FedOptConfig, FedOptKind,
-    FedPerConfig, FedProxConfig, FedSamConfig, FendaFlConfig, HpflConfig, MoonConfig, PFedMeConfig,
-    PerFclConfig, PerFedAvgConfig, QFedAvgConfig, ScaffoldConfig, StrategyConfig, WeightedMean,
+    Aggregator, ApflConfig, DittoConfig, FedAdamConfig, FedAvgConfig, FedDecorrConfig,
+    FedDynConfig, FedExpConfig, FedLcConfig, FedLesamConfig, FedMapConfig, FedModeConfig,
+    FedNovaConfig, FedPerConfig, FedProxConfig, FedSamConfig, FendaFlConfig, HpflConfig,
+    MoonConfig, PFedMeConfig, PerFclConfig, PerFedAvgConfig, QFedAvgConfig, ScaffoldConfig,
+    SiloConfig, StrategyConfig, WeightedMean,
 };
 use crate::train::{evaluate, Budget, LossKind, OptimizerConfig, TrainConfig};
 
@@ -196,7 +197,9 @@ impl Method {
     }
 
     /// The published tuned setting (Silo and Central have none published; see
-    /// [`Protocol::baseline_lrs`]).
+    /// [`Protocol::baseline_lrs`]). MOON and PerFCL: the published Fed-Heart-Disease
+    /// configuration of the first seed (MOON lr 1e-3, mu 1e-3; PerFCL lr 1e-3, mu 0.1,
+    /// gamma 1.0).
     pub fn published_setting(&self) -> Option<Setting> {
         let (lr, knob) = match self {
             Method::FedAvg | Method::Scaffold => (0.1, None),
@@ -205,7 +208,9 @@ impl Method {
             Method::FedPer | Method::FendaFl => (1e-3, None),
             Method::FedAdam => (1e-5, None),
             Method::Apfl => (0.1, Some(0.1)),
-            Method::PerFcl => (1e-3, Some(1.0)),
+            // mu; gamma keeps its published (and default) 1.0
+            Method::PerFcl => (1e-3, Some(0.1)),
+            Method::Moon => (1e-3, Some(1e-3)),
             Method::Silo | Method::Central => return None,
             _ => return None,
         };
@@ -235,7 +240,7 @@ impl Method {
             Method::FedMode => vec![0.0, 10.0, 20.0, 40.0],
             Method::FedMap => vec![0.01, 0.0, 0.1],
             Method::Apfl => vec![0.1, 0.01],
-            // PerFCL's two contrastive weights move together (mu = gamma)
+            // PerFCL's shared-extractor weight mu; gamma stays at the published 1.0
             Method::PerFcl => vec![1.0, 0.1],
             Method::Moon => vec![1.0, 0.1, 5.0],
             _ => vec![],
@@ -326,25 +331,27 @@ pub fn config_with(
     setting: Setting,
 ) -> SimulationConfig {
     let lr = setting.lr;
-    let knob = |default: f64| setting.knob.unwrap_or(default) as f32;
+    // the main hyperparameter, or the method's own default when the setting has none
+    let knob = |default: f32| setting.knob.map_or(default, |k| k as f32);
     let logistic = ModelSpec::logistic(heart_disease::N_FEATURES, 1);
     let (model, strategy) = match method {
-        Method::FedAvg => (logistic, StrategyConfig::FedAvg),
+        Method::FedAvg => (logistic, StrategyConfig::FedAvg(FedAvgConfig {})),
         Method::FedProx => (
             logistic,
-            StrategyConfig::FedProx(FedProxConfig { mu: knob(0.01) }),
+            StrategyConfig::FedProx(FedProxConfig {
+                mu: knob(FedProxConfig::default().mu),
+            }),
         ),
         Method::Scaffold => (
             logistic,
             StrategyConfig::Scaffold(ScaffoldConfig { server_lr: 0.1 }),
         ),
-        Method::FedAdam => (
-            logistic,
-            StrategyConfig::FedOpt(FedOptConfig::new(FedOptKind::Adam)),
-        ),
+        Method::FedAdam => (logistic, StrategyConfig::FedAdam(FedAdamConfig::default())),
         Method::Ditto => (
             logistic,
-            StrategyConfig::Ditto(DittoConfig { lambda: knob(0.01) }),
+            StrategyConfig::Ditto(DittoConfig {
+                lambda: knob(DittoConfig::default().lambda),
+            }),
         ),
         Method::FedPer => (
             ModelSpec::HeadNet {
@@ -361,18 +368,24 @@ pub fn config_with(
             },
             StrategyConfig::FendaFl(FendaFlConfig {}),
         ),
-        Method::Silo | Method::Central => (logistic, StrategyConfig::Silo),
+        Method::Silo | Method::Central => (logistic, StrategyConfig::Silo(SiloConfig {})),
         Method::FedSam => (
             logistic,
-            StrategyConfig::FedSam(FedSamConfig { rho: knob(0.05) }),
+            StrategyConfig::FedSam(FedSamConfig {
+                rho: knob(FedSamConfig::default().rho),
+            }),
         ),
         Method::FedLesam => (
             logistic,
-            StrategyConfig::FedLesam(FedLesamConfig { rho: knob(0.05) }),
+            StrategyConfig::FedLesam(FedLesamConfig {
+                rho: knob(FedLesamConfig::default().rho),
+            }),
         ),
         Method::FedLc => (
             logistic,
-            StrategyConfig::FedLc(FedLcConfig { tau: knob(1.0) }),
+            StrategyConfig::FedLc(FedLcConfig {
+                tau: knob(FedLcConfig::default().tau),
+            }),
         ),
         // the decorrelation acts on a hidden representation: a 13 -> 10 -> 1 net (151)
         Method::FedDecorr => (
@@ -380,19 +393,21 @@ pub fn config_with(
                 outputs: 1,
                 ..two_layer(10)
             }),
-            StrategyConfig::FedDecorr(FedDecorrConfig { beta: knob(0.1) }),
+            StrategyConfig::FedDecorr(FedDecorrConfig {
+                beta: knob(FedDecorrConfig::default().beta),
+            }),
         ),
         Method::PerFedAvg => (
             logistic,
             StrategyConfig::PerFedAvg(PerFedAvgConfig {
-                alpha: knob(0.01),
+                alpha: knob(PerFedAvgConfig::default().alpha),
                 ..PerFedAvgConfig::default()
             }),
         ),
         Method::PFedMe => (
             logistic,
             StrategyConfig::PFedMe(PFedMeConfig {
-                lambda: knob(15.0),
+                lambda: knob(PFedMeConfig::default().lambda),
                 ..PFedMeConfig::default()
             }),
         ),
@@ -400,32 +415,34 @@ pub fn config_with(
         Method::FedExp => (
             logistic,
             StrategyConfig::FedExp(FedExpConfig {
-                eps: setting.knob.unwrap_or(1e-3),
+                eps: setting.knob.unwrap_or(FedExpConfig::default().eps),
                 ..FedExpConfig::default()
             }),
         ),
         Method::FedDyn => (
             logistic,
-            StrategyConfig::FedDyn(FedDynConfig { alpha: knob(0.01) }),
+            StrategyConfig::FedDyn(FedDynConfig {
+                alpha: knob(FedDynConfig::default().alpha),
+            }),
         ),
         Method::QFedAvg => (
             logistic,
             StrategyConfig::QFedAvg(QFedAvgConfig {
-                q: setting.knob.unwrap_or(1.0),
+                q: setting.knob.unwrap_or(QFedAvgConfig::default().q),
                 lipschitz: None,
             }),
         ),
         Method::FedMode => (
             logistic,
             StrategyConfig::FedMode(FedModeConfig {
-                lambda: setting.knob.unwrap_or(0.0),
+                lambda: setting.knob.unwrap_or(FedModeConfig::default().lambda),
                 ..FedModeConfig::default()
             }),
         ),
         Method::FedMap => (
             logistic,
             StrategyConfig::FedMap(FedMapConfig {
-                alpha: knob(0.01),
+                alpha: knob(FedMapConfig::default().alpha),
                 ..FedMapConfig::default()
             }),
         ),
@@ -439,7 +456,7 @@ pub fn config_with(
                 alpha: 0.5,
             },
             StrategyConfig::Apfl(ApflConfig {
-                alpha_lr: knob(0.1),
+                alpha_lr: knob(ApflConfig::default().alpha_lr),
                 ..ApflConfig::default()
             }),
         ),
@@ -450,8 +467,7 @@ pub fn config_with(
                 outputs: 1,
             },
             StrategyConfig::PerFcl(PerFclConfig {
-                mu: knob(1.0),
-                gamma: knob(1.0),
+                mu: knob(PerFclConfig::default().mu),
                 ..PerFclConfig::default()
             }),
         ),
@@ -461,7 +477,7 @@ pub fn config_with(
                 outputs: 1,
             },
             StrategyConfig::Moon(MoonConfig {
-                mu: knob(1.0),
+                mu: knob(MoonConfig::default().mu),
                 ..MoonConfig::default()
             }),
         ),
@@ -473,34 +489,38 @@ pub fn config_with(
             StrategyConfig::Hpfl(HpflConfig::default()),
         ),
     };
-    let optimizer = match method {
-        // SCAFFOLD's control variates and q-FedAvg's L = 1/lr assume plain SGD local steps
-        Method::Scaffold | Method::QFedAvg => OptimizerConfig::sgd(lr),
-        // FedNova normalises by the SGD-momentum work a_k; Adam has no such closed form
-        Method::FedNova => OptimizerConfig::Sgd {
-            lr,
-            momentum: 0.9,
-            weight_decay: 0.0,
-        },
-        _ => OptimizerConfig::adamw(lr),
-    };
     // FedNova exists for unequal local work: each site does FEDNOVA_EPOCHS passes over its
     // own data (Cleveland ~40 steps, Switzerland ~6), not the same step count.
     let budget = match method {
         Method::FedNova => Budget::Epochs(FEDNOVA_EPOCHS),
         _ => Budget::Steps(protocol.local_steps),
     };
+    let mut train = TrainConfig {
+        optimizer: OptimizerConfig::adamw(lr),
+        budget,
+        batch_size: protocol.batch_size,
+        loss: LossKind::bce(),
+        record_dp: None,
+    };
+    train.optimizer = match method {
+        // q-FedAvg's L = 1/lr is the paper's estimate for plain SGD steps
+        Method::QFedAvg => OptimizerConfig::sgd(lr),
+        // FedNova normalises by the SGD-momentum work a_k, the case it was designed for
+        Method::FedNova => OptimizerConfig::Sgd {
+            lr,
+            momentum: 0.9,
+            weight_decay: 0.0,
+        },
+        // AdamW as in the published runs, unless the method's update needs plain SGD
+        // (SCAFFOLD's control variates)
+        _ if strategy.check_train(&train).is_err() => OptimizerConfig::sgd(lr),
+        _ => OptimizerConfig::adamw(lr),
+    };
     SimulationConfig {
         study: format!("fed-heart-disease/{}", method.name()),
         model,
         strategy,
-        train: TrainConfig {
-            optimizer,
-            budget,
-            batch_size: protocol.batch_size,
-            loss: LossKind::bce(),
-            record_dp: None,
-        },
+        train,
         rounds: protocol.rounds,
         seed,
         reset_optimizer_each_round: false,

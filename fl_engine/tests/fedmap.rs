@@ -5,7 +5,7 @@ mod common;
 use common::{binary_sites, run_and_score, study};
 use fl_engine::model::ModelSpec;
 use fl_engine::sim::{CheckpointKind, Simulation, SimulationState};
-use fl_engine::strategy::{FedMapConfig, FedMapTier, StrategyConfig};
+use fl_engine::strategy::{FedAvgConfig, FedMapConfig, FedMapTier, StrategyConfig};
 use fl_engine::train::OptimizerConfig;
 
 fn fedmap(tier: FedMapTier) -> StrategyConfig {
@@ -40,7 +40,7 @@ fn personalised_models_learn_and_beat_the_fedavg_global_model_under_skew() {
             last < first,
             "seed {seed}: validation loss {first} -> {last}"
         );
-        let (f, _, _) = accuracy(StrategyConfig::FedAvg, seed);
+        let (f, _, _) = accuracy(StrategyConfig::FedAvg(FedAvgConfig {}), seed);
         assert!(p >= f - 0.01, "seed {seed}: T1 {p} vs FedAvg {f}");
         let (tuned, _, _) = accuracy(fedmap(FedMapTier::FineTuned), seed);
         let (global, _, _) = accuracy(fedmap(FedMapTier::Global), seed);

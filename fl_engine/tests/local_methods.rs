@@ -5,8 +5,8 @@ mod common;
 use fl_engine::model::{MlpConfig, ModelSpec};
 use fl_engine::sim::{CheckpointKind, Simulation, SimulationConfig, SimulationState};
 use fl_engine::strategy::{
-    FedDecorrConfig, FedLcConfig, FedLesamConfig, FedSamConfig, PFedMeConfig, PerFedAvgConfig,
-    StrategyConfig,
+    FedAvgConfig, FedDecorrConfig, FedLcConfig, FedLesamConfig, FedSamConfig, PFedMeConfig,
+    PerFedAvgConfig, StrategyConfig,
 };
 use fl_engine::train::{LossKind, OptimizerConfig};
 use fl_engine::{EngineError, RecordDp};
@@ -87,7 +87,7 @@ fn zero_strength_is_fedavg_exactly() {
     ];
     let cfg = |s| common::study(s, mlp(6), OptimizerConfig::sgd(0.05), 3, 6);
     let sites = || common::binary_sites(4, 3, 0.3);
-    let fedavg = global_bits(&run(cfg(StrategyConfig::FedAvg), sites()));
+    let fedavg = global_bits(&run(cfg(StrategyConfig::FedAvg(FedAvgConfig {})), sites()));
     for (zero, default) in pairs {
         let name = zero.name();
         assert_eq!(global_bits(&run(cfg(zero), sites())), fedavg, "{name}");
@@ -109,7 +109,7 @@ fn personalised_methods_beat_fedavg_under_site_skew() {
             20,
         )
     };
-    let mut fedavg = run(cfg(StrategyConfig::FedAvg), sites());
+    let mut fedavg = run(cfg(StrategyConfig::FedAvg(FedAvgConfig {})), sites());
     let base = mean_test(&mut fedavg, CheckpointKind::Latest, false);
     let per = StrategyConfig::PerFedAvg(PerFedAvgConfig {
         alpha: 0.5,
@@ -159,7 +159,10 @@ fn fedlc_matches_fedavg_balanced_accuracy_on_label_skew() {
         c
     };
     for seed in [1, 2] {
-        let mut a = run(cfg(StrategyConfig::FedAvg), common::blobs(seed));
+        let mut a = run(
+            cfg(StrategyConfig::FedAvg(FedAvgConfig {})),
+            common::blobs(seed),
+        );
         let fedlc = StrategyConfig::FedLc(FedLcConfig::default());
         let mut b = run(cfg(fedlc), common::blobs(seed));
         let (avg, lc) = (

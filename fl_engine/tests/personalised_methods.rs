@@ -7,7 +7,9 @@ use common::{binary_sites, run_and_score, study};
 use fl_engine::data::SiteData;
 use fl_engine::model::{MlpConfig, ModelSpec};
 use fl_engine::sim::{CheckpointKind, Simulation, SimulationConfig, SimulationState};
-use fl_engine::strategy::{ApflConfig, HpflConfig, MoonConfig, PerFclConfig, StrategyConfig};
+use fl_engine::strategy::{
+    ApflConfig, FedAvgConfig, HpflConfig, MoonConfig, PerFclConfig, StrategyConfig,
+};
 use fl_engine::train::OptimizerConfig;
 
 const ROUNDS: u64 = 5;
@@ -25,7 +27,10 @@ fn mlp(hidden: usize, outputs: usize) -> MlpConfig {
 }
 
 fn fedavg() -> (StrategyConfig, ModelSpec) {
-    (StrategyConfig::FedAvg, ModelSpec::Mlp(mlp(8, 1)))
+    (
+        StrategyConfig::FedAvg(FedAvgConfig {}),
+        ModelSpec::Mlp(mlp(8, 1)),
+    )
 }
 
 fn apfl() -> (StrategyConfig, ModelSpec) {

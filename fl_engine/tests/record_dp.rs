@@ -6,7 +6,8 @@ use fl_engine::dp::{NoiseRng, SampledGaussian};
 use fl_engine::model::{MlpConfig, ModelSpec, Net};
 use fl_engine::sim::{CheckpointKind, Simulation, SimulationConfig, SimulationState};
 use fl_engine::strategy::{
-    dp_round_cost, dp_steps_per_round, DittoConfig, ScaffoldConfig, Site, StrategyConfig,
+    dp_round_cost, dp_steps_per_round, DittoConfig, FedAvgConfig, ScaffoldConfig, Site,
+    StrategyConfig,
 };
 use fl_engine::train::{
     dp_train_step, train_local, Budget, LossKind, Optimizer, OptimizerConfig, PoissonBatch,
@@ -227,7 +228,10 @@ fn configs_without_record_dp_serialise_as_before() {
 #[test]
 fn steps_per_round_count_both_ditto_models() {
     let cfg = config(OptimizerConfig::sgd(0.1), 7, 4, Some(dp(1.0, 0.9, 0.02)));
-    assert_eq!(dp_steps_per_round(&StrategyConfig::FedAvg, &cfg), Some(7));
+    assert_eq!(
+        dp_steps_per_round(&StrategyConfig::FedAvg(FedAvgConfig {}), &cfg),
+        Some(7)
+    );
     let scaffold = StrategyConfig::Scaffold(ScaffoldConfig::default());
     assert_eq!(dp_steps_per_round(&scaffold, &cfg), Some(7));
     let ditto = StrategyConfig::Ditto(DittoConfig::default());
@@ -279,8 +283,11 @@ fn private_study(strategy: StrategyConfig, rounds: u64) -> SimulationConfig {
 
 #[test]
 fn fedavg_with_record_dp_still_learns() {
-    let mut sim =
-        Simulation::new(private_study(StrategyConfig::FedAvg, 10), separable_sites()).unwrap();
+    let mut sim = Simulation::new(
+        private_study(StrategyConfig::FedAvg(FedAvgConfig {}), 10),
+        separable_sites(),
+    )
+    .unwrap();
     sim.run().unwrap();
     // Batch losses are not privatised, so none is reported.
     assert!(sim
@@ -307,7 +314,7 @@ fn check_private_resume(strategy: StrategyConfig) {
 
 #[test]
 fn private_studies_resume_bit_identically() {
-    check_private_resume(StrategyConfig::FedAvg);
+    check_private_resume(StrategyConfig::FedAvg(FedAvgConfig {}));
     check_private_resume(StrategyConfig::Ditto(DittoConfig { lambda: 0.1 }));
     check_private_resume(StrategyConfig::Scaffold(ScaffoldConfig::default()));
 }
@@ -326,7 +333,7 @@ fn ditto_trains_both_models_privately() {
 
     // The client needs the site's noise generator and reports no loss under record DP.
     let data = separable_sites().remove(0);
-    let cfg = private_study(StrategyConfig::FedAvg, 1).train;
+    let cfg = private_study(StrategyConfig::FedAvg(FedAvgConfig {}), 1).train;
     let mut site = Site::new(data, &ModelSpec::logistic(2, 1), cfg, 0).unwrap();
     let mut client = StrategyConfig::Ditto(DittoConfig::default())
         .client()
@@ -347,8 +354,8 @@ fn ditto_trains_both_models_privately() {
     assert_ne!(res.params, ins.params);
 }
 
-/// `supports_record_dp` is what `fit` does: methods that claim support train a private round,
-/// the others refuse it with `InvalidConfig`. `supports_client_dp` is false for every method
+/// `record_dp` is what `fit` does: methods that claim support train a private round,
+/// the others refuse it with `InvalidConfig`. `client_dp` is `No` for every method
 /// whose upload carries side values beside the model.
 #[test]
 fn declared_dp_capabilities_match_what_each_method_does() {
@@ -374,13 +381,13 @@ fn declared_dp_capabilities_match_what_each_method_does() {
             .strategy
             .server(4, Box::new(fl_engine::strategy::WeightedMean))
             .unwrap();
-        let ins = server.configure_fit(1, &global);
+        let ins = server.configure_fit(1, &global).unwrap();
         let mut client = cfg.strategy.client().unwrap();
         let mut rng = ChaCha8Rng::seed_from_u64(0);
         let outcome = client.fit(&mut site, &ins, &mut rng);
-        match (spec.supports_record_dp(), outcome) {
+        match (spec.record_dp().is_yes(), outcome) {
             (true, Ok(res)) => assert!(
-                res.extras.is_empty() || !spec.supports_client_dp() || method == Method::FedNova,
+                res.extras.is_empty() || !spec.client_dp().is_yes() || method == Method::FedNova,
                 "{}: uploads side values but claims client-level DP",
                 method.name()
             ),

@@ -12,8 +12,9 @@ use fl_engine::model::ModelSpec;
 use fl_engine::params::ParameterSet;
 use fl_engine::sim::{Attack, CheckpointKind, Simulation, SimulationConfig, SimulationState};
 use fl_engine::strategy::{
-    Aggregator, Bulyan, CoordinateMedian, DpRobust, FlTrust, Krum, RobustReport, ScaffoldConfig,
-    StrategyConfig, Trim, TrimmedMean, WeightedMean,
+    Aggregator, AggregatorKind, Bulyan, CoordinateMedian, DpRobust, FedAvgConfig, FedDynConfig,
+    FedExpConfig, FedMapConfig, FedModeConfig, FedNovaConfig, FlTrust, Krum, QFedAvgConfig,
+    RobustReport, ScaffoldConfig, StrategyConfig, Trim, TrimmedMean, WeightedMean,
 };
 use fl_engine::train::OptimizerConfig;
 
@@ -86,7 +87,7 @@ fn untrained(cfg: &SimulationConfig) -> f64 {
 
 #[test]
 fn sign_flip_collapses_the_weighted_mean_but_not_the_robust_rules() {
-    let cfg = config(StrategyConfig::FedAvg, 6);
+    let cfg = config(StrategyConfig::FedAvg(FedAvgConfig {}), 6);
     let attack = || vec![(2, Attack::SignFlip { scale: 10.0 })];
     let (clean, _, _) = score(cfg.clone(), Box::new(WeightedMean), vec![]);
     let (attacked, first, last) = score(cfg.clone(), Box::new(WeightedMean), attack());
@@ -107,7 +108,7 @@ fn sign_flip_collapses_the_weighted_mean_but_not_the_robust_rules() {
 
 #[test]
 fn pure_noise_site_is_harmless_to_the_median_and_krum() {
-    let cfg = config(StrategyConfig::FedAvg, 6);
+    let cfg = config(StrategyConfig::FedAvg(FedAvgConfig {}), 6);
     let attack = || {
         vec![(
             5,
@@ -138,6 +139,10 @@ impl Aggregator for Spy {
         "spy"
     }
 
+    fn kind(&self) -> AggregatorKind {
+        AggregatorKind::Robust
+    }
+
     fn aggregate(&mut self, updates: &[&[f32]], weights: &[f64]) -> fl_engine::Result<Vec<f32>> {
         let out = self.0.aggregate(updates, weights)?;
         self.1
@@ -150,7 +155,7 @@ impl Aggregator for Spy {
 
 #[test]
 fn label_flipping_sites_are_left_out_by_krum_and_trimmed_by_the_median() {
-    let cfg = config(StrategyConfig::FedAvg, 6);
+    let cfg = config(StrategyConfig::FedAvg(FedAvgConfig {}), 6);
     let attack = || {
         vec![
             (0, Attack::LabelFlip { classes: 2 }),
@@ -189,7 +194,7 @@ fn scaffold_model_step_goes_through_the_robust_rule() {
 
 #[test]
 fn dp_trimmed_mean_learns_under_attack() {
-    let cfg = config(StrategyConfig::FedAvg, 6);
+    let cfg = config(StrategyConfig::FedAvg(FedAvgConfig {}), 6);
     let floor = untrained(&cfg);
     // C = 1, sigma = 0.5, b = 1 of 7: S = 2/5, noise std 0.2 per coordinate per round
     let dp = DpRobust::new(
@@ -214,7 +219,7 @@ fn dp_trimmed_mean_learns_under_attack() {
 
 #[test]
 fn attacked_robust_study_resumes_bit_identically() {
-    let cfg = config(StrategyConfig::FedAvg, 4);
+    let cfg = config(StrategyConfig::FedAvg(FedAvgConfig {}), 4);
     let attacks = || {
         vec![
             (
@@ -268,7 +273,7 @@ fn attacked_robust_study_resumes_bit_identically() {
 
 #[test]
 fn attack_configuration_is_checked() {
-    let cfg = config(StrategyConfig::FedAvg, 1);
+    let cfg = config(StrategyConfig::FedAvg(FedAvgConfig {}), 1);
     let sim = || Simulation::new(cfg.clone(), common::binary_sites(3, SITES, 0.0)).unwrap();
     assert!(sim()
         .with_attacks(vec![(SITES, Attack::Scale { factor: 2.0 })])
@@ -304,4 +309,38 @@ fn attack_configuration_is_checked() {
             ..
         })
     ));
+}
+
+/// Every server averages through the aggregator after giving it the round's global model, so
+/// FLTrust, which trains its root update from that model, runs under each method whose server
+/// step is its own (a server that skipped `begin_round` fails FLTrust's first aggregation).
+#[test]
+fn fltrust_gets_the_round_s_global_model_from_every_server() {
+    for strategy in [
+        StrategyConfig::FedDyn(FedDynConfig::default()),
+        StrategyConfig::FedNova(FedNovaConfig::default()),
+        StrategyConfig::FedMode(FedModeConfig::default()),
+        StrategyConfig::QFedAvg(QFedAvgConfig::default()),
+        StrategyConfig::FedExp(FedExpConfig::default()),
+        StrategyConfig::FedMap(FedMapConfig::default()),
+    ] {
+        let name = strategy.name();
+        let cfg = config(strategy, 2);
+        let mut sim = Simulation::with_aggregator(
+            cfg.clone(),
+            common::binary_sites(3, SITES, 0.0),
+            Box::new(fltrust(&cfg)),
+        )
+        .unwrap();
+        let before = sim.global().clone();
+        if let Err(e) = sim.run() {
+            panic!("{name} under FLTrust: {e}");
+        }
+        assert_eq!(sim.round(), 2, "{name}");
+        assert_ne!(
+            *sim.global(),
+            before,
+            "{name}: FLTrust never moved the model"
+        );
+    }
 }

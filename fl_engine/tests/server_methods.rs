@@ -6,7 +6,8 @@ use fl_engine::data::SiteData;
 use fl_engine::model::ModelSpec;
 use fl_engine::sim::{CheckpointKind, Simulation, SimulationConfig, SimulationState};
 use fl_engine::strategy::{
-    FedDynConfig, FedExpConfig, FedModeConfig, FedNovaConfig, QFedAvgConfig, StrategyConfig,
+    FedAvgConfig, FedDynConfig, FedExpConfig, FedModeConfig, FedNovaConfig, QFedAvgConfig,
+    StrategyConfig,
 };
 use fl_engine::train::{Budget, OptimizerConfig, RecordDp};
 
@@ -106,7 +107,7 @@ fn fednova_removes_the_pull_of_the_busiest_site() {
     // FedAvg weighs site k's change by n_k tau_k (160 * 20 against 16 * 2), FedNova by n_k
     // only, so the small site's objective counts for more and its loss is lower (0.786 vs
     // 0.858 at the time of writing).
-    let avg = smallest_site_loss(StrategyConfig::FedAvg);
+    let avg = smallest_site_loss(StrategyConfig::FedAvg(FedAvgConfig {}));
     let nova = smallest_site_loss(StrategyConfig::FedNova(FedNovaConfig::default()));
     assert!(nova < avg - 0.03, "FedNova {nova} vs FedAvg {avg}");
 }
@@ -137,7 +138,7 @@ fn assert_close(a: &[f32], b: &[f32], what: &str) {
 #[test]
 fn special_cases_reduce_to_fedavg() {
     // equal site sizes, so FedAvg's example weights are uniform
-    let fedavg = global_after(StrategyConfig::FedAvg, 3);
+    let fedavg = global_after(StrategyConfig::FedAvg(FedAvgConfig {}), 3);
     // q = 0 is uniform averaging
     let q0 = global_after(
         StrategyConfig::QFedAvg(QFedAvgConfig {

@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex};
 use fl_engine::model::{MlpConfig, ModelSpec, Net};
 use fl_engine::repro::{self, Method, Protocol};
 use fl_engine::sim::{CheckpointKind, Simulation, SimulationConfig};
-use fl_engine::strategy::{Aggregator, FedProxConfig, StrategyConfig};
+use fl_engine::strategy::{
+    Aggregator, AggregatorKind, FedAvgConfig, FedProxConfig, StrategyConfig,
+};
 use fl_engine::train::{Budget, LossKind, OptimizerConfig, TrainConfig};
 use fl_engine::{load_safetensors, save_safetensors, EngineError, Selector};
 
@@ -119,6 +121,10 @@ impl Aggregator for Recording {
         "recording"
     }
 
+    fn kind(&self) -> AggregatorKind {
+        AggregatorKind::Mean
+    }
+
     fn aggregate(&mut self, updates: &[&[f32]], weights: &[f64]) -> fl_engine::Result<Vec<f32>> {
         self.0.lock().unwrap().push((updates.len(), weights.len()));
         Ok(vec![0.0; updates[0].len()])
@@ -170,7 +176,7 @@ fn fedavg_learns_a_multiclass_mlp_under_label_skew() {
     let cfg = SimulationConfig {
         study: "blobs".into(),
         model,
-        strategy: StrategyConfig::FedAvg,
+        strategy: StrategyConfig::FedAvg(FedAvgConfig {}),
         train: TrainConfig {
             optimizer: OptimizerConfig::adam(0.05),
             budget: Budget::Epochs(1),

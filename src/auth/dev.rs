@@ -57,7 +57,7 @@ impl DevIssuer {
         let pkcs8 = if path.exists() {
             std::fs::read(&path).with_context(|| format!("Failed to read {}", path.display()))?
         } else {
-            std::fs::create_dir_all(data_dir)?;
+            crate::secret::create_private_dir(data_dir)?;
             let doc = EcdsaKeyPair::generate_pkcs8(
                 &ECDSA_P256_SHA256_FIXED_SIGNING,
                 &SystemRandom::new(),

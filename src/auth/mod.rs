@@ -106,6 +106,21 @@ impl AuthError {
     }
 }
 
+/// Longest bearer token accepted. Issuers' access tokens are 1-4 kB; the head limit of the
+/// HTTP layer is larger.
+pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
+/// Longest key id looked up in the issuer's key set.
+pub const MAX_KID_BYTES: usize = 128;
+/// Longest subject identifier (OpenID Connect Core 1.0 §2: at most 255 ASCII characters).
+pub const MAX_SUBJECT_BYTES: usize = 255;
+
+fn unknown_key() -> AuthError {
+    AuthError::new(
+        "unknown_signing_key",
+        "the token names a signing key the issuer does not publish",
+    )
+}
+
 struct KeyCache {
     keys: JwkSet,
     fetched_at: Option<Instant>,
@@ -207,10 +222,7 @@ impl Authenticator {
                 .fetched_at
                 .is_some_and(|t| t.elapsed() < self.refresh_min)
             {
-                return Err(AuthError::new(
-                    "unknown_signing_key",
-                    format!("no signing key with kid `{kid}`"),
-                ));
+                return Err(unknown_key());
             }
         }
         let keys = self.discover().await?;
@@ -219,27 +231,35 @@ impl Authenticator {
             keys,
             fetched_at: Some(Instant::now()),
         };
-        cache.keys.find(kid).cloned().ok_or_else(|| {
-            AuthError::new(
-                "unknown_signing_key",
-                format!("no signing key with kid `{kid}`"),
-            )
-        })
+        cache.keys.find(kid).cloned().ok_or_else(unknown_key)
     }
 
     pub async fn authenticate(&self, token: &str) -> Result<Principal, AuthError> {
+        // Everything the caller controls stays out of the messages below: they are sent back
+        // and stored in the audit trail before the signature could be checked.
+        if token.len() > MAX_TOKEN_BYTES {
+            return Err(AuthError::new(
+                "invalid_token",
+                format!("the token exceeds {MAX_TOKEN_BYTES} bytes"),
+            ));
+        }
         let header = jsonwebtoken::decode_header(token)
-            .map_err(|e| AuthError::new("invalid_token", format!("malformed token: {e}")))?;
+            .map_err(|_| AuthError::new("invalid_token", "the token is not a well-formed JWS"))?;
         if !self.algorithms.contains(&header.alg) {
             return Err(AuthError::new(
                 "unsupported_algorithm",
-                format!("algorithm {:?} is not allowed", header.alg),
+                "the token's signing algorithm is not allowed",
             ));
         }
         let kid = header
             .kid
             .as_deref()
             .ok_or_else(|| AuthError::new("invalid_token", "token header has no `kid`"))?;
+        // Key ids are short opaque names; a long one cannot be the issuer's and must not
+        // trigger a key-set refresh.
+        if kid.is_empty() || kid.len() > MAX_KID_BYTES {
+            return Err(unknown_key());
+        }
         let jwk = self.key(kid).await?;
         if let Some(key_alg) = jwk.common.key_algorithm {
             if format!("{key_alg:?}") != format!("{:?}", header.alg) {
@@ -249,8 +269,13 @@ impl Authenticator {
                 ));
             }
         }
-        let key = DecodingKey::from_jwk(&jwk)
-            .map_err(|e| AuthError::new("unknown_signing_key", e.to_string()))?;
+        let key = DecodingKey::from_jwk(&jwk).map_err(|e| {
+            tracing::warn!(error = %e, "the issuer's signing key cannot be used");
+            AuthError::new(
+                "unknown_signing_key",
+                "the issuer's signing key cannot be used",
+            )
+        })?;
         let mut validation = Validation::new(header.alg);
         validation.set_issuer(&[&self.issuer]);
         validation.set_audience(&[&self.audience]);
@@ -275,10 +300,14 @@ impl Authenticator {
                     K::InvalidSignature => {
                         AuthError::new("invalid_signature", "the token signature does not verify")
                     }
-                    K::MissingRequiredClaim(c) => {
-                        AuthError::new("invalid_token", format!("the token lacks the `{c}` claim"))
-                    }
-                    _ => AuthError::new("invalid_token", format!("invalid token: {e}")),
+                    K::MissingRequiredClaim(c) => match c.as_str() {
+                        "exp" | "iss" | "aud" | "sub" => AuthError::new(
+                            "invalid_token",
+                            format!("the token lacks the `{c}` claim"),
+                        ),
+                        _ => AuthError::new("invalid_token", "the token lacks a required claim"),
+                    },
+                    _ => AuthError::new("invalid_token", "the token is invalid"),
                 }
             })?;
         self.principal(&data.claims)
@@ -288,11 +317,11 @@ impl Authenticator {
         let sub = claims
             .get("sub")
             .and_then(|v| v.as_str())
-            .filter(|s| !s.is_empty())
+            .filter(|s| !s.is_empty() && s.len() <= MAX_SUBJECT_BYTES)
             .ok_or_else(|| {
                 AuthError::new(
                     "invalid_token",
-                    "the `sub` claim must be a non-empty string",
+                    "the `sub` claim must be a string of 1-255 bytes",
                 )
             })?;
         let roles = match claim_at(claims, &self.roles_claim) {
@@ -308,7 +337,12 @@ impl Authenticator {
         };
         let organisation = match claim_at(claims, &self.organisation_claim).and_then(|v| v.as_str())
         {
-            Some(o) => Some(OrgId::parse(o).map_err(|(_, m)| AuthError::new("invalid_token", m))?),
+            Some(o) => Some(OrgId::parse(o).map_err(|_| {
+                AuthError::new(
+                    "invalid_token",
+                    "the organisation claim is not a valid organisation id",
+                )
+            })?),
             None => None,
         };
         Ok(Principal {

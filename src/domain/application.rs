@@ -35,7 +35,7 @@ pub struct OptOutException {
     pub no_alternative_means: bool,
 }
 
-#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApplicantRequest {
     pub organisation: String,
@@ -43,14 +43,14 @@ pub struct ApplicantRequest {
     pub public_body: bool,
 }
 
-#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PeriodRequest {
     pub start: DateTime<Utc>,
     pub end: DateTime<Utc>,
 }
 
-#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BudgetRequest {
     pub epsilon: f64,
@@ -60,7 +60,7 @@ pub struct BudgetRequest {
 
 /// The body of `POST /v1/applications`. Enumerations arrive as strings so that every bad value
 /// is reported with its own code and field.
-#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApplicationRequest {
     pub title: String,
@@ -362,7 +362,7 @@ impl ApplicationStatus {
     }
 }
 
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Application {
     pub id: ApplicationId,
     pub applicant_sub: String,

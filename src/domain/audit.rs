@@ -3,7 +3,13 @@
 //! hash_n = SHA-256(prev_hash_n || 0x0a || canonical_n), where canonical_n is the entry's JSON
 //! with fields in a fixed order, timestamps in RFC 3339 with microseconds, and `detail` with its
 //! keys sorted. The first entry's prev_hash is 64 zeros. Editing, deleting or reordering any
-//! entry breaks the chain at that entry.
+//! entry breaks the chain at that entry, and so does rewriting a stored timestamp into another
+//! form of the same instant.
+//!
+//! What the chain alone cannot show: deleting the **last** entries leaves a shorter chain that
+//! still verifies, and whoever can write the table can recompute every hash. Comparing the head
+//! (`head_seq`, `head_hash` of a verification) with a head kept outside the database catches
+//! both; signed checkpoints that auditors keep are the planned answer.
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -114,6 +120,10 @@ pub struct AuditEntry {
     #[schema(value_type = String, format = Uuid)]
     pub id: Uuid,
     pub recorded_at: chrono::DateTime<chrono::Utc>,
+    /// Whether the database holds `recorded_at` in the form the gateway wrote (see
+    /// `store::StoredForm`); not part of the entry's content.
+    #[serde(skip, default = "stored_canonically")]
+    pub timestamp_stored_canonically: bool,
     pub actor: Actor,
     pub action: String,
     pub outcome: Outcome,
@@ -125,6 +135,10 @@ pub struct AuditEntry {
     pub detail: serde_json::Value,
     pub prev_hash: String,
     pub hash: String,
+}
+
+fn stored_canonically() -> bool {
+    true
 }
 
 /// The fields covered by the hash, in their fixed order.
@@ -153,6 +167,7 @@ impl AuditEntry {
             seq,
             id: Uuid::now_v7(),
             recorded_at: time::normalise(recorded_at),
+            timestamp_stored_canonically: true,
             actor: event.actor,
             action: event.action,
             outcome: event.outcome,
@@ -209,6 +224,9 @@ pub enum ChainProblem {
     BrokenLink,
     /// A sequence number is missing or out of order before this entry.
     SequenceGap { expected: i64 },
+    /// The entry's timestamp was rewritten into another form of the same instant (another UTC
+    /// offset): the hash still matches, but time-window queries no longer find the entry.
+    NonCanonicalTimestamp,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
@@ -253,6 +271,8 @@ impl ChainVerifier {
         }
         let problem = if entry.compute_hash() != entry.hash {
             Some(ChainProblem::HashMismatch)
+        } else if !entry.timestamp_stored_canonically {
+            Some(ChainProblem::NonCanonicalTimestamp)
         } else if entry.seq != self.expected_seq {
             Some(ChainProblem::SequenceGap {
                 expected: self.expected_seq,

@@ -42,7 +42,7 @@ pub enum DenyReason {
     },
 }
 
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CheckOutcome {
     pub allowed: bool,
     pub reasons: Vec<DenyReason>,

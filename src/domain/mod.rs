@@ -85,3 +85,20 @@ impl Errors {
 
 /// The error of parsing one value: a stable code plus a human message.
 pub type ParseResult<T> = Result<T, (&'static str, String)>;
+
+/// Longest reason (decision, suspension, revocation, amendment, cancellation) accepted.
+pub const MAX_REASON_CHARS: usize = 2_000;
+/// Longest permit conditions accepted.
+pub const MAX_CONDITIONS_CHARS: usize = 10_000;
+
+/// Refuses free text longer than `max` characters (`too_long`, like every bounded field).
+pub fn within_length(field: &str, value: &str, max: usize) -> Result<(), FieldError> {
+    if value.chars().count() > max {
+        return Err(FieldError::new(
+            field,
+            "too_long",
+            format!("`{field}` is limited to {max} characters"),
+        ));
+    }
+    Ok(())
+}

@@ -90,7 +90,9 @@ pub struct StudySpec {
     pub feature_spec: serde_json::Value,
     #[schema(value_type = Object)]
     pub model: ModelSpec,
+    /// The method as `{"<name>": {<settings>}}` (see `fl_engine::strategy::stored`).
     #[schema(value_type = Object)]
+    #[serde(with = "fl_engine::strategy::stored")]
     pub strategy: StrategyConfig,
     #[schema(value_type = Object)]
     pub train: TrainConfig,

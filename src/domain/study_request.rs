@@ -8,13 +8,7 @@
 use fl_engine::{
     dp::{default_orders, sigma_for_target_epsilon, RdpConversion},
     model::MlpConfig,
-    strategy::{
-        dp_steps_per_round, ApflConfig, DittoConfig, FedDecorrConfig, FedDynConfig, FedExpConfig,
-        FedLcConfig, FedLesamConfig, FedMapConfig, FedModeConfig, FedNovaConfig, FedOptConfig,
-        FedOptKind, FedPerConfig, FedProxConfig, FedSamConfig, FendaFlConfig, HpflConfig,
-        MoonConfig, PFedMeConfig, PerFclConfig, PerFedAvgConfig, QFedAvgConfig, ScaffoldConfig,
-        WeightedMean,
-    },
+    strategy::{dp_steps_per_round, Support, TrainSetting},
     train::{Budget, LossKind, OptimizerConfig, RecordDp, TrainConfig},
     ModelSpec, StrategyConfig,
 };
@@ -49,36 +43,6 @@ pub struct ModelRequest {
     pub local_hidden: Option<Vec<usize>>,
     #[serde(default)]
     pub dropout: f32,
-}
-
-#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct StrategyRequest {
-    /// Global model: `fedavg`, `fedprox`, `scaffold`, `fedadam`, `fedyogi`, `fedadagrad`,
-    /// `fednova`, `feddyn`, `fedexp`, `qfedavg`, `fedmode`, `fedsam`, `fedlesam`, `fedlc`,
-    /// `feddecorr`, `moon`. Personalised: `ditto`, `fedper`, `fenda_fl`, `apfl`, `perfcl`,
-    /// `hpfl`, `per_fedavg`, `pfedme`, `fedmap`. See docs/fl-methods.md; each method's defaults
-    /// apply to what is left out.
-    pub name: String,
-    /// FedProx's proximal weight; MOON's and PerFCL's contrastive weight.
-    pub mu: Option<f32>,
-    /// Ditto's and pFedMe's pull of the personal model towards the global one; FedMode's
-    /// curve term.
-    pub lambda: Option<f32>,
-    /// SCAFFOLD's, FedNova's and the FedOpt family's server learning rate.
-    pub server_lr: Option<f32>,
-    pub beta1: Option<f32>,
-    pub beta2: Option<f32>,
-    /// The FedOpt family's adaptivity; FedLC's calibration strength.
-    pub tau: Option<f32>,
-    /// FedSAM's and FedLESAM's perturbation radius.
-    pub rho: Option<f32>,
-    /// FedDyn's regulariser, Per-FedAvg's inner step, FedMAP's Gaussian prior weight.
-    pub alpha: Option<f32>,
-    /// q-FedAvg's fairness exponent.
-    pub q: Option<f32>,
-    /// FedDecorr's decorrelation weight.
-    pub beta: Option<f32>,
 }
 
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
@@ -129,7 +93,11 @@ pub struct StudyRequest {
     #[schema(value_type = Object)]
     pub feature_spec: serde_json::Value,
     pub model: ModelRequest,
-    pub strategy: StrategyRequest,
+    /// The federated method and its settings, e.g. `{"name": "fedprox", "mu": 0.1}`; settings
+    /// left out take the method's defaults (docs/fl-methods.md). Parsed with the rest of the
+    /// body so that every bad field is reported at once.
+    #[schema(value_type = StrategyConfig)]
+    pub strategy: serde_json::Value,
     pub optimizer: OptimizerRequest,
     /// Local work per round: steps or epochs (exactly one).
     pub local_steps: Option<usize>,
@@ -252,121 +220,64 @@ fn parse_model(e: &mut Errors, m: &ModelRequest, inputs: usize) -> Option<ModelS
     }
 }
 
-fn parse_strategy(e: &mut Errors, s: &StrategyRequest) -> Option<StrategyConfig> {
-    let fedopt = |kind| {
-        let d = FedOptConfig::new(kind);
-        StrategyConfig::FedOpt(FedOptConfig {
-            kind,
-            server_lr: s.server_lr.unwrap_or(d.server_lr),
-            beta1: s.beta1.unwrap_or(d.beta1),
-            beta2: s.beta2.unwrap_or(d.beta2),
-            tau: s.tau.unwrap_or(d.tau),
-        })
+/// The engine's configuration of the requested method; its range checks are the engine's.
+fn strategy_from_request(e: &mut Errors, raw: &serde_json::Value) -> Option<StrategyConfig> {
+    let Some(name) = raw.get("name").and_then(|n| n.as_str()) else {
+        e.push(
+            "strategy.name",
+            "unknown_strategy",
+            "give the method as `strategy.name`",
+        );
+        return None;
     };
-    let config = match s.name.as_str() {
-        "fedavg" => StrategyConfig::FedAvg,
-        "fedprox" => StrategyConfig::FedProx(FedProxConfig {
-            mu: s.mu.unwrap_or(0.01),
-        }),
-        "scaffold" => StrategyConfig::Scaffold(ScaffoldConfig {
-            server_lr: s.server_lr.unwrap_or(1.0),
-        }),
-        "fedadam" => fedopt(FedOptKind::Adam),
-        "fedyogi" => fedopt(FedOptKind::Yogi),
-        "fedadagrad" => fedopt(FedOptKind::Adagrad),
-        "fednova" => StrategyConfig::FedNova(FedNovaConfig {
-            server_lr: s.server_lr.unwrap_or(FedNovaConfig::default().server_lr),
-        }),
-        "feddyn" => StrategyConfig::FedDyn(FedDynConfig {
-            alpha: s.alpha.unwrap_or(FedDynConfig::default().alpha),
-        }),
-        "fedexp" => StrategyConfig::FedExp(FedExpConfig::default()),
-        "qfedavg" => StrategyConfig::QFedAvg(QFedAvgConfig {
-            q: s.q.map_or(QFedAvgConfig::default().q, f64::from),
-            ..QFedAvgConfig::default()
-        }),
-        "fedmode" => StrategyConfig::FedMode(FedModeConfig {
-            lambda: s.lambda.map_or(FedModeConfig::default().lambda, f64::from),
-            ..FedModeConfig::default()
-        }),
-        "fedsam" => StrategyConfig::FedSam(FedSamConfig {
-            rho: s.rho.unwrap_or(FedSamConfig::default().rho),
-        }),
-        "fedlesam" => StrategyConfig::FedLesam(FedLesamConfig {
-            rho: s.rho.unwrap_or(FedLesamConfig::default().rho),
-        }),
-        "fedlc" => StrategyConfig::FedLc(FedLcConfig {
-            tau: s.tau.unwrap_or(FedLcConfig::default().tau),
-        }),
-        "feddecorr" => StrategyConfig::FedDecorr(FedDecorrConfig {
-            beta: s.beta.unwrap_or(FedDecorrConfig::default().beta),
-        }),
-        "moon" => StrategyConfig::Moon(MoonConfig {
-            mu: s.mu.unwrap_or(MoonConfig::default().mu),
-            ..MoonConfig::default()
-        }),
-        "ditto" => StrategyConfig::Ditto(DittoConfig {
-            lambda: s.lambda.unwrap_or(0.01),
-        }),
-        "fedper" => StrategyConfig::FedPer(FedPerConfig {}),
-        "fenda_fl" => StrategyConfig::FendaFl(FendaFlConfig {}),
-        "apfl" => StrategyConfig::Apfl(ApflConfig::default()),
-        "perfcl" => {
-            let d = PerFclConfig::default();
-            StrategyConfig::PerFcl(PerFclConfig {
-                mu: s.mu.unwrap_or(d.mu),
-                gamma: s.mu.unwrap_or(d.gamma),
-                ..d
-            })
-        }
-        "hpfl" => StrategyConfig::Hpfl(HpflConfig::default()),
-        "per_fedavg" => StrategyConfig::PerFedAvg(PerFedAvgConfig {
-            alpha: s.alpha.unwrap_or(PerFedAvgConfig::default().alpha),
-            ..PerFedAvgConfig::default()
-        }),
-        "pfedme" => StrategyConfig::PFedMe(PFedMeConfig {
-            lambda: s.lambda.unwrap_or(PFedMeConfig::default().lambda),
-            ..PFedMeConfig::default()
-        }),
-        "fedmap" => StrategyConfig::FedMap(FedMapConfig {
-            alpha: s.alpha.unwrap_or(FedMapConfig::default().alpha),
-            ..FedMapConfig::default()
-        }),
-        other => {
+    // every setting of every method has a default, so a name alone parses iff it is a method
+    if StrategyConfig::named(name).is_none() {
+        e.push(
+            "strategy.name",
+            "unknown_strategy",
+            format!("`{name}` is not a strategy this gateway runs"),
+        );
+        return None;
+    }
+    for (field, v) in raw.as_object().into_iter().flatten() {
+        if let Some(v) = v.as_f64().filter(|v| !v.is_finite() || *v < 0.0) {
             e.push(
-                "strategy.name",
-                "unknown_strategy",
-                format!("`{other}` is not a strategy this gateway runs"),
+                format!("strategy.{field}"),
+                "invalid_number",
+                format!("`strategy.{field}` must be >= 0, got {v}"),
             );
+        }
+    }
+    let config = match serde_json::from_value::<StrategyConfig>(raw.clone()) {
+        Ok(c) => c,
+        Err(err) => {
+            e.push("strategy", "invalid_strategy_setting", err.to_string());
             return None;
         }
     };
-    // the engine's own constructors hold each method's range checks
-    if let Err(err) = config
-        .client()
-        .and_then(|_| config.server(1, Box::new(WeightedMean)).map(|_| ()))
-    {
+    if let Err(err) = config.spec().validate() {
         e.push("strategy", "invalid_strategy_setting", err.to_string());
     }
-    for (field, v) in [
-        ("strategy.mu", s.mu),
-        ("strategy.lambda", s.lambda),
-        ("strategy.server_lr", s.server_lr),
-        ("strategy.beta1", s.beta1),
-        ("strategy.beta2", s.beta2),
-        ("strategy.tau", s.tau),
-        ("strategy.rho", s.rho),
-        ("strategy.alpha", s.alpha),
-        ("strategy.q", s.q),
-        ("strategy.beta", s.beta),
-    ] {
-        if let Some(v) = v {
-            if !v.is_finite() || v < 0.0 {
-                e.push(field, "invalid_number", format!("`{field}` must be >= 0"));
-            }
-        }
-    }
     Some(config)
+}
+
+/// The method's rule on the local training (SCAFFOLD: plain SGD, FedNova: SGD).
+fn check_training(e: &mut Errors, strategy: &StrategyConfig, optimizer: &OptimizerConfig) {
+    let probe = TrainConfig {
+        optimizer: optimizer.clone(),
+        budget: Budget::Steps(1),
+        batch_size: 1,
+        loss: LossKind::bce(),
+        record_dp: None,
+    };
+    if let Err(refusal) = strategy.spec().check_train(&probe) {
+        let field = match refusal.setting {
+            TrainSetting::Optimizer => "optimizer.name",
+            TrainSetting::Momentum => "optimizer.momentum",
+            TrainSetting::WeightDecay => "optimizer.weight_decay",
+        };
+        e.push(field, refusal.code, refusal.reason);
+    }
 }
 
 fn parse_optimizer(e: &mut Errors, o: &OptimizerRequest) -> Option<OptimizerConfig> {
@@ -443,32 +354,36 @@ pub fn parse_study(
             );
         }
     }
+    if let Some(spec) = &spec {
+        // The engine trains binary classifiers on static inputs; a survival label or a time
+        // series needs the sequence and survival models, so such a study is refused here
+        // rather than trained on the event flag alone.
+        if spec.task() != crate::node::Task::Binary {
+            e.push(
+                "feature_spec.label",
+                "unsupported_task",
+                "a survival label needs the survival models, which studies cannot use yet",
+            );
+        }
+        if spec.series.is_some() {
+            e.push(
+                "feature_spec.time_series",
+                "unsupported_task",
+                "a time series needs the sequence models, which studies cannot use yet",
+            );
+        }
+    }
     let inputs = spec.as_ref().map_or(1, FeatureSpec::n_columns);
     let model = parse_model(&mut e, &req.model, inputs);
-    let strategy = parse_strategy(&mut e, &req.strategy);
+    let strategy = strategy_from_request(&mut e, &req.strategy);
     if let (Some(m), Some(s)) = (&model, &strategy) {
         if let Err(err) = s.check_model(m) {
             e.push("model", "model_strategy_mismatch", err.to_string());
         }
     }
     let optimizer = parse_optimizer(&mut e, &req.optimizer);
-    if matches!(strategy, Some(StrategyConfig::Scaffold(_)))
-        && !matches!(optimizer, Some(OptimizerConfig::Sgd { .. }))
-    {
-        e.push(
-            "optimizer.name",
-            "scaffold_needs_sgd",
-            "SCAFFOLD's control variates assume plain SGD local steps",
-        );
-    }
-    if matches!(strategy, Some(StrategyConfig::FedNova(_)))
-        && !matches!(optimizer, Some(OptimizerConfig::Sgd { .. }))
-    {
-        e.push(
-            "optimizer.name",
-            "fednova_needs_sgd",
-            "FedNova normalises by the work of SGD (with or without momentum) steps",
-        );
+    if let (Some(s), Some(o)) = (&strategy, &optimizer) {
+        check_training(&mut e, s, o);
     }
     let budget = match (req.local_steps, req.local_epochs) {
         (Some(s), None) => {
@@ -606,22 +521,20 @@ fn parse_dp(
     };
     if let Some(s) = strategy {
         let spec = s.spec();
-        match level {
-            DpLevel::Record if !spec.supports_record_dp() => e.push(
+        match (level, spec.record_dp(), spec.client_dp()) {
+            (DpLevel::Record, Support::No(why), _) => e.push(
                 "dp.level",
                 "strategy_refuses_record_dp",
                 format!(
-                    "{} does not train under record-level DP-SGD (its extra terms or side \
-                     values would not be privatised); see docs/fl-methods.md",
+                    "{} does not train under record-level DP-SGD: {why}; see docs/fl-methods.md",
                     s.name()
                 ),
             ),
-            DpLevel::Client if !spec.supports_client_dp() => e.push(
+            (DpLevel::Client, _, Support::No(why)) => e.push(
                 "dp.level",
                 "strategy_refuses_client_dp",
                 format!(
-                    "{} sends or reads values beside the clipped and noised model update, \
-                     which client-level DP would not cover; see docs/fl-methods.md",
+                    "{} is not covered by client-level DP: {why}; see docs/fl-methods.md",
                     s.name()
                 ),
             ),
@@ -892,6 +805,36 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn survival_and_time_series_specifications_are_refused_until_the_engine_trains_them() {
+        let mut r = request();
+        r.feature_spec = serde_json::json!({"name": "s",
+            "cohort": {"unit": "encounter", "index": "admission", "category": "ehr_data"},
+            "features": [{"name": "age", "category": "ehr_data", "source": {"patient": "age"},
+                          "transform": {"kind": "number"}}],
+            "time_series": {"hours": 2, "channels": [{"name": "hr", "category": "ehr_data",
+                "observation": {"system": "http://loinc.org", "code": "8867-4"}}]},
+            "label": {"name": "y", "category": "ehr_data",
+                      "source": {"survival": {"event": {"death": {}}, "follow_up": "30d"}}}});
+        let errors = parse_study(&r, 1e-5, FLOOR, 7).unwrap_err();
+        let fields: Vec<(&str, &str)> = errors.iter().map(|e| (e.field.as_str(), e.code)).collect();
+        assert!(
+            fields.contains(&("feature_spec.label", "unsupported_task")),
+            "{fields:?}"
+        );
+        assert!(
+            fields.contains(&("feature_spec.time_series", "unsupported_task")),
+            "{fields:?}"
+        );
+        // the same cohort with a binary label is a valid study
+        r.feature_spec["label"]["source"] = serde_json::json!({"death": {"within": "30d"}});
+        r.feature_spec
+            .as_object_mut()
+            .unwrap()
+            .remove("time_series");
+        assert!(parse_study(&r, 1e-5, FLOOR, 7).is_ok());
+    }
+
+    #[test]
     fn every_bad_field_is_reported_at_once() {
         let mut r = request();
         r.purpose = "advertising_marketing".into();
@@ -931,7 +874,7 @@ pub(crate) mod tests {
         let s = parse_study(&r, 1e-5, FLOOR, 7).unwrap();
         assert_eq!((s.dp.sampling_rate, s.dp.steps_per_round), (0.05, 10));
         assert!(s.train.record_dp.is_some());
-        r.strategy.name = "ditto".into();
+        r.strategy = serde_json::json!({"name": "ditto"});
         assert_eq!(
             parse_study(&r, 1e-5, FLOOR, 7).unwrap().dp.steps_per_round,
             20

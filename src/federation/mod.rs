@@ -25,6 +25,8 @@ pub struct Federation {
     pub store: Arc<dyn Store>,
     pub authz: Arc<Authorizer>,
     pub settings: FederationSettings,
+    /// Seals the study noise keys kept in the database.
+    pub vault: Arc<crate::secret::KeyVault>,
     /// Woken whenever tasks appear or close, so long-polling nodes answer at once.
     pub tasks_changed: Arc<Notify>,
     /// Woken when something the round loop waits for happens (a result, a permit change).
@@ -36,11 +38,13 @@ impl Federation {
         store: Arc<dyn Store>,
         authz: Arc<Authorizer>,
         settings: FederationSettings,
+        vault: Arc<crate::secret::KeyVault>,
     ) -> Self {
         Self {
             store,
             authz,
             settings,
+            vault,
             tasks_changed: Arc::new(Notify::new()),
             wake: Arc::new(Notify::new()),
         }

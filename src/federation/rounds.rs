@@ -16,15 +16,13 @@
 //! of round r-1, so an aggregation redone after a crash gives the same model, and the budget is
 //! spent once because the spend commits with the checkpoint.
 
-use std::sync::{Arc, Mutex};
-
 use anyhow::Context;
 use fl_engine::{
-    dp::{DpAggregationReport, DpFedAvgConfig, NoiseRng, RdpAccountant},
+    dp::{DpFedAvgConfig, NoiseRng, RdpAccountant},
     load_safetensors, save_safetensors,
-    strategy::{Aggregator, DpFedAvgAggregator, WeightedMean},
+    strategy::{Aggregator, AggregatorReport, DpFedAvgAggregator, WeightedMean},
     train::TrainReport,
-    FitRes, ParameterSet,
+    FitRes,
 };
 use serde_json::json;
 
@@ -396,26 +394,6 @@ async fn collect(
     aggregate(fed, tx, study, permit, round, tasks, now).await
 }
 
-/// Client-level DP aggregation whose public figures (clip count, noise) stay readable after
-/// the aggregator has been handed to the strategy.
-struct ReportingDp {
-    inner: DpFedAvgAggregator,
-    report: Arc<Mutex<Option<DpAggregationReport>>>,
-}
-
-impl Aggregator for ReportingDp {
-    fn name(&self) -> &'static str {
-        self.inner.name()
-    }
-    fn aggregate(&mut self, updates: &[&[f32]], weights: &[f64]) -> fl_engine::Result<Vec<f32>> {
-        let out = self.inner.aggregate(updates, weights)?;
-        if let Ok(mut slot) = self.report.lock() {
-            *slot = self.inner.last_report().cloned();
-        }
-        Ok(out)
-    }
-}
-
 /// The noise generator of round `round`: keyed by the study's own secret, so a redone
 /// aggregation draws the same noise and nobody without the key can predict it.
 fn round_noise(key: &[u8], round: u64) -> anyhow::Result<NoiseRng> {
@@ -443,22 +421,24 @@ async fn aggregate(
         .await?
         .context("a running study has no checkpoint")?;
     let (global, _) = load_safetensors(&checkpoint.global)?;
-    let report = Arc::new(Mutex::new(None));
     let aggregator: Box<dyn Aggregator> = match spec.dp.level {
-        DpLevel::Client => Box::new(ReportingDp {
-            inner: DpFedAvgAggregator::new(
-                DpFedAvgConfig {
-                    clip_norm: spec.dp.clip_norm,
-                    noise_multiplier: spec.dp.noise_multiplier,
-                    // fixed before the round: dividing by the realised count would make the
-                    // divisor itself depend on who answered
-                    expected_sites: Some(round.participants.len() as f64),
-                    parallel: true,
-                },
-                round_noise(&tx.study_noise_key(study.id).await?, round.round)?,
-            ),
-            report: report.clone(),
-        }),
+        DpLevel::Client => Box::new(DpFedAvgAggregator::new(
+            DpFedAvgConfig {
+                clip_norm: spec.dp.clip_norm,
+                noise_multiplier: spec.dp.noise_multiplier,
+                // fixed before the round: dividing by the realised count would make the
+                // divisor itself depend on who answered
+                expected_sites: Some(round.participants.len() as f64),
+                parallel: true,
+            },
+            round_noise(
+                &fed.vault.open(
+                    study.id.to_string().as_bytes(),
+                    &tx.study_noise_key(study.id).await?,
+                )?,
+                round.round,
+            )?,
+        )),
         DpLevel::Record => Box::new(WeightedMean),
     };
     let mut server = spec.strategy.server(round.participants.len(), aggregator)?;
@@ -496,9 +476,16 @@ async fn aggregate(
         });
     }
     let failures = tasks.len() - results.len();
-    let next: ParameterSet = server
-        .aggregate_fit(round.round, &global, &results, failures)?
-        .unwrap_or(global);
+    let aggregated = server.aggregate_fit(round.round, &global, &results, failures)?;
+    // the clip count and noise scale are public; the per-site norms stay here
+    let dp_report = match aggregated
+        .as_ref()
+        .and_then(|a| a.metrics.aggregator.as_ref())
+    {
+        Some(AggregatorReport::ClientDp(r)) => Some(r.clone()),
+        _ => None,
+    };
+    let next = aggregated.map_or(global, |a| a.params);
 
     let mut acc = accountant(&checkpoint)?;
     acc.spend(spec.dp.round_mechanism()?)?;
@@ -535,7 +522,6 @@ async fn aggregate(
         now,
     )
     .await?;
-    let dp_report = report.lock().ok().and_then(|r| r.clone());
     round.phase = RoundPhase::Aggregated;
     round.closed_at = Some(now);
     round.epsilon_round = Some(cost);

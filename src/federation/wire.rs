@@ -1,5 +1,5 @@
 //! What travels between the gateway and a data-holder node: the task a node fetches, the
-//! parameters it trains from, and the result it returns.
+//! opt-out filter it asks for, the parameters it trains from, and the result it returns.
 //!
 //! Parameters travel as safetensors (see `fl_engine::io`): the header names the study, round and
 //! sender and carries a SHA-256 digest of the values, so a truncated, tampered or misdirected
@@ -33,7 +33,9 @@ pub struct NodeStudy {
     pub feature_spec: serde_json::Value,
     #[schema(value_type = Object)]
     pub model: ModelSpec,
+    /// The method as `{"<name>": {<settings>}}` (see `fl_engine::strategy::stored`).
     #[schema(value_type = Object)]
+    #[serde(with = "fl_engine::strategy::stored")]
     pub strategy: StrategyConfig,
     #[schema(value_type = Object)]
     pub train: TrainConfig,
@@ -57,6 +59,38 @@ impl From<&StudySpec> for NodeStudy {
             optout_policy: s.optout_policy,
         }
     }
+}
+
+// The body of `POST /v1/opt-outs/filter`: which of these subjects must a holder leave out?
+// (A plain comment: a doc comment would change the published schema.)
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FilterRequest {
+    pub permit_id: PermitId,
+    /// The data holder's subject pseudonyms to check.
+    pub subjects: Vec<String>,
+    /// The categories about to be processed: data added by an amendment is judged at the
+    /// amendment's time. Empty means all of the permit's categories.
+    #[serde(default)]
+    pub categories: Vec<String>,
+    #[serde(default)]
+    pub policy: FilterPolicy,
+    /// Pin an earlier registry version (for reproducible rounds); defaults to the current one.
+    pub registry_version: Option<i64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct FilterResponse {
+    pub permit_id: PermitId,
+    pub registry_version: i64,
+    /// The time whose opt-outs bind this processing (permit issue or the amendment adding the data).
+    pub reference_time: DateTime<Utc>,
+    pub policy: FilterPolicy,
+    /// True when the permit records the Art. 71(4) exception: nobody is excluded.
+    pub exception_applied: bool,
+    pub checked: usize,
+    /// The pseudonyms to exclude before training.
+    pub exclude: Vec<String>,
 }
 
 /// One task, as `GET /v1/node/tasks` hands it out.

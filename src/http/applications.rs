@@ -228,6 +228,23 @@ pub async fn decide(
         .authorize(&caller, action, &Resource::Application(&app))
         .map_err(|e| e.on("application", id))?;
     let now = time::now();
+    let lengths: Vec<_> = [
+        req.reason.as_deref().map(|r| {
+            crate::domain::within_length("reason", r.trim(), crate::domain::MAX_REASON_CHARS)
+        }),
+        req.conditions.as_deref().map(|c| {
+            crate::domain::within_length("conditions", c, crate::domain::MAX_CONDITIONS_CHARS)
+        }),
+    ]
+    .into_iter()
+    .flatten()
+    .filter_map(Result::err)
+    .collect();
+    if !lengths.is_empty() {
+        return Err(ApiError::invalid(lengths)
+            .action(action.name())
+            .on("application", id));
+    }
     let reason = req
         .reason
         .map(|r| r.trim().to_owned())

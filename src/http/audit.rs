@@ -19,16 +19,16 @@ use super::{
     AppState,
 };
 use crate::{
+    app::audit::verify_chain,
     authz::{Action, Resource},
     domain::{
-        audit::{AuditEntry, ChainVerifier, Outcome, VerifyReport},
+        audit::{AuditEntry, Outcome, VerifyReport},
         time, DataCategory, Permit,
     },
-    store::{AuditFilter, Page, Scope, Tx},
+    store::{AuditFilter, Page, Scope},
 };
 
 const MAX_EXPORT: i64 = 10_000;
-const VERIFY_PAGE: i64 = 2_000;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -94,82 +94,192 @@ pub async fn events(
         resource_id: q.resource_id,
         permit_id: q.permit_id,
         after_seq: q.after_seq,
+        until_seq: None,
         limit,
     };
     let format = q.format.unwrap_or_default();
+    // The read is recorded first, with the exact span it returns; the entries are then streamed
+    // page by page, so memory stays bounded by a page whatever the export's size.
     let mut tx = state.store.begin().await?;
-    let entries = tx.list_audit(&filter).await?;
+    let span = tx.audit_span(&filter).await?;
     tx.append_audit(caller.audit(action, "audit_log", None).detail(json!({
-        "returned": entries.len(), "format": format!("{format:?}").to_lowercase(),
-        "first_seq": entries.first().map(|e| e.seq), "last_seq": entries.last().map(|e| e.seq) })))
+        "returned": span.count, "format": format!("{format:?}").to_lowercase(),
+        "first_seq": span.first_seq, "last_seq": span.last_seq })))
         .await?;
     tx.commit().await?;
     let public_url = state.settings.public_url();
-    Ok(match format {
-        ExportFormat::Json => Json(entries).into_response(),
-        ExportFormat::Jsonl => {
-            let mut body = String::new();
-            for e in &entries {
-                body.push_str(&serde_json::to_string(e).map_err(anyhow::Error::from)?);
-                body.push('\n');
+    let content_type = match format {
+        ExportFormat::Json => "application/json",
+        ExportFormat::Jsonl => "application/x-ndjson",
+        ExportFormat::Csv => "text/csv; charset=utf-8",
+        ExportFormat::Fhir => "application/fhir+json",
+    };
+    let pages = ExportPages {
+        store: state.store.clone(),
+        filter: AuditFilter {
+            after_seq: span.first_seq.map(|s| s - 1),
+            until_seq: span.last_seq,
+            limit: EXPORT_PAGE,
+            ..filter
+        },
+        format,
+        public_url,
+        total: span.count,
+        written: 0,
+        stage: Stage::Opening,
+    };
+    let body = axum::body::Body::from_stream(futures_util::stream::unfold(
+        pages,
+        |mut pages| async move {
+            match pages.next_chunk().await {
+                Ok(Some(chunk)) => Some((Ok::<_, std::io::Error>(chunk), pages)),
+                Ok(None) => None,
+                Err(e) => {
+                    // The status is sent; cutting the body short makes the client see the failure.
+                    tracing::error!(error = %e, "audit export failed part-way");
+                    Some((
+                        Err(std::io::Error::other("audit export failed")),
+                        pages.failed(),
+                    ))
+                }
             }
-            ([(header::CONTENT_TYPE, "application/x-ndjson")], body).into_response()
-        }
-        ExportFormat::Csv => (
-            [(header::CONTENT_TYPE, "text/csv; charset=utf-8")],
-            to_csv(&entries)?,
-        )
-            .into_response(),
-        ExportFormat::Fhir => (
-            [(header::CONTENT_TYPE, "application/fhir+json")],
-            Json(fhir_bundle(&entries, &public_url)),
-        )
-            .into_response(),
-    })
+        },
+    ));
+    Ok(([(header::CONTENT_TYPE, content_type)], body).into_response())
 }
 
-fn to_csv(entries: &[AuditEntry]) -> ApiResult<String> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record([
-        "seq",
-        "recorded_at",
-        "actor_sub",
-        "actor_roles",
-        "actor_organisation",
-        "action",
-        "outcome",
-        "resource_type",
-        "resource_id",
-        "permit_id",
-        "request_id",
-        "http_status",
-        "detail",
-        "prev_hash",
-        "hash",
-    ])
-    .map_err(anyhow::Error::from)?;
-    for e in entries {
-        w.write_record([
-            e.seq.to_string(),
-            time::canonical(&e.recorded_at),
-            e.actor.sub.clone(),
-            e.actor.roles.join(" "),
-            e.actor.organisation.clone().unwrap_or_default(),
-            e.action.clone(),
-            e.outcome.as_str().to_owned(),
-            e.resource_type.clone(),
-            e.resource_id.clone().unwrap_or_default(),
-            e.permit_id.clone().unwrap_or_default(),
-            e.request_id.clone().unwrap_or_default(),
-            e.http_status.map(|s| s.to_string()).unwrap_or_default(),
-            e.detail.to_string(),
-            e.prev_hash.clone(),
-            e.hash.clone(),
-        ])
-        .map_err(anyhow::Error::from)?;
+/// Entries per page of an export stream.
+const EXPORT_PAGE: i64 = 500;
+
+#[derive(Clone, Copy, PartialEq)]
+enum Stage {
+    Opening,
+    Entries,
+    Closing,
+    Done,
+}
+
+/// The state of one export stream: the remaining span and how far the document got.
+struct ExportPages {
+    store: std::sync::Arc<dyn crate::store::Store>,
+    filter: AuditFilter,
+    format: ExportFormat,
+    public_url: String,
+    total: u64,
+    written: u64,
+    stage: Stage,
+}
+
+impl ExportPages {
+    fn failed(mut self) -> Self {
+        self.stage = Stage::Done;
+        self
     }
+
+    async fn next_chunk(&mut self) -> anyhow::Result<Option<axum::body::Bytes>> {
+        let mut out = Vec::new();
+        match self.stage {
+            Stage::Done => return Ok(None),
+            Stage::Opening => {
+                self.stage = Stage::Entries;
+                match self.format {
+                    ExportFormat::Json => out.extend_from_slice(b"["),
+                    ExportFormat::Jsonl => {}
+                    ExportFormat::Csv => out.extend_from_slice(CSV_HEADER.as_bytes()),
+                    ExportFormat::Fhir => {
+                        let head = json!({
+                            "resourceType": "Bundle", "type": "collection",
+                            "timestamp": time::canonical(&time::now()), "total": self.total,
+                        });
+                        let head = serde_json::to_string(&head)?;
+                        out.extend_from_slice(&head.as_bytes()[..head.len() - 1]);
+                        out.extend_from_slice(b",\"entry\":[");
+                    }
+                }
+                return Ok(Some(out.into()));
+            }
+            Stage::Closing => {
+                self.stage = Stage::Done;
+                match self.format {
+                    ExportFormat::Json => out.extend_from_slice(b"]"),
+                    ExportFormat::Fhir => out.extend_from_slice(b"]}"),
+                    ExportFormat::Jsonl | ExportFormat::Csv => return Ok(None),
+                }
+                return Ok(Some(out.into()));
+            }
+            Stage::Entries => {}
+        }
+        let page = if self.written >= self.total {
+            vec![]
+        } else {
+            let mut tx = self.store.begin().await?;
+            let page = tx.list_audit(&self.filter).await?;
+            drop(tx);
+            page
+        };
+        let Some(last) = page.last() else {
+            self.stage = Stage::Closing;
+            return Ok(Some(out.into()));
+        };
+        self.filter.after_seq = Some(last.seq);
+        for e in &page {
+            let first = self.written == 0;
+            self.written += 1;
+            match self.format {
+                ExportFormat::Json => {
+                    if !first {
+                        out.push(b',');
+                    }
+                    serde_json::to_writer(&mut out, e)?;
+                }
+                ExportFormat::Jsonl => {
+                    serde_json::to_writer(&mut out, e)?;
+                    out.push(b'\n');
+                }
+                ExportFormat::Csv => out.extend_from_slice(csv_row(e)?.as_bytes()),
+                ExportFormat::Fhir => {
+                    if !first {
+                        out.push(b',');
+                    }
+                    serde_json::to_writer(
+                        &mut out,
+                        &json!({
+                            "fullUrl": format!("urn:uuid:{}", e.id),
+                            "resource": fhir_audit_event(e, &self.public_url),
+                        }),
+                    )?;
+                }
+            }
+        }
+        Ok(Some(out.into()))
+    }
+}
+
+const CSV_HEADER: &str = "seq,recorded_at,actor_sub,actor_roles,actor_organisation,action,outcome,resource_type,resource_id,permit_id,request_id,http_status,detail,prev_hash,hash\n";
+
+fn csv_row(e: &AuditEntry) -> anyhow::Result<String> {
+    let mut w = csv::WriterBuilder::new()
+        .has_headers(false)
+        .from_writer(Vec::new());
+    w.write_record([
+        e.seq.to_string(),
+        time::canonical(&e.recorded_at),
+        e.actor.sub.clone(),
+        e.actor.roles.join(" "),
+        e.actor.organisation.clone().unwrap_or_default(),
+        e.action.clone(),
+        e.outcome.as_str().to_owned(),
+        e.resource_type.clone(),
+        e.resource_id.clone().unwrap_or_default(),
+        e.permit_id.clone().unwrap_or_default(),
+        e.request_id.clone().unwrap_or_default(),
+        e.http_status.map(|s| s.to_string()).unwrap_or_default(),
+        e.detail.to_string(),
+        e.prev_hash.clone(),
+        e.hash.clone(),
+    ])?;
     let bytes = w.into_inner().map_err(|e| anyhow::anyhow!("csv: {e}"))?;
-    Ok(String::from_utf8(bytes).map_err(anyhow::Error::from)?)
+    Ok(String::from_utf8(bytes)?)
 }
 
 /// FHIR AuditEvent.action: C/R/U/D/E, following the mapping of the IHE BALP profile.
@@ -281,19 +391,6 @@ pub fn fhir_audit_event(e: &AuditEntry, public_url: &str) -> Value {
     })
 }
 
-fn fhir_bundle(entries: &[AuditEntry], public_url: &str) -> Value {
-    json!({
-        "resourceType": "Bundle",
-        "type": "collection",
-        "timestamp": time::canonical(&time::now()),
-        "total": entries.len(),
-        "entry": entries.iter().map(|e| json!({
-            "fullUrl": format!("urn:uuid:{}", e.id),
-            "resource": fhir_audit_event(e, public_url),
-        })).collect::<Vec<_>>(),
-    })
-}
-
 /// Verify the whole hash chain.
 #[utoipa::path(get, path = "/v1/audit/verify", tag = "audit", security(("bearer" = [])),
     responses((status = 200, body = VerifyReport), (status = 403, body = Problem)))]
@@ -309,27 +406,6 @@ pub async fn verify(
         "valid": report.valid, "entries_checked": report.entries_checked, "first_bad": report.first_bad }))).await?;
     tx.commit().await?;
     Ok(Json(report))
-}
-
-/// Walks the chain page by page, so memory stays flat however long the trail is.
-pub async fn verify_chain(tx: &mut dyn Tx) -> crate::store::Result<VerifyReport> {
-    let mut verifier = ChainVerifier::default();
-    let mut after = 0;
-    loop {
-        let page = tx
-            .list_audit(&AuditFilter {
-                after_seq: Some(after),
-                limit: VERIFY_PAGE,
-                ..Default::default()
-            })
-            .await?;
-        let Some(last) = page.last() else { break };
-        after = last.seq;
-        if !page.iter().all(|e| verifier.feed(e)) {
-            break;
-        }
-    }
-    Ok(verifier.finish())
 }
 
 /// GDPR Art. 30(1) record of one processing activity: a permit.

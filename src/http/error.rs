@@ -34,7 +34,28 @@ pub struct ApiError {
     pub action: Option<&'static str>,
     pub resource: Option<(&'static str, String)>,
     pub permit_id: Option<String>,
+    headers: Vec<(header::HeaderName, HeaderValue)>,
     source: Option<anyhow::Error>,
+}
+
+/// Longest problem `detail` sent or stored: details may quote what the caller sent (a serde
+/// error names the offending value), so they are cut to a fixed size.
+pub const MAX_DETAIL: usize = 1024;
+/// Longest detail kept in the audit entry of a refusal.
+pub const MAX_STORED_DETAIL: usize = 512;
+/// Longest request path kept in the audit entry of a refusal.
+pub const MAX_STORED_PATH: usize = 256;
+
+/// `text` cut to at most `max` bytes on a character boundary, marked with `…` when cut.
+pub fn bounded(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max.saturating_sub('…'.len_utf8());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
 }
 
 pub type ApiResult<T, E = ApiError> = Result<T, E>;
@@ -50,6 +71,7 @@ impl ApiError {
             action: None,
             resource: None,
             permit_id: None,
+            headers: vec![],
             source: None,
         }
     }
@@ -125,6 +147,11 @@ impl ApiError {
         self
     }
 
+    pub fn with_header(mut self, name: header::HeaderName, value: HeaderValue) -> Self {
+        self.headers.push((name, value));
+        self
+    }
+
     pub fn with(mut self, key: &str, value: Value) -> Self {
         self.extra.insert(key.into(), value);
         self
@@ -155,6 +182,7 @@ impl IntoResponse for ApiError {
         if let Some(source) = &self.source {
             tracing::error!(error = ?source, code = self.code, "request failed");
         }
+        let detail = bounded(&self.detail, MAX_DETAIL);
         let mut body = Map::new();
         body.insert(
             "type".into(),
@@ -166,14 +194,14 @@ impl IntoResponse for ApiError {
         );
         body.insert("status".into(), json!(self.status.as_u16()));
         body.insert("code".into(), json!(self.code));
-        body.insert("detail".into(), json!(self.detail));
+        body.insert("detail".into(), json!(detail));
         if !self.errors.is_empty() {
             body.insert("errors".into(), json!(self.errors));
         }
         body.extend(self.extra);
         let info = ProblemInfo {
             code: self.code,
-            detail: self.detail,
+            detail,
             action: self.action,
             resource_type: self.resource.as_ref().map(|r| r.0),
             resource_id: self.resource.map(|r| r.1),
@@ -189,6 +217,9 @@ impl IntoResponse for ApiError {
                 header::WWW_AUTHENTICATE,
                 HeaderValue::from_static("Bearer error=\"invalid_token\""),
             );
+        }
+        for (name, value) in self.headers {
+            response.headers_mut().insert(name, value);
         }
         response.extensions_mut().insert(info);
         response
@@ -206,4 +237,17 @@ pub struct Problem {
     pub code: String,
     pub detail: String,
     pub errors: Option<Vec<FieldError>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bounded;
+
+    #[test]
+    fn long_text_is_cut_on_a_character_boundary() {
+        assert_eq!(bounded("short", 10), "short");
+        let cut = bounded(&"é".repeat(100), 11);
+        assert!(cut.len() <= 11 && cut.ends_with('…'), "{cut}");
+        assert_eq!(bounded("abcdefghij", 4), "a…");
+    }
 }

@@ -18,11 +18,74 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        match axum::Json::<T>::from_request(req, state).await {
-            Ok(axum::Json(v)) => Ok(ApiJson(v)),
-            Err(rejection) => Err(json_problem(rejection)),
+        let bytes = match axum::Json::<serde_json::Value>::from_request(req, state).await {
+            Ok(axum::Json(value)) => {
+                if let Some(at) = first_control_character(&value, &mut String::new()) {
+                    return Err(control_character(&at));
+                }
+                value
+            }
+            Err(rejection) => return Err(json_problem(rejection)),
+        };
+        match serde_path_to_error::deserialize::<_, T>(bytes) {
+            Ok(v) => Ok(ApiJson(v)),
+            Err(e) => Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_body",
+                format!("Failed to deserialize the JSON body into the target type: {e}"),
+            )),
         }
     }
+}
+
+/// Text fields may hold tab, line feed and carriage return but no other control character:
+/// U+0000 cannot be stored by PostgreSQL, and the others have no place in names, reasons or
+/// justifications. One rule for every field of every body and query, checked before parsing
+/// into the request type, so both databases refuse the same input the same way.
+pub fn is_forbidden_control(c: char) -> bool {
+    c.is_control() && !matches!(c, '\t' | '\n' | '\r')
+}
+
+/// The JSON pointer of the first string (key or value) holding a forbidden control character.
+fn first_control_character(value: &serde_json::Value, at: &mut String) -> Option<String> {
+    use serde_json::Value;
+    let bad = |s: &str| s.chars().any(is_forbidden_control);
+    match value {
+        Value::String(s) if bad(s) => Some(if at.is_empty() {
+            "/".into()
+        } else {
+            at.clone()
+        }),
+        Value::Array(items) => items.iter().enumerate().find_map(|(i, v)| {
+            let len = at.len();
+            at.push_str(&format!("/{i}"));
+            let found = first_control_character(v, at);
+            at.truncate(len);
+            found
+        }),
+        Value::Object(map) => map.iter().find_map(|(k, v)| {
+            let len = at.len();
+            at.push('/');
+            at.push_str(&k.replace('~', "~0").replace('/', "~1"));
+            let found = if bad(k) {
+                Some(at.clone())
+            } else {
+                first_control_character(v, at)
+            };
+            at.truncate(len);
+            found
+        }),
+        _ => None,
+    }
+}
+
+fn control_character(at: &str) -> ApiError {
+    let field = super::error::bounded(at, 128);
+    ApiError::invalid(vec![crate::domain::FieldError::new(
+        &field,
+        "control_character",
+        "text may not contain control characters other than tab, line feed and carriage return",
+    )])
 }
 
 fn json_problem(rejection: JsonRejection) -> ApiError {
@@ -54,6 +117,19 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let query = parts.uri.query().unwrap_or("");
+        if let Some((name, _)) = url::form_urlencoded::parse(query.as_bytes())
+            .find(|(k, v)| k.chars().chain(v.chars()).any(is_forbidden_control))
+        {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "control_character",
+                format!(
+                    "query parameter `{}` may not contain control characters",
+                    super::error::bounded(&name, 64)
+                ),
+            ));
+        }
         axum::extract::Query::<T>::from_request_parts(parts, state)
             .await
             .map(|q| ApiQuery(q.0))

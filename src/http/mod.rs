@@ -7,11 +7,13 @@ pub mod audit;
 pub mod dev_oidc;
 pub mod error;
 pub mod extract;
+pub mod guard;
 pub mod health;
 pub mod node_tasks;
 pub mod openapi;
 pub mod optouts;
 pub mod permits;
+pub mod server;
 pub mod studies;
 
 use std::{sync::Arc, time::Duration};
@@ -58,6 +60,7 @@ pub struct AppState {
     pub dev: Option<Arc<DevIssuer>>,
     pub pseudonym_key: PseudonymKey,
     pub federation: Arc<Federation>,
+    pub unauthenticated: Arc<guard::UnauthenticatedLimits>,
 }
 
 impl AppState {
@@ -69,10 +72,16 @@ impl AppState {
         resource: &Resource<'_>,
     ) -> Result<(), ApiError> {
         if self.authz.is_allowed(&caller.principal, action, resource)? {
-            Ok(())
-        } else {
-            Err(ApiError::forbidden(action.name()))
+            return Ok(());
         }
+        // A record the caller may not even read answers as if it did not exist, so ids cannot
+        // be probed; the refusal is audited like any other.
+        if let Some((read, kind, id)) = visibility(resource) {
+            if read == action || !self.authz.is_allowed(&caller.principal, read, resource)? {
+                return Err(ApiError::not_found(kind, id).action(action.name()));
+            }
+        }
+        Err(ApiError::forbidden(action.name()))
     }
 
     pub fn allows(
@@ -82,6 +91,19 @@ impl AppState {
         resource: &Resource<'_>,
     ) -> Result<bool, ApiError> {
         Ok(self.authz.is_allowed(&caller.principal, action, resource)?)
+    }
+}
+
+/// The action that makes a record visible to a caller, with the record's kind and id.
+fn visibility(resource: &Resource<'_>) -> Option<(Action, &'static str, String)> {
+    match resource {
+        Resource::Application(a) => {
+            Some((Action::ApplicationRead, "application", a.id.to_string()))
+        }
+        Resource::Permit(p) => Some((Action::PermitRead, "permit", p.id().to_string())),
+        Resource::Study(s) => Some((Action::StudyRead, "study", s.id.to_string())),
+        Resource::Task(t) => Some((Action::NodeTask, "task", t.id.to_string())),
+        Resource::Service | Resource::OptOutRegistry | Resource::AuditLog => None,
     }
 }
 
@@ -151,6 +173,10 @@ pub fn router(state: AppState) -> Router {
         .layer(
             ServiceBuilder::new()
                 .layer(SetSensitiveRequestHeadersLayer::new([header::AUTHORIZATION]))
+                .layer(middleware::from_fn_with_state(
+                    settings.http.max_header_bytes,
+                    check_request_head,
+                ))
                 .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
                 .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
                     let id = req.headers().get(REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("");
@@ -167,6 +193,30 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// Appends the counts of refusals held back from the audit trail in the last minute, if any.
+pub async fn record_refusal_summary(state: &AppState) -> anyhow::Result<()> {
+    let counts = state.unauthenticated.take_summary();
+    if counts.is_empty() {
+        return Ok(());
+    }
+    let total: u64 = counts.values().sum();
+    let mut tx = state.store.begin().await?;
+    tx.append_audit(NewAuditEvent {
+        actor: Actor::anonymous(),
+        action: "http.refusals_summarised".into(),
+        outcome: Outcome::Denied,
+        resource_type: "request".into(),
+        resource_id: None,
+        permit_id: None,
+        request_id: None,
+        http_status: None,
+        detail: serde_json::json!({ "refusals": total, "by_code": counts, "window_seconds": 60 }),
+    })
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
 fn request_id(req: &Request) -> Option<String> {
     req.headers()
         .get(REQUEST_ID)
@@ -174,28 +224,92 @@ fn request_id(req: &Request) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// Validates the bearer token and makes the caller available to handlers.
-async fn authenticate(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
-    let token = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| {
-            v.strip_prefix("Bearer ")
-                .or_else(|| v.strip_prefix("bearer "))
-        })
-        .map(str::trim)
-        .map(str::to_owned);
-    let Some(token) = token else {
+/// Refuses request heads over the configured size with a problem document (hyper itself only
+/// answers a bare 431 beyond its larger read buffer), and drops a client-supplied request id that
+/// is not well formed, so that the layer after this one generates a fresh one.
+async fn check_request_head(
+    State(max_header_bytes): State<usize>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    if guard::head_bytes(&req) > max_header_bytes {
         return axum::response::IntoResponse::into_response(ApiError::new(
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            "header_too_large",
+            format!("the request head exceeds {max_header_bytes} bytes"),
+        ));
+    }
+    let ids = req.headers().get_all(&REQUEST_ID);
+    let mut ids_iter = ids.iter();
+    let keep = match (ids_iter.next(), ids_iter.next()) {
+        (Some(one), None) => guard::is_well_formed_request_id(one),
+        _ => false,
+    };
+    if !keep {
+        req.headers_mut().remove(&REQUEST_ID);
+    }
+    next.run(req).await
+}
+
+/// The bearer token of a request: exactly one `Authorization` header whose scheme is `Bearer`
+/// in any case (RFC 9110 §11.1).
+fn bearer_token(req: &Request) -> Result<&str, ApiError> {
+    let mut values = req.headers().get_all(header::AUTHORIZATION).iter();
+    let (Some(value), None) = (values.next(), values.next()) else {
+        return Err(match req.headers().contains_key(header::AUTHORIZATION) {
+            true => ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "duplicate_authorization",
+                "a request may carry one `Authorization` header",
+            ),
+            false => ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "missing_token",
+                "an `Authorization: Bearer <JWT>` header is required",
+            ),
+        });
+    };
+    let value = value.to_str().unwrap_or("");
+    let token = value
+        .split_once(' ')
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim())
+        .filter(|token| !token.is_empty());
+    token.ok_or_else(|| {
+        ApiError::new(
             StatusCode::UNAUTHORIZED,
             "missing_token",
             "an `Authorization: Bearer <JWT>` header is required",
-        ));
+        )
+    })
+}
+
+/// Validates the bearer token and makes the caller available to handlers. A source that keeps
+/// sending requests without valid credentials is answered 429 until its quota refills.
+async fn authenticate(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    let verified = match bearer_token(&req) {
+        Ok(token) => state
+            .auth
+            .authenticate(token)
+            .await
+            .map_err(ApiError::unauthorized),
+        Err(e) => Err(e),
     };
-    let principal: Principal = match state.auth.authenticate(&token).await {
+    let principal: Principal = match verified {
         Ok(p) => p,
-        Err(e) => return axum::response::IntoResponse::into_response(ApiError::unauthorized(e)),
+        Err(refusal) => {
+            let ip = guard::client_ip(&req, &state.settings.http);
+            let refusal = match state.unauthenticated.charge_source(ip) {
+                guard::SourceVerdict::Refuse => refusal,
+                guard::SourceVerdict::Throttle => ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "too_many_unauthenticated_requests",
+                    "too many requests without valid credentials from this address; retry later",
+                )
+                .with_header(header::RETRY_AFTER, HeaderValue::from_static("60")),
+            };
+            return axum::response::IntoResponse::into_response(refusal);
+        }
     };
     let actor = principal.actor();
     let rid = request_id(&req);
@@ -222,12 +336,21 @@ async fn audit_refusals(State(state): State<AppState>, req: Request, next: Next)
     let Some(problem) = response.extensions().get::<ProblemInfo>().cloned() else {
         return response;
     };
-    let actor = response
-        .extensions()
-        .get::<Actor>()
-        .cloned()
-        .unwrap_or_else(Actor::anonymous);
     let status = response.status();
+    let actor = match response.extensions().get::<Actor>() {
+        Some(actor) => actor.clone(),
+        None => {
+            // Nobody vouches for this caller: its refusals are audited within the quotas only.
+            if status == StatusCode::TOO_MANY_REQUESTS {
+                state.unauthenticated.count(problem.code);
+                return response;
+            }
+            if !state.unauthenticated.audit_individually(problem.code) {
+                return response;
+            }
+            Actor::anonymous()
+        }
+    };
     let event = NewAuditEvent {
         actor,
         action: problem
@@ -244,7 +367,12 @@ async fn audit_refusals(State(state): State<AppState>, req: Request, next: Next)
         permit_id: problem.permit_id,
         request_id: rid,
         http_status: Some(status.as_u16()),
-        detail: serde_json::json!({ "code": problem.code, "detail": problem.detail, "method": method.as_str(), "path": path }),
+        detail: serde_json::json!({
+            "code": problem.code,
+            "detail": error::bounded(&problem.detail, error::MAX_STORED_DETAIL),
+            "method": method.as_str(),
+            "path": error::bounded(&path, error::MAX_STORED_PATH),
+        }),
     };
     let recorded = async {
         let mut tx = state.store.begin().await?;

@@ -178,7 +178,7 @@ async fn assigned_task(
     })?;
     state
         .authorize(caller, Action::NodeTask, &Resource::Task(&task))
-        .map_err(|_| ApiError::forbidden(action).on("task", id))?;
+        .map_err(|e| e.action(action).on("task", id))?;
     Ok(task)
 }
 
@@ -233,7 +233,9 @@ async fn fit_ins(tx: &mut dyn Tx, study: &Study, task: &Task) -> ApiResult<FitIn
     server
         .load_state(checkpoint.server_state)
         .map_err(ApiError::internal)?;
-    Ok(server.configure_fit(task.round, &global))
+    server
+        .configure_fit(task.round, &global)
+        .map_err(ApiError::internal)
 }
 
 /// The parameters to start the task from, as safetensors.

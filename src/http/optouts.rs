@@ -24,11 +24,11 @@ use super::{
 use crate::{
     authz::{Action, Resource},
     domain::{
-        optout::{is_excluded, FilterPolicy, NewOptOutEvent, OptOutEvent, OptOutEventKind},
+        optout::{is_excluded, NewOptOutEvent, OptOutEvent, OptOutEventKind},
         time::{self},
-        DataCategory, Errors, FieldError, MemberState, OptOutId, PermitId, PermitState,
-        SubjectPseudonym,
+        DataCategory, Errors, FieldError, MemberState, OptOutId, PermitState, SubjectPseudonym,
     },
+    federation::wire::{FilterRequest, FilterResponse},
     store::Tx,
 };
 
@@ -594,36 +594,6 @@ pub async fn import(
                         "unchanged": report.unchanged, "registry_version": report.registry_version }))).await?;
     tx.commit().await?;
     Ok(Json(report))
-}
-
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct FilterRequest {
-    pub permit_id: PermitId,
-    /// The data holder's subject pseudonyms to check.
-    pub subjects: Vec<String>,
-    /// The categories about to be processed: data added by an amendment is judged at the
-    /// amendment's time. Empty means all of the permit's categories.
-    #[serde(default)]
-    pub categories: Vec<String>,
-    #[serde(default)]
-    pub policy: FilterPolicy,
-    /// Pin an earlier registry version (for reproducible rounds); defaults to the current one.
-    pub registry_version: Option<i64>,
-}
-
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct FilterResponse {
-    pub permit_id: PermitId,
-    pub registry_version: i64,
-    /// The time whose opt-outs bind this processing (permit issue or the amendment adding the data).
-    pub reference_time: chrono::DateTime<chrono::Utc>,
-    pub policy: FilterPolicy,
-    /// True when the permit records the Art. 71(4) exception: nobody is excluded.
-    pub exception_applied: bool,
-    pub checked: usize,
-    /// The pseudonyms to exclude before training.
-    pub exclude: Vec<String>,
 }
 
 /// Which of a data holder's subjects must be excluded from processing under a permit.

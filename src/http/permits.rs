@@ -264,6 +264,8 @@ fn required_reason(reason: &str) -> ApiResult<String> {
             "a reason is required",
         ));
     }
+    crate::domain::within_length("reason", r, crate::domain::MAX_REASON_CHARS)
+        .map_err(|e| ApiError::invalid(vec![e]))?;
     Ok(r.to_owned())
 }
 
@@ -405,6 +407,11 @@ pub async fn amend(
             epsilon: req.epsilon.and_then(|v| e.take("epsilon", Epsilon::parse(v))),
             conditions: req.conditions.clone(),
         };
+        if let Some(c) = &req.conditions {
+            if let Err(f) = crate::domain::within_length("conditions", c, crate::domain::MAX_CONDITIONS_CHARS) {
+                e.0.push(f);
+            }
+        }
         if !e.0.is_empty() {
             return Err(ApiError::invalid(e.0));
         }

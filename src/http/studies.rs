@@ -180,7 +180,11 @@ pub async fn create(
         .clone()
         .ok_or_else(|| tag(ApiError::forbidden(action.name())))?;
     let study = Study::new(organisation, &caller.principal.sub, spec, now);
-    tx.insert_study(&study, &key).await?;
+    let sealed = state
+        .federation
+        .vault
+        .seal(study.id.to_string().as_bytes(), &key)?;
+    tx.insert_study(&study, &sealed).await?;
     tx.insert_checkpoint(
         &initial_checkpoint(&study).map_err(ApiError::internal)?,
         now,
@@ -431,6 +435,8 @@ pub async fn cancel(
             "a reason is required",
         )));
     }
+    crate::domain::within_length("reason", req.reason.trim(), crate::domain::MAX_REASON_CHARS)
+        .map_err(|f| tag(ApiError::invalid(vec![f])))?;
     let version = study.row_version;
     study
         .cancel(req.reason.trim().to_owned(), now)

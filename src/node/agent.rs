@@ -11,10 +11,10 @@
 use std::{
     collections::{BTreeSet, HashMap},
     path::PathBuf,
-    time::Duration,
+    sync::Arc,
+    time::{Duration, Instant},
 };
 
-use anyhow::{bail, Context};
 use fl_engine::{
     data::SiteData,
     dp::NoiseRng,
@@ -25,24 +25,16 @@ use fl_engine::{
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::{csv_source, fhir_source, FeatureSpec, SiteRows};
+pub use super::source::DataSource;
+use super::{FeatureSpec, SiteRows};
 use crate::{
     auth::dev::DevIssuer,
+    client::{ClientCredentials, ClientError, DevTokens, GatewayClient, RetryPolicy, StaticToken},
     domain::{study::TaskKind, OrgId, StudyId},
-    federation::wire::{decode_fit_ins, encode_update, NodeEvaluation, NodeTask, TaskResultBody},
+    federation::wire::{encode_update, FilterRequest, NodeEvaluation, NodeTask, TaskResultBody},
 };
-
-/// Where the node's records are.
-#[derive(Debug, Clone)]
-pub enum DataSource {
-    /// A FHIR R4 Bundle (Patient, Observation, Condition).
-    Fhir(PathBuf),
-    /// A CSV extract with the specification's columns.
-    Csv(PathBuf),
-}
 
 /// How the node authenticates as a data holder.
 pub enum Credentials {
@@ -54,7 +46,7 @@ pub enum Credentials {
     },
     /// Development mode: tokens minted with the gateway's development key.
     Dev {
-        issuer: Box<DevIssuer>,
+        issuer: Arc<DevIssuer>,
         sub: String,
         organisation: OrgId,
     },
@@ -74,15 +66,10 @@ pub struct AgentConfig {
     pub max_tasks: Option<usize>,
 }
 
-struct Token {
-    value: String,
-    renew_at: std::time::Instant,
-}
-
 pub struct Agent {
     config: AgentConfig,
-    http: reqwest::Client,
-    token: Option<Token>,
+    /// The gateway, as this data holder; retries are set per call.
+    gateway: GatewayClient,
     /// Records per study, read once: (feature specification text, rows).
     rows: HashMap<StudyId, (String, SiteRows)>,
     /// Seeds the node's DP-SGD noise; kept in the state directory, never sent.
@@ -97,15 +84,6 @@ struct SavedState {
     client: serde_json::Value,
 }
 
-/// A refusal by the gateway that retrying will not change.
-#[derive(Debug, thiserror::Error)]
-#[error("the gateway refused ({status}): {code}: {detail}")]
-pub struct Refused {
-    pub status: u16,
-    pub code: String,
-    pub detail: String,
-}
-
 fn holder_stream(holder: &OrgId) -> u64 {
     let h = Sha256::digest(holder.as_str().as_bytes());
     u64::from_le_bytes(h[..8].try_into().expect("8 bytes"))
@@ -115,118 +93,63 @@ impl Agent {
     pub fn new(config: AgentConfig) -> anyhow::Result<Self> {
         let (key, _) = crate::secret::load_or_create(&config.state_dir.join("noise.key"))?;
         let noise_key: [u8; 32] = key[..32].try_into().expect("at least 32 bytes");
-        let http = reqwest::Client::builder()
+        let gateway = GatewayClient::builder(&config.gateway)
             .timeout(Duration::from_secs(config.poll_wait_seconds + 60))
             .build()?;
-        Ok(Self {
-            config,
-            http,
-            token: None,
-            rows: HashMap::new(),
-            noise_key,
-        })
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.config.gateway.trim_end_matches('/'))
-    }
-
-    async fn bearer(&mut self) -> anyhow::Result<String> {
-        if let Some(t) = &self.token {
-            if std::time::Instant::now() < t.renew_at {
-                return Ok(t.value.clone());
-            }
-        }
-        let (value, lifetime) = match &self.config.credentials {
-            Credentials::Static(t) => (t.clone(), Duration::from_secs(u64::MAX / 4)),
+        let gateway = match &config.credentials {
+            Credentials::Static(t) => gateway.with_tokens(StaticToken(t.clone())),
             Credentials::Dev {
                 issuer,
                 sub,
                 organisation,
-            } => (
-                issuer.mint(
-                    sub,
-                    &["data_holder".to_owned()],
-                    Some(organisation.as_str()),
-                    3600,
-                )?,
-                Duration::from_secs(3000),
-            ),
+            } => gateway.with_tokens(DevTokens::new(
+                issuer.clone(),
+                sub,
+                "data_holder",
+                Some(organisation.as_str()),
+            )),
             Credentials::ClientCredentials {
                 issuer,
                 client_id,
                 client_secret,
-            } => client_credentials(&self.http, issuer, client_id, client_secret).await?,
+            } => {
+                let login = ClientCredentials::new(
+                    gateway.http().clone(),
+                    issuer,
+                    client_id,
+                    client_secret,
+                );
+                gateway.with_tokens(login)
+            }
         };
-        self.token = Some(Token {
-            value: value.clone(),
-            renew_at: std::time::Instant::now() + lifetime,
-        });
-        Ok(value)
-    }
-
-    /// Sends a request built by `build`, retrying while the gateway is unreachable (it may be
-    /// restarting) until `give_up`. A refusal comes back as [`Refused`].
-    async fn call(
-        &mut self,
-        give_up: std::time::Instant,
-        build: impl Fn(&reqwest::Client, String) -> reqwest::RequestBuilder,
-    ) -> anyhow::Result<reqwest::Response> {
-        let mut backoff = Duration::from_millis(100);
-        loop {
-            let token = self.bearer().await?;
-            match build(&self.http, token).send().await {
-                Ok(r) if r.status().is_success() => return Ok(r),
-                Ok(r) if r.status() == reqwest::StatusCode::UNAUTHORIZED => {
-                    self.token = None;
-                    if std::time::Instant::now() >= give_up {
-                        bail!("the gateway does not accept the node's credentials");
-                    }
-                }
-                Ok(r) if r.status().is_client_error() => {
-                    let status = r.status().as_u16();
-                    let body: serde_json::Value = r.json().await.unwrap_or_default();
-                    return Err(Refused {
-                        status,
-                        code: body["code"].as_str().unwrap_or("").to_owned(),
-                        detail: body["detail"].as_str().unwrap_or("").to_owned(),
-                    }
-                    .into());
-                }
-                Ok(r) => tracing::warn!(status = %r.status(), "gateway error; retrying"),
-                Err(e) => tracing::debug!(error = %e, "gateway unreachable; retrying"),
-            }
-            if std::time::Instant::now() >= give_up {
-                bail!("the gateway did not answer in time");
-            }
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(Duration::from_secs(2));
-        }
+        Ok(Self {
+            config,
+            gateway,
+            rows: HashMap::new(),
+            noise_key,
+        })
     }
 
     /// Polls and works until `max_tasks` tasks are done (forever without a limit).
     pub async fn run(&mut self) -> anyhow::Result<()> {
         let mut done = 0;
         loop {
-            let wait = self.config.poll_wait_seconds;
-            let url = self.url(&format!("/v1/node/tasks?wait={wait}"));
-            let give_up = std::time::Instant::now() + Duration::from_secs(24 * 3600);
-            let tasks: Vec<NodeTask> = self
-                .call(give_up, |c, t| c.get(&url).bearer_auth(t))
-                .await?
-                .json()
-                .await?;
+            // the gateway may be down for a while (an upgrade): keep asking
+            let gateway = self.gateway.with_retry(RetryPolicy::until(
+                Instant::now() + Duration::from_secs(24 * 3600),
+            ));
+            let tasks = gateway.poll_tasks(self.config.poll_wait_seconds).await?;
             for task in tasks {
                 let id = task.task_id;
                 match self.work(&task).await {
                     Ok(()) => {
                         tracing::info!(task = %id, round = task.round, kind = task.kind.as_str(), "task done")
                     }
-                    Err(e) => match e.downcast_ref::<Refused>() {
-                        Some(r) => {
-                            tracing::warn!(task = %id, code = %r.code, "task refused: {}", r.detail)
+                    Err(e) => match e.downcast_ref::<ClientError>() {
+                        Some(ClientError::Problem { code, detail, .. }) => {
+                            tracing::warn!(task = %id, code = %code, "task refused: {detail}")
                         }
-                        None => tracing::error!(task = %id, error = ?e, "task failed"),
+                        _ => tracing::error!(task = %id, error = ?e, "task failed"),
                     },
                 }
                 done += 1;
@@ -249,20 +172,10 @@ impl Agent {
             }
         }
         let spec = FeatureSpec::from_json(&text)?;
-        // Defence in depth: the node reads nothing the study did not declare (and the gateway
-        // checked the declaration against the permit).
-        let undeclared: Vec<_> = spec
-            .data_categories()
-            .into_iter()
-            .filter(|c| !task.study.categories.contains(c))
-            .collect();
-        if !undeclared.is_empty() {
-            bail!("the feature specification reads undeclared categories {undeclared:?}");
-        }
-        let rows = match &self.config.source {
-            DataSource::Fhir(p) => fhir_source::load_bundle_file(&spec, p)?,
-            DataSource::Csv(p) => csv_source::read_csv(&spec, std::fs::File::open(p)?)?,
-        };
+        let rows = self
+            .config
+            .source
+            .read_for_study(&spec, &task.study.categories)?;
         self.rows.insert(task.study_id, (text, rows.clone()));
         Ok(rows)
     }
@@ -270,34 +183,26 @@ impl Agent {
     /// Asks the gateway which of the node's subjects the permit excludes (Art. 71), at the
     /// round's pinned registry version.
     async fn opted_out(
-        &mut self,
+        gateway: &GatewayClient,
         task: &NodeTask,
         rows: &SiteRows,
-        give_up: std::time::Instant,
-    ) -> anyhow::Result<BTreeSet<String>> {
-        let subjects: Vec<&str> = rows
-            .rows
-            .iter()
-            .map(|r| r.pseudonym.as_str())
-            .chain(rows.incomplete.iter().map(String::as_str))
-            .collect();
-        let body = json!({
-            "permit_id": task.permit_id, "subjects": subjects, "categories": task.study.categories,
-            "policy": task.study.optout_policy, "registry_version": task.registry_version,
-        });
-        let url = self.url("/v1/opt-outs/filter");
-        let answer: serde_json::Value = self
-            .call(give_up, |c, t| c.post(&url).bearer_auth(t).json(&body))
-            .await?
-            .json()
+    ) -> Result<BTreeSet<String>, ClientError> {
+        let subjects = rows.subjects().into_iter().map(str::to_owned).collect();
+        let answer = gateway
+            .filter_opt_outs(&FilterRequest {
+                permit_id: task.permit_id,
+                subjects,
+                categories: task
+                    .study
+                    .categories
+                    .iter()
+                    .map(|c| c.as_str().to_owned())
+                    .collect(),
+                policy: task.study.optout_policy,
+                registry_version: Some(task.registry_version),
+            })
             .await?;
-        let exclude = answer["exclude"]
-            .as_array()
-            .context("the filter answer has no `exclude` list")?;
-        Ok(exclude
-            .iter()
-            .filter_map(|v| v.as_str().map(str::to_owned))
-            .collect())
+        Ok(answer.exclude.into_iter().collect())
     }
 
     /// The latest state saved after a round no later than `round`: a node that missed rounds
@@ -330,7 +235,7 @@ impl Agent {
 
     fn save_state(&self, study: StudyId, state: &SavedState) -> anyhow::Result<()> {
         let dir = self.study_dir(study);
-        std::fs::create_dir_all(&dir)?;
+        crate::secret::create_private_dir(&dir)?;
         let tmp = dir.join(format!("state-{}.json.tmp", state.round));
         std::fs::write(&tmp, serde_json::to_vec(state)?)?;
         std::fs::rename(&tmp, dir.join(format!("state-{}.json", state.round)))?;
@@ -379,12 +284,14 @@ impl Agent {
     }
 
     async fn work(&mut self, task: &NodeTask) -> anyhow::Result<()> {
-        let give_up = std::time::Instant::now()
+        // a task is worth retrying for until its deadline
+        let give_up = Instant::now()
             + (task.deadline - chrono::Utc::now())
                 .to_std()
                 .unwrap_or(Duration::ZERO);
+        let gateway = self.gateway.with_retry(RetryPolicy::until(give_up));
         let mut rows = self.read_rows(task)?;
-        let excluded = self.opted_out(task, &rows, give_up).await?;
+        let excluded = Self::opted_out(&gateway, task, &rows).await?;
         let exclusion = rows.exclude(&excluded);
         let s = &task.study;
         let stream = holder_stream(&task.data_holder);
@@ -393,13 +300,7 @@ impl Agent {
             s.validation_fraction,
             stream_seed(s.seed, stream, u64::MAX),
         )?;
-        let url = self.url(&format!("/v1/node/tasks/{}/parameters", task.task_id));
-        let bytes = self
-            .call(give_up, |c, t| c.get(&url).bearer_auth(t))
-            .await?
-            .bytes()
-            .await?;
-        let ins = decode_fit_ins(&bytes, task.study_id, task.round)?;
+        let ins = gateway.task_parameters(task).await?;
         let start_from = match task.kind {
             TaskKind::Fit => task.round - 1,
             TaskKind::Evaluate => task.round,
@@ -455,60 +356,7 @@ impl Agent {
             body.train_loss = s.train.record_dp.is_none().then_some(res.report.mean_loss);
             body.local_steps = Some(res.report.steps as u64);
         }
-        let url = self.url(&format!("/v1/node/tasks/{}/result", task.task_id));
-        match self
-            .call(give_up, |c, t| c.post(&url).bearer_auth(t).json(&body))
-            .await
-        {
-            Ok(_) => Ok(()),
-            // an earlier attempt got through before the connection broke
-            Err(e)
-                if e.downcast_ref::<Refused>()
-                    .is_some_and(|r| r.code == "task_already_completed") =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(e),
-        }
+        gateway.submit_result(task.task_id, &body).await?;
+        Ok(())
     }
-}
-
-async fn client_credentials(
-    http: &reqwest::Client,
-    issuer: &str,
-    client_id: &str,
-    client_secret: &str,
-) -> anyhow::Result<(String, Duration)> {
-    let discovery: serde_json::Value = http
-        .get(format!(
-            "{}/.well-known/openid-configuration",
-            issuer.trim_end_matches('/')
-        ))
-        .send()
-        .await?
-        .error_for_status()?
-        .json()
-        .await?;
-    let endpoint = discovery["token_endpoint"]
-        .as_str()
-        .context("the issuer publishes no token endpoint")?;
-    let answer: serde_json::Value = http
-        .post(endpoint)
-        .basic_auth(client_id, Some(client_secret))
-        .form(&[("grant_type", "client_credentials")])
-        .send()
-        .await?
-        .error_for_status()?
-        .json()
-        .await?;
-    let token = answer["access_token"]
-        .as_str()
-        .context("the token response has no access_token")?
-        .to_owned();
-    let expires = answer["expires_in"].as_u64().unwrap_or(300);
-    // renew a little early so a long task never runs on an expired token
-    Ok((
-        token,
-        Duration::from_secs(expires.saturating_sub(30).max(10)),
-    ))
 }

@@ -1,7 +1,9 @@
 //! A CSV extract as a second source: header `pseudonym,split,label,<columns...>` with the
 //! columns exactly as the feature specification names them (one-hot columns as `name=level`).
-//! `split` is `train`, `test` or empty; an empty feature or label cell is a missing value, and
-//! the subject is dropped and counted as with a FHIR source.
+//! `split` is `train`, `test` or empty; an empty feature or label cell is a missing value: the
+//! subject is dropped and counted as with a FHIR source, or, for a feature the specification
+//! imputes, kept with the value imputed from the site's training rows. Missingness indicator
+//! columns are written and read like any other column.
 use std::io::{Read, Write};
 
 use super::features::FeatureSpec;
@@ -24,8 +26,15 @@ pub fn write_csv<W: Write>(rows: &SiteRows, out: W) -> Result<(), SourceError> {
             r.split.map(Split::as_str).unwrap_or_default().to_owned(),
             r.label.to_string(),
         ];
-        // `{}` prints the shortest text that reads back to the same f32.
-        rec.extend(r.features.iter().map(|v| v.to_string()));
+        // `{}` prints the shortest text that reads back to the same f32; a value still to be
+        // imputed is an empty cell.
+        rec.extend(r.features.iter().map(|v| {
+            if v.is_nan() {
+                String::new()
+            } else {
+                v.to_string()
+            }
+        }));
         w.write_record(&rec)?;
     }
     w.flush()?;
@@ -45,8 +54,21 @@ pub fn read_csv<R: Read>(spec: &FeatureSpec, input: R) -> Result<SiteRows, Sourc
     if found != expected {
         return Err(SourceError::CsvHeader { expected, found });
     }
+    let imputation: Vec<_> = spec
+        .features
+        .iter()
+        .flat_map(|f| {
+            let mut v = vec![f.missing.impute; f.value_columns().len()];
+            if f.missing.indicator {
+                v.push(None);
+            }
+            v
+        })
+        .collect();
     let mut out = SiteRows {
         columns,
+        imputation,
+        task: spec.task(),
         ..SiteRows::default()
     };
     for (n, rec) in r.records().enumerate() {
@@ -76,11 +98,19 @@ pub fn read_csv<R: Read>(spec: &FeatureSpec, input: R) -> Result<SiteRows, Sourc
                 .entry(FIXED[2].to_owned())
                 .or_default() += 1;
         }
-        for (c, cell) in out.columns.iter().zip(rec.iter().skip(FIXED.len())) {
+        for ((c, cell), impute) in out
+            .columns
+            .iter()
+            .zip(rec.iter().skip(FIXED.len()))
+            .zip(&out.imputation)
+        {
             match cell.trim() {
                 "" => {
-                    complete = false;
                     *out.missing_by_column.entry(c.clone()).or_default() += 1;
+                    match impute {
+                        Some(_) => features.push(f32::NAN),
+                        None => complete = false,
+                    }
                 }
                 s => {
                     let v: f32 = s
@@ -98,6 +128,7 @@ pub fn read_csv<R: Read>(spec: &FeatureSpec, input: R) -> Result<SiteRows, Sourc
                 split,
                 features,
                 label,
+                ..SubjectRow::default()
             }),
             _ => out.incomplete.push(pseudonym),
         }

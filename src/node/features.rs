@@ -1,50 +1,70 @@
-//! Declarative feature specification: which source each model input comes from, how it is
-//! turned into numbers, and which Art. 51(1) data category it belongs to.
+//! Declarative feature specification: the unit of analysis and its index event
+//! ([`super::cohort`]), which source each model input comes from, how it is aggregated over
+//! time and turned into numbers, what happens when it is missing, the label, and which
+//! Art. 51(1) data category each of them reads.
 //!
 //! The specification is parsed once into typed values (parse, don't validate): an unknown
-//! category identifier, an unknown transform kind or an inconsistent transform is refused when
-//! the file is read, never half-way through an extraction. A parsed [`FeatureSpec`] can
-//! therefore report exactly which categories a study touches ([`FeatureSpec::categories`]) so
-//! the gateway can check them against the data permit.
+//! category identifier, an unknown transform kind, a window without an index or an
+//! inconsistent transform is refused when the file is read, never half-way through an
+//! extraction. A parsed [`FeatureSpec`] can therefore report exactly which categories a
+//! study touches ([`FeatureSpec::categories`]) so the gateway can check them against the
+//! data permit.
 //!
-//! File format (JSON):
+//! File format (JSON); everything but `name`, `features` and `label` is optional, and a
+//! specification without `cohort` reads one row per Patient with no notion of time:
 //!
 //! ```json
 //! {
-//!   "name": "fed-heart-disease",
+//!   "name": "icu-mortality",
+//!   "cohort": { "unit": "encounter", "index": "admission", "category": "ehr_data" },
 //!   "features": [
-//!     { "name": "age", "category": "ehr_data",
-//!       "source": { "observation": { "system": "http://loinc.org", "code": "30525-0" } },
+//!     { "name": "age", "category": "ehr_data", "source": { "patient": "age" },
 //!       "transform": { "kind": "number", "unit": "a" } },
-//!     { "name": "sex", "category": "ehr_data",
-//!       "source": { "patient": "gender" },
-//!       "transform": { "kind": "map", "values": { "male": 1, "female": 0 } } }
+//!     { "name": "hr_max", "category": "ehr_data",
+//!       "source": { "observation": { "system": "http://loinc.org", "code": "8867-4",
+//!                   "window": { "from": "0h", "to": "24h" }, "aggregate": "max" } },
+//!       "transform": { "kind": "number", "unit": "/min" },
+//!       "missing": { "impute": "median", "indicator": true } },
+//!     { "name": "diabetes", "category": "ehr_data",
+//!       "source": { "condition": { "codes": [
+//!           { "system": "http://hl7.org/fhir/sid/icd-10", "code": "E11*" } ] } },
+//!       "transform": { "kind": "presence" } }
 //!   ],
-//!   "label": { "name": "chd", "category": "ehr_data",
-//!     "source": { "condition": { "system": "http://snomed.info/sct", "code": "53741008" } } }
+//!   "time_series": { "hours": 24, "bin_minutes": 60, "channels": [
+//!     { "name": "hr", "category": "ehr_data", "unit": "/min", "aggregate": "mean",
+//!       "observation": { "system": "http://loinc.org", "code": "8867-4" } } ] },
+//!   "label": { "name": "death_30d", "category": "ehr_data",
+//!              "source": { "death": { "within": "30d" } } }
 //! }
 //! ```
 //!
-//! Transform kinds:
+//! Sources: `observation` (`system`, `code`, optional `method`, `window`, `aggregate`: one of
+//! `latest` (default), `first`, `mean`, `min`, `max`, `count`, `slope` (per hour)),
+//! `patient` (`gender`, `age` at the index in full years, `deceased`), `condition` and
+//! `medication` (`codes`, exact or prefix patterns such as `I10*`, optional `window`;
+//! medications are MedicationRequest and MedicationStatement). Windows are relative to the
+//! index (see [`super::cohort::Window`]) and default to everything up to the index.
 //!
-//! * `number` (optional `unit`, a UCUM code): the quantity or integer value. A quantity with
-//!   a different unit is an error (the node does not convert units); a censored quantity
-//!   (with a comparator such as `>`) is not a number and counts as missing.
-//! * `boolean`: a boolean value as 1 / 0.
-//! * `above` (`threshold`, optional `unit`): 1 when the value is above the threshold, 0
-//!   otherwise. Works on measured values and on censored ones (`> 120`, `<= 120`); a censored
-//!   value that does not decide the question counts as missing.
-//! * `map` (`values`, optional `system`): a coded value mapped to a number.
-//! * `one_hot` (`levels`, optional `system`, `drop_first`, default true): one column per level
-//!   (named `name=level`), the first level dropped when `drop_first`.
+//! Labels: `condition` and `medication` (after the index, optionally `within` a horizon),
+//! `death` (`within` N days of the index), `observation` (aggregated over `within`, `above`
+//! or `below` a threshold) and `survival` (time to `event`, censored at `follow_up` or at
+//! the end of the subject's records).
 //!
-//! For `map` and `one_hot` a code outside the listed values counts as missing, so the subject
-//! is dropped and counted rather than silently encoded.
-use std::collections::{BTreeMap, BTreeSet};
+//! Missing values: by default a subject missing any input is dropped and counted;
+//! `missing: {"impute": "mean" | "median" | "constant", "value": .., "indicator": true}`
+//! keeps it, imputes with statistics of the site's own training rows, and adds a `name#missing`
+//! column when asked.
+use std::collections::BTreeSet;
 
 use serde::Deserialize;
 
+use super::cohort::{
+    self, code_set, parse_instant, window, CodeSet, Cohort, Instant, RawCode, RawCodesWindow,
+    RawCohort, RawWindow, Span, Window,
+};
 use crate::domain::DataCategory;
+
+pub use super::transform::{Coding, Comparator, Quantity, Transform, Value, ValueError};
 
 /// Code system of LOINC.
 pub const LOINC: &str = "http://loinc.org";
@@ -52,6 +72,12 @@ pub const LOINC: &str = "http://loinc.org";
 pub const SNOMED: &str = "http://snomed.info/sct";
 /// Code system of UCUM units.
 pub const UCUM: &str = "http://unitsofmeasure.org";
+/// Code system of ICD-10 (WHO).
+pub const ICD10: &str = "http://hl7.org/fhir/sid/icd-10";
+/// Code system of the ATC classification.
+pub const ATC: &str = "http://www.whocc.no/atc";
+/// Code system of RxNorm.
+pub const RXNORM: &str = "http://www.nlm.nih.gov/research/umls/rxnorm";
 
 /// Why a feature specification was refused.
 #[derive(Debug, thiserror::Error)]
@@ -70,10 +96,19 @@ pub enum SpecError {
         transform: &'static str,
         source_kind: &'static str,
     },
+    #[error("{at}: {reason}")]
+    Invalid { at: String, reason: String },
     #[error("column `{0}` is produced twice")]
     DuplicateColumn(String),
     #[error("the specification declares no features")]
     NoFeatures,
+}
+
+fn invalid(at: impl Into<String>, reason: impl Into<String>) -> SpecError {
+    SpecError::Invalid {
+        at: at.into(),
+        reason: reason.into(),
+    }
 }
 
 /// A system + code pair that a coding must carry to match.
@@ -84,207 +119,130 @@ pub struct CodeMatch {
     pub code: String,
 }
 
-/// Where a feature's value comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
-    /// An Observation about the subject carrying this code (and, if given, this method).
-    Observation {
-        code: CodeMatch,
-        method: Option<CodeMatch>,
-    },
-    /// `Patient.gender` (administrative gender code).
-    PatientGender,
+/// How the Observations in a window become one value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Aggregate {
+    Latest,
+    First,
+    Mean,
+    Min,
+    Max,
+    Count,
+    /// Least-squares slope of the value against time, per hour.
+    Slope,
 }
 
-impl Source {
-    fn kind(&self) -> &'static str {
+impl Aggregate {
+    fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "latest" => Aggregate::Latest,
+            "first" => Aggregate::First,
+            "mean" => Aggregate::Mean,
+            "min" => Aggregate::Min,
+            "max" => Aggregate::Max,
+            "count" => Aggregate::Count,
+            "slope" => Aggregate::Slope,
+            _ => return None,
+        })
+    }
+
+    pub fn as_str(self) -> &'static str {
         match self {
-            Source::Observation { .. } => "observation",
-            Source::PatientGender => "patient.gender",
+            Aggregate::Latest => "latest",
+            Aggregate::First => "first",
+            Aggregate::Mean => "mean",
+            Aggregate::Min => "min",
+            Aggregate::Max => "max",
+            Aggregate::Count => "count",
+            Aggregate::Slope => "slope",
         }
+    }
+
+    /// Whether the aggregate is a number computed from measured values.
+    pub fn numeric(self) -> bool {
+        matches!(
+            self,
+            Aggregate::Mean | Aggregate::Min | Aggregate::Max | Aggregate::Slope
+        )
     }
 }
 
-/// How a source value becomes one or more numeric columns.
+/// Observations with one of `codes` (and, when given, one of the `method` codes).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Transform {
-    Number {
-        unit: Option<String>,
-    },
-    Boolean,
-    Above {
-        threshold: f64,
-        unit: Option<String>,
-    },
-    Map {
-        system: Option<String>,
-        values: BTreeMap<String, f32>,
-    },
-    OneHot {
-        system: Option<String>,
-        levels: Vec<String>,
-        drop_first: bool,
-    },
+pub struct ObservationSource {
+    pub codes: CodeSet,
+    pub method: Option<CodeSet>,
+    /// `None`: every Observation, whatever its date (a specification without an index).
+    pub window: Option<Window>,
+    pub aggregate: Aggregate,
 }
 
-impl Transform {
-    fn kind(&self) -> &'static str {
-        match self {
-            Transform::Number { .. } => "number",
-            Transform::Boolean => "boolean",
-            Transform::Above { .. } => "above",
-            Transform::Map { .. } => "map",
-            Transform::OneHot { .. } => "one_hot",
-        }
+impl ObservationSource {
+    /// The study's LOINC code, which names the analyte for unit conversions.
+    pub fn loinc(&self) -> Option<&str> {
+        self.codes
+            .0
+            .iter()
+            .find(|p| p.system == LOINC && !p.prefix)
+            .map(|p| p.code.as_str())
     }
-
-    /// Names of the columns this transform produces for a feature called `name`.
-    fn columns(&self, name: &str) -> Vec<String> {
-        match self {
-            Transform::OneHot {
-                levels, drop_first, ..
-            } => levels
-                .iter()
-                .skip(usize::from(*drop_first))
-                .map(|l| format!("{name}={l}"))
-                .collect(),
-            _ => vec![name.to_owned()],
-        }
-    }
-
-    /// Apply to one value. `Ok(None)`: the value does not give this feature (missing).
-    pub fn apply(&self, value: &Value) -> Result<Option<Vec<f32>>, ValueError> {
-        match (self, value) {
-            (Transform::Number { unit }, Value::Quantity(q)) => {
-                check_unit(unit.as_deref(), q)?;
-                Ok(q.comparator.is_none().then(|| vec![q.value as f32]))
-            }
-            (Transform::Number { .. }, Value::Integer(i)) => Ok(Some(vec![*i as f32])),
-            (Transform::Boolean, Value::Boolean(b)) => Ok(Some(vec![f32::from(u8::from(*b))])),
-            (Transform::Above { threshold, unit }, Value::Quantity(q)) => {
-                check_unit(unit.as_deref(), q)?;
-                let t = *threshold;
-                let above = match q.comparator {
-                    None => Some(q.value > t),
-                    Some(Comparator::Greater) => (q.value >= t).then_some(true),
-                    Some(Comparator::GreaterOrEqual) => (q.value > t).then_some(true),
-                    Some(Comparator::Less) | Some(Comparator::LessOrEqual) => {
-                        (q.value <= t).then_some(false)
-                    }
-                };
-                Ok(above.map(|a| vec![f32::from(u8::from(a))]))
-            }
-            (Transform::Above { threshold, .. }, Value::Integer(i)) => {
-                Ok(Some(vec![f32::from(u8::from(*i as f64 > *threshold))]))
-            }
-            (Transform::Map { system, values }, Value::Coded(codings)) => {
-                Ok(pick(codings, system.as_deref())
-                    .and_then(|c| values.get(c))
-                    .map(|v| vec![*v]))
-            }
-            (
-                Transform::OneHot {
-                    system,
-                    levels,
-                    drop_first,
-                },
-                Value::Coded(codings),
-            ) => {
-                let Some(at) = pick(codings, system.as_deref())
-                    .and_then(|c| levels.iter().position(|l| l == c))
-                else {
-                    return Ok(None);
-                };
-                Ok(Some(
-                    (usize::from(*drop_first)..levels.len())
-                        .map(|i| if i == at { 1.0 } else { 0.0 })
-                        .collect(),
-                ))
-            }
-            (t, v) => Err(ValueError::WrongType {
-                transform: t.kind(),
-                found: v.kind(),
-            }),
-        }
-    }
-}
-
-fn check_unit(expected: Option<&str>, q: &Quantity) -> Result<(), ValueError> {
-    match expected {
-        Some(u) if q.unit.as_deref() != Some(u) => Err(ValueError::Unit {
-            expected: u.to_owned(),
-            found: q.unit.clone(),
-        }),
-        _ => Ok(()),
-    }
-}
-
-fn pick<'a>(codings: &'a [Coding], system: Option<&str>) -> Option<&'a str> {
-    codings
-        .iter()
-        .find(|c| system.is_none() || c.system.as_deref() == system)
-        .map(|c| c.code.as_str())
-}
-
-/// A value read from a source, before any transform.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Value {
-    Quantity(Quantity),
-    Integer(i64),
-    Boolean(bool),
-    /// The codings of a coded value (a CodeableConcept, or a single code with its system).
-    Coded(Vec<Coding>),
-    /// A value of a type no transform reads (string, period, ...).
-    Other(&'static str),
-}
-
-impl Value {
-    fn kind(&self) -> &'static str {
-        match self {
-            Value::Quantity(_) => "quantity",
-            Value::Integer(_) => "integer",
-            Value::Boolean(_) => "boolean",
-            Value::Coded(_) => "coded",
-            Value::Other(k) => k,
-        }
-    }
-}
-
-/// A quantity; `unit` is the UCUM code (falling back to the human-readable unit).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Quantity {
-    pub value: f64,
-    pub comparator: Option<Comparator>,
-    pub unit: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Comparator {
-    Less,
-    LessOrEqual,
-    GreaterOrEqual,
-    Greater,
+pub enum PatientField {
+    /// `Patient.gender` (administrative gender code).
+    Gender,
+    /// Full years from `Patient.birthDate` to the index.
+    Age,
+    /// `Patient.deceased[x]` (at the index, when there is one).
+    Deceased,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Coding {
-    pub system: Option<String>,
-    pub code: String,
+/// Where a feature's value comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Source {
+    Observation(ObservationSource),
+    Patient(PatientField),
+    /// Conditions with one of the codes, within the window (`None`: at any time).
+    Condition {
+        codes: CodeSet,
+        window: Option<Window>,
+    },
+    /// MedicationRequests and MedicationStatements with one of the codes.
+    Medication {
+        codes: CodeSet,
+        window: Option<Window>,
+    },
 }
 
-/// Why a value could not be transformed (a data error, not a missing value).
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ValueError {
-    #[error("transform `{transform}` cannot read a {found} value")]
-    WrongType {
-        transform: &'static str,
-        found: &'static str,
-    },
-    #[error("unit {found:?} where the specification expects `{expected}`")]
-    Unit {
-        expected: String,
-        found: Option<String>,
-    },
+impl Source {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Source::Observation(_) => "observation",
+            Source::Patient(PatientField::Gender) => "patient.gender",
+            Source::Patient(PatientField::Age) => "patient.age",
+            Source::Patient(PatientField::Deceased) => "patient.deceased",
+            Source::Condition { .. } => "condition",
+            Source::Medication { .. } => "medication",
+        }
+    }
+}
+
+/// How a missing value is filled, from the site's own training rows.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Impute {
+    Mean,
+    Median,
+    Constant(f32),
+}
+
+/// What happens to a subject missing a feature.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Missing {
+    /// `None`: the subject is dropped (and counted).
+    pub impute: Option<Impute>,
+    /// Add a `name#missing` column, 1 where the value was imputed.
+    pub indicator: bool,
 }
 
 /// One declared feature.
@@ -294,27 +252,122 @@ pub struct Feature {
     pub category: DataCategory,
     pub source: Source,
     pub transform: Transform,
+    pub missing: Missing,
 }
 
 impl Feature {
-    pub fn columns(&self) -> Vec<String> {
+    /// The value columns (before any missingness indicator).
+    pub fn value_columns(&self) -> Vec<String> {
         self.transform.columns(&self.name)
+    }
+
+    pub fn indicator_column(&self) -> Option<String> {
+        self.missing
+            .indicator
+            .then(|| format!("{}#missing", self.name))
+    }
+
+    pub fn columns(&self) -> Vec<String> {
+        let mut c = self.value_columns();
+        c.extend(self.indicator_column());
+        c
     }
 }
 
-/// The binary label: presence of a Condition with the given code.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What ends a survival subject's time at risk.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SurvivalEvent {
+    Death,
+    Condition(CodeSet),
+}
+
+/// Where the label comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LabelSource {
+    /// A Condition with one of the codes: at any time without an index, after the index
+    /// (and within `within`, if given) with one.
+    Condition {
+        codes: CodeSet,
+        within: Option<Span>,
+    },
+    /// A medication with one of the codes, after the index (within `within`, if given).
+    Medication {
+        codes: CodeSet,
+        within: Option<Span>,
+    },
+    /// Death within `within` of the index (`Patient.deceasedDateTime`, or an Encounter whose
+    /// discharge disposition is `exp`).
+    Death { within: Span },
+    /// An Observation aggregated over the `within` after the index, compared with a
+    /// threshold (in `unit`).
+    Observation {
+        source: ObservationSource,
+        threshold: f64,
+        above: bool,
+        unit: Option<String>,
+    },
+    /// Time from the index to the event, censored at `follow_up` after the index, at
+    /// `censor_at`, or at the subject's last record, whichever comes first.
+    Survival {
+        event: SurvivalEvent,
+        follow_up: Span,
+        censor_at: Option<Instant>,
+    },
+}
+
+/// The label.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Label {
     pub name: String,
     pub category: DataCategory,
-    pub condition: CodeMatch,
+    pub source: LabelSource,
+}
+
+/// What kind of target the label is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Task {
+    /// 0 / 1.
+    #[default]
+    Binary,
+    /// (time in days, event 0 / 1).
+    Survival,
+}
+
+/// One channel of a time series: Observations of one code, aggregated per bin.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Channel {
+    pub name: String,
+    pub category: DataCategory,
+    pub source: ObservationSource,
+    pub unit: Option<String>,
+}
+
+/// Bins of `bin` over the first `horizon` after the index: a `[steps, channels]` tensor and
+/// its presence mask per row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeriesSpec {
+    pub horizon: Span,
+    pub bin: Span,
+    pub channels: Vec<Channel>,
+}
+
+impl SeriesSpec {
+    pub fn steps(&self) -> usize {
+        (self.horizon.0 / self.bin.0) as usize
+    }
+
+    pub fn channel_names(&self) -> Vec<String> {
+        self.channels.iter().map(|c| c.name.clone()).collect()
+    }
 }
 
 /// A parsed, checked feature specification.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FeatureSpec {
     pub name: String,
+    pub cohort: Cohort,
     pub features: Vec<Feature>,
+    pub series: Option<SeriesSpec>,
     pub label: Label,
 }
 
@@ -322,54 +375,34 @@ impl FeatureSpec {
     /// Parse a JSON specification.
     pub fn from_json(text: &str) -> Result<Self, SpecError> {
         let raw: RawSpec = serde_json::from_str(text)?;
-        let mut features = Vec::with_capacity(raw.features.len());
-        for f in raw.features {
-            let category = category(&f.name, &f.category)?;
-            let source = match f.source {
-                RawSource::Observation {
-                    system,
-                    code,
-                    method,
-                } => Source::Observation {
-                    code: CodeMatch { system, code },
-                    method,
-                },
-                RawSource::Patient(PatientField::Gender) => Source::PatientGender,
-            };
-            let transform = transform(&f.name, f.transform)?;
-            if matches!(source, Source::PatientGender)
-                && !matches!(transform, Transform::Map { .. } | Transform::OneHot { .. })
-            {
-                return Err(SpecError::Incompatible {
-                    feature: f.name,
-                    transform: transform.kind(),
-                    source_kind: source.kind(),
-                });
-            }
-            features.push(Feature {
-                name: f.name,
-                category,
-                source,
-                transform,
-            });
-        }
+        let cohort = match raw.cohort {
+            Some(c) => cohort::cohort(c).map_err(|r| invalid("cohort", r))?,
+            None => Cohort::implicit(),
+        };
+        let has_index = cohort.has_index();
+        let features = raw
+            .features
+            .into_iter()
+            .map(|f| feature(f, has_index))
+            .collect::<Result<Vec<_>, _>>()?;
         if features.is_empty() {
             return Err(SpecError::NoFeatures);
         }
-        let label = Label {
-            category: category(&raw.label.name, &raw.label.category)?,
-            name: raw.label.name,
-            condition: raw.label.source.condition,
-        };
+        let series = raw.time_series.map(|s| series(s, has_index)).transpose()?;
+        let label = label(raw.label, has_index)?;
         let spec = Self {
             name: raw.name,
+            cohort,
             features,
+            series,
             label,
         };
         let mut seen = BTreeSet::new();
+        let series_names = spec.series.iter().flat_map(SeriesSpec::channel_names);
         for c in spec
             .columns()
             .into_iter()
+            .chain(series_names)
             .chain(std::iter::once(spec.label.name.clone()))
         {
             if !seen.insert(c.clone()) {
@@ -386,7 +419,7 @@ impl FeatureSpec {
         Ok(Self::from_json(&text)?)
     }
 
-    /// The model's input columns, in order.
+    /// The model's static input columns, in order.
     pub fn columns(&self) -> Vec<String> {
         self.features.iter().flat_map(Feature::columns).collect()
     }
@@ -395,7 +428,14 @@ impl FeatureSpec {
         self.columns().len()
     }
 
-    /// The Art. 51(1) category identifiers (e.g. `ehr_data`) the features and label touch.
+    pub fn task(&self) -> Task {
+        match self.label.source {
+            LabelSource::Survival { .. } => Task::Survival,
+            _ => Task::Binary,
+        }
+    }
+
+    /// The Art. 51(1) category identifiers (e.g. `ehr_data`) the specification reads.
     pub fn categories(&self) -> BTreeSet<String> {
         self.data_categories()
             .into_iter()
@@ -403,13 +443,62 @@ impl FeatureSpec {
             .collect()
     }
 
-    /// Same, as typed categories.
+    /// Same, as typed categories: features, time-series channels, label and cohort.
     pub fn data_categories(&self) -> BTreeSet<DataCategory> {
         self.features
             .iter()
             .map(|f| f.category)
+            .chain(
+                self.series
+                    .iter()
+                    .flat_map(|s| s.channels.iter().map(|c| c.category)),
+            )
             .chain(std::iter::once(self.label.category))
+            .chain(self.cohort.category)
             .collect()
+    }
+
+    /// Every code set the specification matches records against (a holder's code map adds
+    /// its local codes to these).
+    pub fn code_sets_mut(&mut self) -> Vec<&mut CodeSet> {
+        let mut out: Vec<&mut CodeSet> = Vec::new();
+        if let cohort::IndexEvent::FirstCondition(c) = &mut self.cohort.index {
+            out.push(c)
+        }
+        if let Some((c, _)) = &mut self.cohort.include.condition {
+            out.push(c);
+        }
+        for f in &mut self.features {
+            match &mut f.source {
+                Source::Observation(o) => {
+                    out.push(&mut o.codes);
+                    out.extend(o.method.as_mut());
+                }
+                Source::Condition { codes, .. } | Source::Medication { codes, .. } => {
+                    out.push(codes)
+                }
+                Source::Patient(_) => {}
+            }
+        }
+        for c in self.series.iter_mut().flat_map(|s| s.channels.iter_mut()) {
+            out.push(&mut c.source.codes);
+            out.extend(c.source.method.as_mut());
+        }
+        match &mut self.label.source {
+            LabelSource::Condition { codes, .. } | LabelSource::Medication { codes, .. } => {
+                out.push(codes)
+            }
+            LabelSource::Observation { source, .. } => {
+                out.push(&mut source.codes);
+                out.extend(source.method.as_mut());
+            }
+            LabelSource::Survival {
+                event: SurvivalEvent::Condition(c),
+                ..
+            } => out.push(c),
+            _ => {}
+        }
+        out
     }
 }
 
@@ -420,79 +509,350 @@ fn category(feature: &str, id: &str) -> Result<DataCategory, SpecError> {
     })
 }
 
-fn transform(feature: &str, raw: serde_json::Value) -> Result<Transform, SpecError> {
-    let invalid = |reason: String| SpecError::InvalidTransform {
-        feature: feature.to_owned(),
-        reason,
+fn single_code(system: String, code: String) -> CodeSet {
+    CodeSet(vec![cohort::CodePattern {
+        system,
+        code,
+        prefix: false,
+    }])
+}
+
+fn needs_index(at: &str, has_index: bool, what: &str) -> Result<(), SpecError> {
+    if has_index {
+        Ok(())
+    } else {
+        Err(invalid(
+            at,
+            format!("{what} needs an index event: declare a `cohort` with an `index`"),
+        ))
+    }
+}
+
+fn observation(
+    at: &str,
+    raw: RawObservation,
+    has_index: bool,
+    default_aggregate: Aggregate,
+) -> Result<ObservationSource, SpecError> {
+    let window = match &raw.window {
+        Some(w) => {
+            needs_index(at, has_index, "a window")?;
+            Some(window(w).map_err(|r| invalid(at, r))?)
+        }
+        None => has_index.then_some(Window::UP_TO_INDEX),
     };
-    let serde_json::Value::Object(mut obj) = raw else {
-        return Err(invalid("a transform is an object with a `kind`".into()));
+    let aggregate = match raw.aggregate.as_deref() {
+        None => default_aggregate,
+        Some(a) => Aggregate::parse(a).ok_or_else(|| {
+            invalid(
+                at,
+                format!("aggregate `{a}` is not latest, first, mean, min, max, count or slope"),
+            )
+        })?,
     };
-    let kind = match obj.remove("kind") {
-        Some(serde_json::Value::String(k)) => k,
-        _ => return Err(invalid("missing string field `kind`".into())),
+    Ok(ObservationSource {
+        codes: single_code(raw.system, raw.code),
+        method: raw.method.map(|m| single_code(m.system, m.code)),
+        window,
+        aggregate,
+    })
+}
+
+fn codes_window(
+    at: &str,
+    raw: &RawCodesWindow,
+    has_index: bool,
+) -> Result<(CodeSet, Option<Window>), SpecError> {
+    let codes = code_set(&raw.codes).map_err(|r| invalid(at, r))?;
+    let window = match &raw.window {
+        Some(w) => {
+            needs_index(at, has_index, "a window")?;
+            Some(window(w).map_err(|r| invalid(at, r))?)
+        }
+        None => has_index.then_some(Window::UP_TO_INDEX),
     };
-    let rest = serde_json::Value::Object(obj);
-    let parse = |e: serde_json::Error| invalid(e.to_string());
-    let t = match kind.as_str() {
-        "number" => {
-            let r: UnitOnly = serde_json::from_value(rest).map_err(parse)?;
-            Transform::Number { unit: r.unit }
+    Ok((codes, window))
+}
+
+fn feature(f: RawFeature, has_index: bool) -> Result<Feature, SpecError> {
+    let at = format!("feature `{}`", f.name);
+    let category = category(&f.name, &f.category)?;
+    let source = match f.source {
+        RawSource::Observation(o) => {
+            Source::Observation(observation(&at, o, has_index, Aggregate::Latest)?)
         }
-        "boolean" => {
-            let _: Empty = serde_json::from_value(rest).map_err(parse)?;
-            Transform::Boolean
+        RawSource::Patient(p) => {
+            if p == PatientField::Age {
+                needs_index(&at, has_index, "age")?;
+            }
+            Source::Patient(p)
         }
-        "above" => {
-            let r: RawAbove = serde_json::from_value(rest).map_err(parse)?;
-            if !r.threshold.is_finite() {
-                return Err(invalid("threshold must be finite".into()));
-            }
-            Transform::Above {
-                threshold: r.threshold,
-                unit: r.unit,
-            }
+        RawSource::Condition(c) => {
+            let (codes, window) = codes_window(&at, &c, has_index)?;
+            Source::Condition { codes, window }
         }
-        "map" => {
-            let r: RawMap = serde_json::from_value(rest).map_err(parse)?;
-            if r.values.is_empty() || r.values.values().any(|v| !v.is_finite()) {
-                return Err(invalid("`values` must map codes to finite numbers".into()));
-            }
-            Transform::Map {
-                system: r.system,
-                values: r.values,
-            }
+        RawSource::Medication(c) => {
+            let (codes, window) = codes_window(&at, &c, has_index)?;
+            Source::Medication { codes, window }
         }
-        "one_hot" => {
-            let r: RawOneHot = serde_json::from_value(rest).map_err(parse)?;
-            let drop_first = r.drop_first.unwrap_or(true);
-            let distinct: BTreeSet<&String> = r.levels.iter().collect();
-            if distinct.len() != r.levels.len() || r.levels.len() < 1 + usize::from(drop_first) {
+    };
+    let transform = super::transform::transform(&f.name, f.transform)?;
+    let compatible = match (&source, &transform) {
+        (
+            Source::Patient(PatientField::Gender),
+            Transform::Map { .. } | Transform::OneHot { .. },
+        ) => true,
+        (Source::Patient(PatientField::Age), Transform::Number { unit }) => {
+            unit.as_deref().is_none_or(|u| u == "a")
+        }
+        (Source::Patient(PatientField::Age), Transform::Above { unit, .. }) => {
+            unit.as_deref().is_none_or(|u| u == "a")
+        }
+        (Source::Patient(PatientField::Deceased), Transform::Boolean) => true,
+        (Source::Condition { .. } | Source::Medication { .. }, t) => {
+            matches!(t, Transform::Presence | Transform::Count)
+        }
+        (Source::Observation(o), t) => match o.aggregate {
+            Aggregate::Latest | Aggregate::First => {
+                !matches!(t, Transform::Presence | Transform::Count)
+            }
+            Aggregate::Count => {
+                matches!(
+                    t,
+                    Transform::Number { unit: None } | Transform::Above { unit: None, .. }
+                )
+            }
+            _ => matches!(t, Transform::Number { .. } | Transform::Above { .. }),
+        },
+        _ => false,
+    };
+    if !compatible {
+        return Err(SpecError::Incompatible {
+            feature: f.name,
+            transform: transform.kind(),
+            source_kind: source.kind(),
+        });
+    }
+    let missing = match f.missing {
+        None => Missing::default(),
+        Some(m) => {
+            let impute = match (m.impute.as_str(), m.value) {
+                ("drop", None) => None,
+                ("mean", None) => Some(Impute::Mean),
+                ("median", None) => Some(Impute::Median),
+                ("constant", Some(v)) if v.is_finite() => Some(Impute::Constant(v)),
+                (other, _) => {
+                    return Err(invalid(
+                        &at,
+                        format!(
+                            "missing.impute `{other}`: write drop, mean, median, or constant \
+                             with a finite `value` (and `value` only with constant)"
+                        ),
+                    ))
+                }
+            };
+            if impute.is_none() && m.indicator {
                 return Err(invalid(
-                    "`levels` must be distinct and leave at least one column".into(),
+                    &at,
+                    "a dropped subject has no missingness indicator",
                 ));
             }
-            Transform::OneHot {
-                system: r.system,
-                levels: r.levels,
-                drop_first,
+            Missing {
+                impute,
+                indicator: m.indicator,
             }
         }
-        _ => {
-            return Err(SpecError::UnknownTransform {
-                feature: feature.to_owned(),
-                kind,
-            })
+    };
+    Ok(Feature {
+        name: f.name,
+        category,
+        source,
+        transform,
+        missing,
+    })
+}
+
+fn series(raw: RawSeries, has_index: bool) -> Result<SeriesSpec, SpecError> {
+    needs_index("time_series", has_index, "a time series")?;
+    let bin_minutes = raw.bin_minutes.unwrap_or(60);
+    if raw.hours == 0 || bin_minutes == 0 || !(raw.hours * 60).is_multiple_of(bin_minutes) {
+        return Err(invalid(
+            "time_series",
+            "`hours` and `bin_minutes` must be positive and the bins must tile the hours",
+        ));
+    }
+    let steps = raw.hours * 60 / bin_minutes;
+    if steps > 10_000 || raw.channels.is_empty() {
+        return Err(invalid(
+            "time_series",
+            "between 1 and 10000 bins and at least one channel",
+        ));
+    }
+    let mut channels = Vec::new();
+    for c in raw.channels {
+        let at = format!("time_series channel `{}`", c.name);
+        let category = category(&c.name, &c.category)?;
+        let mut raw = c.observation;
+        if c.aggregate.is_some() {
+            if raw.aggregate.is_some() {
+                return Err(invalid(&at, "give `aggregate` once, beside `observation`"));
+            }
+            raw.aggregate = c.aggregate;
+        }
+        let mut source = observation(&at, raw, true, Aggregate::Mean)?;
+        source.window = None;
+        if !(source.aggregate.numeric() || source.aggregate == Aggregate::Latest)
+            || source.aggregate == Aggregate::Slope
+        {
+            return Err(invalid(
+                &at,
+                "a bin aggregates with mean, min, max or latest",
+            ));
+        }
+        if let Some(u) = &c.unit {
+            super::units::check_unit(u).map_err(|r| invalid(&at, r))?;
+        }
+        channels.push(Channel {
+            name: c.name,
+            category,
+            source,
+            unit: c.unit,
+        });
+    }
+    Ok(SeriesSpec {
+        horizon: Span(i64::from(raw.hours) * 3600),
+        bin: Span(i64::from(bin_minutes) * 60),
+        channels,
+    })
+}
+
+fn within(at: &str, w: Option<&str>) -> Result<Option<Span>, SpecError> {
+    let Some(w) = w else { return Ok(None) };
+    let s = Span::parse(w).map_err(|r| invalid(at, r))?;
+    if s.0 <= 0 {
+        return Err(invalid(at, "`within` must be a positive duration"));
+    }
+    Ok(Some(s))
+}
+
+fn label(raw: RawLabel, has_index: bool) -> Result<Label, SpecError> {
+    let at = "label";
+    let category = category(&raw.name, &raw.category)?;
+    let source = match raw.source {
+        RawLabelSource::Condition(c) => {
+            let codes = match (c.system, c.code, c.codes) {
+                (Some(system), Some(code), None) => single_code(system, code),
+                (None, None, Some(codes)) => code_set(&codes).map_err(|r| invalid(at, r))?,
+                _ => {
+                    return Err(invalid(
+                        at,
+                        "a condition label has either `system` and `code` or `codes`",
+                    ))
+                }
+            };
+            if c.within.is_some() {
+                needs_index(at, has_index, "`within`")?;
+            }
+            LabelSource::Condition {
+                codes,
+                within: within(at, c.within.as_deref())?,
+            }
+        }
+        RawLabelSource::Medication(m) => {
+            needs_index(at, has_index, "a medication label")?;
+            LabelSource::Medication {
+                codes: code_set(&m.codes).map_err(|r| invalid(at, r))?,
+                within: within(at, m.within.as_deref())?,
+            }
+        }
+        RawLabelSource::Death(d) => {
+            needs_index(at, has_index, "a death label")?;
+            LabelSource::Death {
+                within: within(at, Some(&d.within))?.expect("given"),
+            }
+        }
+        RawLabelSource::Observation(o) => {
+            needs_index(at, has_index, "an observation label")?;
+            let horizon = within(at, Some(&o.within))?.expect("given");
+            let (threshold, above) = match (o.above, o.below) {
+                (Some(t), None) => (t, true),
+                (None, Some(t)) => (t, false),
+                _ => return Err(invalid(at, "give exactly one of `above` and `below`")),
+            };
+            if !threshold.is_finite() {
+                return Err(invalid(at, "the threshold must be finite"));
+            }
+            if let Some(u) = &o.unit {
+                super::units::check_unit(u).map_err(|r| invalid(at, r))?;
+            }
+            let mut source = observation(
+                at,
+                RawObservation {
+                    system: o.system,
+                    code: o.code,
+                    method: o.method,
+                    window: None,
+                    aggregate: o.aggregate,
+                },
+                true,
+                Aggregate::Max,
+            )?;
+            if !(source.aggregate.numeric() || source.aggregate == Aggregate::Latest)
+                || source.aggregate == Aggregate::Slope
+            {
+                return Err(invalid(
+                    at,
+                    "the label aggregates with mean, min, max or latest",
+                ));
+            }
+            // strictly after the index, up to the horizon
+            source.window = Some(Window {
+                from: Some(Span(1)),
+                to: horizon,
+            });
+            LabelSource::Observation {
+                source,
+                threshold,
+                above,
+                unit: o.unit,
+            }
+        }
+        RawLabelSource::Survival(s) => {
+            needs_index(at, has_index, "a survival label")?;
+            let event = match s.event {
+                RawSurvivalEvent::Death {} => SurvivalEvent::Death,
+                RawSurvivalEvent::Condition { codes } => {
+                    SurvivalEvent::Condition(code_set(&codes).map_err(|r| invalid(at, r))?)
+                }
+            };
+            let censor_at = s
+                .censor_at
+                .as_deref()
+                .map(|d| {
+                    parse_instant(d).ok_or_else(|| invalid(at, format!("`{d}` is not a date")))
+                })
+                .transpose()?;
+            LabelSource::Survival {
+                event,
+                follow_up: within(at, Some(&s.follow_up))?.expect("given"),
+                censor_at,
+            }
         }
     };
-    Ok(t)
+    Ok(Label {
+        name: raw.name,
+        category,
+        source,
+    })
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawSpec {
     name: String,
+    cohort: Option<RawCohort>,
     features: Vec<RawFeature>,
+    time_series: Option<RawSeries>,
     label: RawLabel,
 }
 
@@ -503,24 +863,68 @@ struct RawFeature {
     category: String,
     source: RawSource,
     transform: serde_json::Value,
+    missing: Option<RawMissing>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMissing {
+    impute: String,
+    value: Option<f32>,
+    #[serde(default)]
+    indicator: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawObservation {
+    system: String,
+    code: String,
+    #[serde(default)]
+    method: Option<CodeMatch>,
+    window: Option<RawWindow>,
+    aggregate: Option<String>,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 enum RawSource {
-    Observation {
-        system: String,
-        code: String,
-        #[serde(default)]
-        method: Option<CodeMatch>,
-    },
+    Observation(RawObservation),
     Patient(PatientField),
+    Condition(RawCodesWindow),
+    Medication(RawCodesWindow),
+}
+
+impl<'de> Deserialize<'de> for PatientField {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        match s.as_str() {
+            "gender" => Ok(PatientField::Gender),
+            "age" => Ok(PatientField::Age),
+            "deceased" => Ok(PatientField::Deceased),
+            other => Err(serde::de::Error::custom(format!(
+                "patient field `{other}` is not gender, age or deceased"
+            ))),
+        }
+    }
 }
 
 #[derive(Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum PatientField {
-    Gender,
+#[serde(deny_unknown_fields)]
+struct RawSeries {
+    hours: u32,
+    bin_minutes: Option<u32>,
+    channels: Vec<RawChannel>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawChannel {
+    name: String,
+    category: String,
+    observation: RawObservation,
+    unit: Option<String>,
+    aggregate: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -532,189 +936,65 @@ struct RawLabel {
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawLabelSource {
-    condition: CodeMatch,
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+enum RawLabelSource {
+    Condition(RawConditionLabel),
+    Medication(RawCodesWithin),
+    Death(RawWithin),
+    Observation(RawObservationLabel),
+    Survival(RawSurvival),
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct UnitOnly {
+struct RawConditionLabel {
+    system: Option<String>,
+    code: Option<String>,
+    codes: Option<Vec<RawCode>>,
+    within: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCodesWithin {
+    codes: Vec<RawCode>,
+    within: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWithin {
+    within: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawObservationLabel {
+    system: String,
+    code: String,
+    #[serde(default)]
+    method: Option<CodeMatch>,
+    within: String,
+    aggregate: Option<String>,
+    above: Option<f64>,
+    below: Option<f64>,
     unit: Option<String>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Empty {}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawAbove {
-    threshold: f64,
-    unit: Option<String>,
+struct RawSurvival {
+    event: RawSurvivalEvent,
+    follow_up: String,
+    censor_at: Option<String>,
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawMap {
-    system: Option<String>,
-    values: BTreeMap<String, f32>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawOneHot {
-    system: Option<String>,
-    levels: Vec<String>,
-    drop_first: Option<bool>,
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+enum RawSurvivalEvent {
+    Death {},
+    Condition { codes: Vec<RawCode> },
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn spec_with(feature: &str) -> String {
-        format!(
-            r#"{{"name": "t", "features": [{feature}],
-               "label": {{"name": "y", "category": "ehr_data",
-                          "source": {{"condition": {{"system": "s", "code": "c"}}}}}}}}"#
-        )
-    }
-
-    const AGE: &str = r#"{"name": "age", "category": "ehr_data",
-        "source": {"observation": {"system": "http://loinc.org", "code": "30525-0"}},
-        "transform": {"kind": "number", "unit": "a"}}"#;
-
-    #[test]
-    fn parses_and_reports_columns_and_categories() {
-        let cp = r#"{"name": "cp", "category": "health_determinants",
-            "source": {"observation": {"system": "x", "code": "cp",
-                                       "method": {"system": "m", "code": "k"}}},
-            "transform": {"kind": "one_hot", "levels": ["1", "2", "3"]}}"#;
-        let s = FeatureSpec::from_json(&spec_with(&format!("{AGE}, {cp}"))).unwrap();
-        assert_eq!(s.columns(), vec!["age", "cp=2", "cp=3"]);
-        assert_eq!(
-            s.categories(),
-            BTreeSet::from(["ehr_data".to_owned(), "health_determinants".to_owned()])
-        );
-        assert_eq!(
-            s.features[1].source,
-            Source::Observation {
-                code: CodeMatch {
-                    system: "x".into(),
-                    code: "cp".into()
-                },
-                method: Some(CodeMatch {
-                    system: "m".into(),
-                    code: "k".into()
-                }),
-            }
-        );
-    }
-
-    #[test]
-    fn unknown_category_and_transform_are_typed_errors() {
-        let bad_cat = AGE.replace("ehr_data", "horoscope_data");
-        assert!(matches!(
-            FeatureSpec::from_json(&spec_with(&bad_cat)),
-            Err(SpecError::UnknownCategory { category, .. }) if category == "horoscope_data"
-        ));
-        let bad_kind = AGE.replace("\"number\"", "\"log\"");
-        assert!(matches!(
-            FeatureSpec::from_json(&spec_with(&bad_kind)),
-            Err(SpecError::UnknownTransform { kind, .. }) if kind == "log"
-        ));
-        let extra_field = AGE.replace("\"unit\"", "\"units\"");
-        assert!(matches!(
-            FeatureSpec::from_json(&spec_with(&extra_field)),
-            Err(SpecError::InvalidTransform { .. })
-        ));
-        let gender_number = r#"{"name": "sex", "category": "ehr_data",
-            "source": {"patient": "gender"}, "transform": {"kind": "number"}}"#;
-        assert!(matches!(
-            FeatureSpec::from_json(&spec_with(gender_number)),
-            Err(SpecError::Incompatible { .. })
-        ));
-        assert!(matches!(
-            FeatureSpec::from_json(&spec_with(&format!("{AGE}, {AGE}"))),
-            Err(SpecError::DuplicateColumn(c)) if c == "age"
-        ));
-        assert!(matches!(
-            FeatureSpec::from_json(&spec_with("")),
-            Err(SpecError::NoFeatures)
-        ));
-        assert!(matches!(
-            FeatureSpec::from_json("{"),
-            Err(SpecError::Json(_))
-        ));
-    }
-
-    fn q(value: f64, comparator: Option<Comparator>) -> Value {
-        Value::Quantity(Quantity {
-            value,
-            comparator,
-            unit: Some("mg/dL".into()),
-        })
-    }
-
-    #[test]
-    fn transforms_by_hand() {
-        let above = Transform::Above {
-            threshold: 120.0,
-            unit: Some("mg/dL".into()),
-        };
-        assert_eq!(above.apply(&q(130.0, None)).unwrap(), Some(vec![1.0]));
-        assert_eq!(above.apply(&q(120.0, None)).unwrap(), Some(vec![0.0]));
-        assert_eq!(
-            above.apply(&q(120.0, Some(Comparator::Greater))).unwrap(),
-            Some(vec![1.0])
-        );
-        assert_eq!(
-            above
-                .apply(&q(120.0, Some(Comparator::LessOrEqual)))
-                .unwrap(),
-            Some(vec![0.0])
-        );
-        // "> 100" does not say whether the value is above 120
-        assert_eq!(
-            above.apply(&q(100.0, Some(Comparator::Greater))).unwrap(),
-            None
-        );
-        let number = Transform::Number {
-            unit: Some("mm[Hg]".into()),
-        };
-        assert!(matches!(
-            number.apply(&q(1.0, None)),
-            Err(ValueError::Unit { .. })
-        ));
-        assert!(matches!(
-            number.apply(&Value::Boolean(true)),
-            Err(ValueError::WrongType { .. })
-        ));
-        let one_hot = Transform::OneHot {
-            system: Some("s".into()),
-            levels: vec!["0".into(), "1".into(), "2".into()],
-            drop_first: true,
-        };
-        let coded = |system: &str, code: &str| {
-            Value::Coded(vec![Coding {
-                system: Some(system.into()),
-                code: code.into(),
-            }])
-        };
-        assert_eq!(
-            one_hot.apply(&coded("s", "2")).unwrap(),
-            Some(vec![0.0, 1.0])
-        );
-        assert_eq!(
-            one_hot.apply(&coded("s", "0")).unwrap(),
-            Some(vec![0.0, 0.0])
-        );
-        assert_eq!(one_hot.apply(&coded("s", "7")).unwrap(), None);
-        assert_eq!(one_hot.apply(&coded("other", "1")).unwrap(), None);
-        assert_eq!(
-            Transform::Boolean.apply(&Value::Boolean(true)).unwrap(),
-            Some(vec![1.0])
-        );
-    }
-}
+mod tests;

@@ -1,19 +1,37 @@
 //! The data side of a node agent run by a health data holder.
 //!
-//! A node reads its own records (a FHIR R4 Bundle, [`fhir_source`], or a CSV extract,
-//! [`csv_source`]), turns every subject into one row of model inputs as a declarative
-//! [`features::FeatureSpec`] says, drops subjects with a missing input, removes opted-out
-//! subjects ([`SiteRows::exclude`]) and only then builds the training data set
-//! ([`SiteRows::site_data`]). Nothing but model updates leaves the node; the rows here never
-//! do.
+//! A node reads its own records as it exports them ([`fhir_source`]: a FHIR R4 Bulk Data
+//! export, NDJSON or a Bundle, streamed; or a CSV extract, [`csv_source`]), maps the study's
+//! codes to its own ([`codemap`]), turns every patient or encounter of the cohort into one row
+//! of model inputs as a declarative [`features::FeatureSpec`] says ([`extract`]), drops or
+//! imputes missing inputs ([`impute`]), removes opted-out subjects ([`SiteRows::exclude`]) and
+//! only then builds the training data set ([`SiteRows::site_data`]). Nothing but model
+//! updates leaves the node; the rows and the extraction [`report`] never do.
+//! `ehds-gateway node check` ([`check`]) shows a holder what a specification makes of its
+//! data before it joins a study.
 //!
 //! [`example_federation`] turns the public UCI Heart Disease data into four FHIR Bundles, one
-//! per hospital, so a demonstration federation runs on FHIR like a real one would.
+//! per hospital; [`corpus`] generates a multi-site ICU export with repeated vitals,
+//! encounters, conditions, medications and deaths.
 pub mod agent;
+pub mod check;
+pub mod check_cli;
+pub mod codemap;
+pub mod cohort;
+pub mod corpus;
 pub mod csv_source;
 pub mod example_federation;
+pub mod extract;
 pub mod features;
 pub mod fhir_source;
+pub mod impute;
+pub mod reader;
+pub mod report;
+pub mod resource;
+pub mod source;
+pub mod tensors;
+pub mod transform;
+pub mod units;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -21,7 +39,8 @@ use chrono::{DateTime, Utc};
 use fl_engine::data::{Dataset, SiteData};
 use serde::Deserialize;
 
-pub use features::{FeatureSpec, SpecError};
+pub use features::{FeatureSpec, SpecError, Task};
+pub use source::DataSource;
 
 /// `Meta.tag` system carrying a subject's train / test assignment in a source.
 pub const SPLIT_TAG_SYSTEM: &str = "urn:ehds-gateway:split";
@@ -50,13 +69,40 @@ impl Split {
     }
 }
 
-/// One subject's model inputs.
-#[derive(Debug, Clone, PartialEq)]
+/// One row's model inputs: a patient's, or one of its encounters'.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct SubjectRow {
+    /// The patient's pseudonym (opt-outs apply to it, whatever the unit of analysis).
     pub pseudonym: String,
     pub split: Option<Split>,
+    /// The study's columns; NaN where a value is missing and will be imputed.
     pub features: Vec<f32>,
+    /// The binary label, or the event indicator of a survival target.
     pub label: u32,
+    /// Survival: days from the index to the event or the censoring.
+    pub time: Option<f32>,
+    /// Time series inputs, when the specification has them.
+    pub series: Option<Series>,
+    /// The Encounter this row is, for encounter cohorts.
+    pub encounter: Option<String>,
+    /// The holder's site-private columns (never part of the shared model's input).
+    pub private: Vec<f32>,
+}
+
+/// One row's `[steps, channels]` values (row-major) and presence mask: 1 where the bin had
+/// an Observation, 0 where the value is carried forward or still missing (NaN, filled from
+/// the site's training rows in [`SiteRows::tensors`]).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Series {
+    pub values: Vec<f32>,
+    pub mask: Vec<u8>,
+}
+
+/// The shape of a specification's time series.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SeriesShape {
+    pub steps: usize,
+    pub channels: Vec<String>,
 }
 
 /// Why a source could not be read. Malformed input is always one of these, never a panic.
@@ -64,6 +110,27 @@ pub struct SubjectRow {
 pub enum SourceError {
     #[error("not valid FHIR JSON: {0}")]
     Json(#[source] serde_json::Error),
+    #[error("{file}: not a readable FHIR Bundle: {error}")]
+    Bundle {
+        file: String,
+        #[source]
+        error: serde_json::Error,
+    },
+    #[error("{file} line {line}: the file breaks off: {error}")]
+    Read {
+        file: String,
+        line: u64,
+        #[source]
+        error: std::io::Error,
+    },
+    #[error("{0} holds no FHIR files (*.ndjson, *.ndjson.gz, *.json, *.json.gz)")]
+    NoInput(String),
+    #[error("cannot tell the format of {0}: name it *.json (a Bundle) or *.ndjson (Bulk Data), optionally *.gz")]
+    UnknownFormat(String),
+    #[error("code map: {0}")]
+    CodeMap(String),
+    #[error("site-private feature `{feature}` reads `{category}` data, which the study does not declare")]
+    UndeclaredPrivateCategory { feature: String, category: String },
     #[error("expected a Bundle, found a {0}")]
     NotABundle(String),
     #[error("bundle entry {0}: Patient without an id")]
@@ -109,12 +176,24 @@ pub enum SourceError {
 pub struct SiteRows {
     /// Column names, in the order of every row's `features`.
     pub columns: Vec<String>,
-    /// Complete subjects, in source order.
+    /// Per column, how a missing value is imputed (`None`: never missing in a kept row).
+    pub imputation: Vec<Option<features::Impute>>,
+    /// The holder's site-private columns, in the order of every row's `private`.
+    pub private_columns: Vec<String>,
+    pub private_imputation: Vec<Option<features::Impute>>,
+    /// Binary or survival.
+    pub task: Task,
+    /// The time series' shape, when the specification has one.
+    pub series: Option<SeriesShape>,
+    /// Kept rows, in source order.
     pub rows: Vec<SubjectRow>,
     /// Pseudonyms of subjects dropped because an input was missing.
     pub incomplete: Vec<String>,
-    /// How many subjects missed each column (a subject can miss several).
+    /// How many rows missed each column (a row can miss several); for imputed columns, the
+    /// number of imputed values.
     pub missing_by_column: BTreeMap<String, usize>,
+    /// What the reading met: bad input, exclusions, units.
+    pub report: report::Report,
 }
 
 /// What [`SiteRows::exclude`] removed.
@@ -132,6 +211,13 @@ impl Exclusion {
     }
 }
 
+/// Rows of one site as (train, validation, test).
+pub type TrainValTest<'a> = (
+    Vec<&'a SubjectRow>,
+    Vec<&'a SubjectRow>,
+    Vec<&'a SubjectRow>,
+);
+
 impl SiteRows {
     /// Remove every subject whose pseudonym is in `opted_out`. Call this before building any
     /// data set; the counts go into the round manifest.
@@ -145,47 +231,121 @@ impl SiteRows {
         }
     }
 
-    fn dataset_of<'a>(
+    /// Distinct pseudonyms of every subject read (kept rows and incomplete ones), in order.
+    pub fn subjects(&self) -> Vec<&str> {
+        let mut seen = BTreeSet::new();
+        self.rows
+            .iter()
+            .map(|r| r.pseudonym.as_str())
+            .chain(self.incomplete.iter().map(String::as_str))
+            .filter(|p| seen.insert(*p))
+            .collect()
+    }
+
+    fn dataset_of(
         &self,
-        rows: impl Iterator<Item = &'a SubjectRow>,
+        rows: &[&SubjectRow],
+        imputer: &impute::Imputer,
     ) -> Result<Dataset, SourceError> {
-        let mut x = Vec::new();
-        let mut y = Vec::new();
+        let mut x = Vec::with_capacity(rows.len() * self.columns.len());
+        let mut y = Vec::with_capacity(rows.len());
         for r in rows {
+            let start = x.len();
             x.extend_from_slice(&r.features);
+            imputer.fill(&mut x[start..]);
             y.push(r.label);
         }
         Ok(Dataset::new(self.columns.len(), x, y)?)
     }
 
-    /// All complete subjects as one data set, ignoring any split tags.
-    pub fn dataset(&self) -> Result<Dataset, SourceError> {
-        self.dataset_of(self.rows.iter())
+    fn imputer(&self, fit_on: &[&SubjectRow]) -> impute::Imputer {
+        impute::Imputer::fit(
+            &self.imputation,
+            fit_on.iter().map(|r| r.features.as_slice()),
+        )
     }
 
-    /// The tagged train and test sets, in source order. Every subject must carry a tag.
-    pub fn train_test(&self) -> Result<(Dataset, Dataset), SourceError> {
+    /// All kept rows as one data set, ignoring any split tags (missing values imputed from
+    /// all of them).
+    pub fn dataset(&self) -> Result<Dataset, SourceError> {
+        let all: Vec<&SubjectRow> = self.rows.iter().collect();
+        self.dataset_of(&all, &self.imputer(&all))
+    }
+
+    /// The tagged training and test rows, in source order. Every row must carry a tag.
+    pub fn tagged(&self) -> Result<(Vec<&SubjectRow>, Vec<&SubjectRow>), SourceError> {
         let untagged = self.rows.iter().filter(|r| r.split.is_none()).count();
         if untagged > 0 {
             return Err(SourceError::Untagged(untagged));
         }
         Ok((
-            self.dataset_of(self.rows.iter().filter(|r| r.split == Some(Split::Train)))?,
-            self.dataset_of(self.rows.iter().filter(|r| r.split == Some(Split::Test)))?,
+            self.rows
+                .iter()
+                .filter(|r| r.split == Some(Split::Train))
+                .collect(),
+            self.rows
+                .iter()
+                .filter(|r| r.split == Some(Split::Test))
+                .collect(),
         ))
     }
 
+    /// The tagged train and test sets, in source order, missing values imputed from the
+    /// training rows. Every subject must carry a tag.
+    pub fn train_test(&self) -> Result<(Dataset, Dataset), SourceError> {
+        let (train, test) = self.tagged()?;
+        let imputer = self.imputer(&train);
+        Ok((
+            self.dataset_of(&train, &imputer)?,
+            self.dataset_of(&test, &imputer)?,
+        ))
+    }
+
+    /// The tagged training rows split into train / validation by the engine's seeded split
+    /// (the same rows [`SiteData::prepare`] would pick).
+    pub fn train_val(&self, val_fraction: f64, seed: u64) -> Result<TrainValTest<'_>, SourceError> {
+        let (train_full, test) = self.tagged()?;
+        let (train_idx, val_idx) = impute::split_indices(train_full.len(), val_fraction, seed)?;
+        let pick = |idx: &[usize]| idx.iter().map(|&i| train_full[i]).collect::<Vec<_>>();
+        Ok((pick(&train_idx), pick(&val_idx), test))
+    }
+
     /// The site's training data as the engine takes it: the tagged training rows split into
-    /// train / validation (`val_fraction`, seeded) and standardised with statistics of the
-    /// site's own training part; the tagged test rows as test set.
+    /// train / validation (`val_fraction`, seeded), missing values imputed and every column
+    /// standardised with statistics of the site's own training part only; the tagged test
+    /// rows as test set. Only the study's columns: site-private ones stay out.
     pub fn site_data(
         &self,
         name: &str,
         val_fraction: f64,
         seed: u64,
     ) -> Result<SiteData, SourceError> {
-        let (train, test) = self.train_test()?;
-        Ok(SiteData::prepare(name, &train, &test, val_fraction, seed)?)
+        if self.task != Task::Binary || self.series.is_some() {
+            return Err(SourceError::Engine(fl_engine::error::EngineError::InvalidConfig(
+                "the engine trains binary classifiers on static features; this specification's \
+                 survival or time-series target needs the sequence and survival models"
+                    .into(),
+            )));
+        }
+        let (train, val, test) = self.train_val(val_fraction, seed)?;
+        let imputer = self.imputer(&train);
+        let (train, val, test) = (
+            self.dataset_of(&train, &imputer)?,
+            self.dataset_of(&val, &imputer)?,
+            self.dataset_of(&test, &imputer)?,
+        );
+        if train.is_empty() {
+            return Err(SourceError::Engine(fl_engine::error::EngineError::Data(
+                format!("site `{name}` has no training rows"),
+            )));
+        }
+        let s = fl_engine::data::Standardizer::fit(&train)?;
+        Ok(SiteData {
+            name: name.to_owned(),
+            train: s.apply(&train)?,
+            val: s.apply(&val)?,
+            test: s.apply(&test)?,
+        })
     }
 }
 
@@ -226,9 +386,11 @@ mod tests {
             split,
             features: vec![v, v + 1.0],
             label: u32::from(v > 1.0),
+            ..SubjectRow::default()
         };
         SiteRows {
             columns: vec!["a".into(), "b".into()],
+            imputation: vec![None, None],
             rows: vec![
                 row("p1", Some(Split::Train), 0.0),
                 row("p2", Some(Split::Test), 1.0),
@@ -236,6 +398,7 @@ mod tests {
             ],
             incomplete: vec!["p4".into()],
             missing_by_column: BTreeMap::from([("a".into(), 1)]),
+            ..SiteRows::default()
         }
     }
 

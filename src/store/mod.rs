@@ -64,7 +64,17 @@ pub struct AuditFilter {
     pub resource_id: Option<String>,
     pub permit_id: Option<String>,
     pub after_seq: Option<i64>,
+    /// Only entries up to and including this sequence number.
+    pub until_seq: Option<i64>,
     pub limit: i64,
+}
+
+/// How many entries a filter matches (up to its limit), and the first and last of them.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AuditSpan {
+    pub count: u64,
+    pub first_seq: Option<i64>,
+    pub last_seq: Option<i64>,
 }
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -125,8 +135,11 @@ pub trait Tx: Send {
     async fn live_studies_for_permit(&mut self, permit: PermitId) -> Result<Vec<Study>>;
     /// Writes a changed study if its stored row version is still `expected_row_version`.
     async fn update_study(&mut self, study: &Study, expected_row_version: i64) -> Result<()>;
-    /// The secret that seeds the study's aggregation noise.
+    /// The secret that seeds the study's aggregation noise, as stored (sealed by `KeyVault`).
     async fn study_noise_key(&mut self, id: StudyId) -> Result<Vec<u8>>;
+    /// Every study's stored noise key (sealing keys stored in clear at start-up).
+    async fn study_noise_keys(&mut self) -> Result<Vec<(StudyId, Vec<u8>)>>;
+    async fn set_study_noise_key(&mut self, id: StudyId, stored: &[u8]) -> Result<()>;
 
     async fn insert_checkpoint(&mut self, checkpoint: &Checkpoint, now: Timestamp) -> Result<()>;
     async fn latest_checkpoint(&mut self, id: StudyId) -> Result<Option<Checkpoint>>;
@@ -167,8 +180,35 @@ pub trait Tx: Send {
 
     async fn append_audit(&mut self, event: NewAuditEvent) -> Result<AuditEntry>;
     async fn list_audit(&mut self, filter: &AuditFilter) -> Result<Vec<AuditEntry>>;
+    /// The span of entries `list_audit` would return, without loading them.
+    async fn audit_span(&mut self, filter: &AuditFilter) -> Result<AuditSpan>;
 
     async fn commit(self: Box<Self>) -> Result<()>;
+}
+
+/// Whether an audit row's `recorded_at` is stored in the one form the gateway writes. The hash
+/// covers the instant, so a row rewritten to the same instant in another UTC offset would still
+/// verify while text comparisons (SQLite's time-window filters) miss it; verification therefore
+/// also checks the stored form.
+pub(crate) trait StoredForm {
+    fn recorded_at_canonical(&self) -> Result<bool>;
+}
+
+impl StoredForm for sqlx::sqlite::SqliteRow {
+    fn recorded_at_canonical(&self) -> Result<bool> {
+        use sqlx::Row;
+        let text: String = self.try_get("recorded_at")?;
+        let instant: chrono::DateTime<chrono::Utc> = self.try_get("recorded_at")?;
+        // The form sqlx writes for a `DateTime<Utc>` (RFC 3339, `+00:00`, shortest fraction).
+        Ok(text == instant.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, false))
+    }
+}
+
+impl StoredForm for sqlx::postgres::PgRow {
+    /// `timestamptz` stores the instant itself: there is no other form to rewrite it into.
+    fn recorded_at_canonical(&self) -> Result<bool> {
+        Ok(true)
+    }
 }
 
 /// Opens the store named by `url`: `postgres://` or `postgresql://` for PostgreSQL, `sqlite:`

@@ -120,6 +120,7 @@ macro_rules! impl_tx {
                     seq: r.try_get("seq")?,
                     id: r.try_get("event_id")?,
                     recorded_at: r.try_get("recorded_at")?,
+                    timestamp_stored_canonically: crate::store::StoredForm::recorded_at_canonical(r)?,
                     actor: Actor {
                         sub: r.try_get("actor_sub")?,
                         roles: serde_json::from_str(&roles).unwrap_or_else(|_| vec![roles.clone()]),
@@ -551,6 +552,23 @@ macro_rules! impl_tx {
                     .await?)
             }
 
+            async fn study_noise_keys(&mut self) -> crate::store::Result<Vec<(crate::domain::StudyId, Vec<u8>)>> {
+                let rows: Vec<(uuid::Uuid, Vec<u8>)> =
+                    sqlx::query_as("select study_id, noise_key from study order by study_id")
+                        .fetch_all(&mut *self.tx)
+                        .await?;
+                Ok(rows.into_iter().map(|(id, key)| (crate::domain::StudyId(id), key)).collect())
+            }
+
+            async fn set_study_noise_key(&mut self, id: crate::domain::StudyId, stored: &[u8]) -> crate::store::Result<()> {
+                sqlx::query("update study set noise_key = $1 where study_id = $2")
+                    .bind(stored)
+                    .bind(id.0)
+                    .execute(&mut *self.tx)
+                    .await?;
+                Ok(())
+            }
+
             async fn insert_checkpoint(&mut self, c: &crate::domain::study::Checkpoint, now: crate::domain::time::Timestamp)
                 -> crate::store::Result<()> {
                 sqlx::query(
@@ -803,18 +821,22 @@ macro_rules! impl_tx {
             async fn list_audit(&mut self, f: &crate::store::AuditFilter)
                 -> crate::store::Result<Vec<crate::domain::audit::AuditEntry>> {
                 let mut q = sqlx::QueryBuilder::<$db>::new("select * from audit_event where 1 = 1");
-                if let Some(v) = f.from { q.push(" and recorded_at >= ").push_bind(v); }
-                if let Some(v) = f.to { q.push(" and recorded_at < ").push_bind(v); }
-                if let Some(v) = &f.actor { q.push(" and actor_sub = ").push_bind(v.clone()); }
-                if let Some(v) = &f.action { q.push(" and action = ").push_bind(v.clone()); }
-                if let Some(v) = f.outcome { q.push(" and outcome = ").push_bind(v.as_str()); }
-                if let Some(v) = &f.resource_type { q.push(" and resource_type = ").push_bind(v.clone()); }
-                if let Some(v) = &f.resource_id { q.push(" and resource_id = ").push_bind(v.clone()); }
-                if let Some(v) = &f.permit_id { q.push(" and permit_id = ").push_bind(v.clone()); }
-                if let Some(v) = f.after_seq { q.push(" and seq > ").push_bind(v); }
+                audit_conditions(&mut q, f);
                 q.push(" order by seq limit ").push_bind(f.limit);
                 let found = q.build().fetch_all(&mut *self.tx).await?;
                 found.iter().map(rows::audit).collect()
+            }
+
+            async fn audit_span(&mut self, f: &crate::store::AuditFilter)
+                -> crate::store::Result<crate::store::AuditSpan> {
+                let mut q = sqlx::QueryBuilder::<$db>::new(
+                    "select count(*), min(seq), max(seq) from (select seq from audit_event where 1 = 1");
+                audit_conditions(&mut q, f);
+                q.push(" order by seq limit ").push_bind(f.limit);
+                q.push(") matched");
+                let (count, first_seq, last_seq): (i64, Option<i64>, Option<i64>) =
+                    q.build_query_as().fetch_one(&mut *self.tx).await?;
+                Ok(crate::store::AuditSpan { count: count.max(0) as u64, first_seq, last_seq })
             }
 
             async fn commit(self: Box<Self>) -> crate::store::Result<()> {
@@ -838,6 +860,19 @@ macro_rules! impl_tx {
                 }
                 Ok(())
             }
+        }
+
+        fn audit_conditions(q: &mut sqlx::QueryBuilder<'_, $db>, f: &crate::store::AuditFilter) {
+            if let Some(v) = f.from { q.push(" and recorded_at >= ").push_bind(v); }
+            if let Some(v) = f.to { q.push(" and recorded_at < ").push_bind(v); }
+            if let Some(v) = &f.actor { q.push(" and actor_sub = ").push_bind(v.clone()); }
+            if let Some(v) = &f.action { q.push(" and action = ").push_bind(v.clone()); }
+            if let Some(v) = f.outcome { q.push(" and outcome = ").push_bind(v.as_str()); }
+            if let Some(v) = &f.resource_type { q.push(" and resource_type = ").push_bind(v.clone()); }
+            if let Some(v) = &f.resource_id { q.push(" and resource_id = ").push_bind(v.clone()); }
+            if let Some(v) = &f.permit_id { q.push(" and permit_id = ").push_bind(v.clone()); }
+            if let Some(v) = f.after_seq { q.push(" and seq > ").push_bind(v); }
+            if let Some(v) = f.until_seq { q.push(" and seq <= ").push_bind(v); }
         }
 
         fn state_columns(state: &crate::domain::PermitState)

@@ -29,6 +29,7 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Full)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10));
+        restrict_database_files(options.get_filename())?;
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
             .connect_with(options)
@@ -47,6 +48,47 @@ impl SqliteStore {
     pub fn pool(&self) -> &SqlitePool {
         &self.pool
     }
+}
+
+/// The database holds pseudonymised health-governance records: it and its WAL and shared-memory
+/// files are readable by the owner only. SQLite gives the WAL and shared-memory files the mode
+/// of the database file, so creating that file with 0600 before SQLite opens it is enough; files
+/// left readable by older versions are tightened.
+fn restrict_database_files(path: &std::path::Path) -> anyhow::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        if path.as_os_str().is_empty() || path.to_str() == Some(":memory:") {
+            return Ok(());
+        }
+        if let Some(dir) = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty() && !d.exists())
+        {
+            crate::secret::create_private_dir(dir)?;
+        }
+        if !path.exists() {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o600)
+                .open(path)
+                .with_context(|| format!("Failed to create {}", path.display()))?;
+        }
+        for suffix in ["", "-wal", "-shm"] {
+            let file = std::path::PathBuf::from(format!("{}{suffix}", path.display()));
+            let Ok(meta) = std::fs::metadata(&file) else {
+                continue;
+            };
+            if meta.permissions().mode() & 0o077 != 0 {
+                tracing::warn!(path = %file.display(), "restricting the database file to its owner (0600)");
+                std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600))
+                    .with_context(|| format!("Failed to restrict {}", file.display()))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 pub struct SqliteTx {

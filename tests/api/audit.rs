@@ -9,7 +9,7 @@ use crate::helpers::*;
 
 /// Runs SQL as someone with direct database access, bypassing the append-only triggers the way
 /// an attacker with owner rights could.
-async fn tamper(app: &TestApp, statements: &[&str]) {
+pub(crate) async fn tamper(app: &TestApp, statements: &[&str]) {
     match app.backend {
         Backend::Sqlite => {
             let pool = sqlx::SqlitePool::connect(&app.database_url).await.unwrap();

@@ -19,6 +19,8 @@ pub struct TestApp {
     pub database_url: String,
     pub backend: Backend,
     pub data_dir: PathBuf,
+    /// The running gateway's state, for tests that drive its background work directly.
+    pub state: Option<ehds_gateway::http::AppState>,
     _dir: tempfile::TempDir,
 }
 
@@ -89,6 +91,7 @@ impl TestApp {
             .await
             .expect("gateway starts");
         let base = app.base_url().to_owned();
+        let state = Some(app.state().clone());
         tokio::spawn(app.run_until_stopped(std::future::pending()));
         let dev = Arc::new(
             DevIssuer::load_or_create(dir.path(), &base, &settings.auth.audience).unwrap(),
@@ -100,6 +103,7 @@ impl TestApp {
             database_url,
             backend,
             data_dir: dir.path().to_path_buf(),
+            state,
             _dir: dir,
         }
     }

@@ -9,5 +9,6 @@ mod lifecycle;
 mod openapi;
 mod optouts;
 mod roles;
+mod security;
 mod studies;
 mod validation;

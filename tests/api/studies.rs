@@ -479,7 +479,7 @@ async fn submission_is_checked_against_the_permit(app: TestApp) {
 
     // Another organisation's researcher cannot run a study under alice's permit.
     let bob = app.token("bob", &["researcher"], Some("uni-b"));
-    refused(&app, &bob, &base, 403, "forbidden").await;
+    refused(&app, &bob, &base, 404, "not_found").await; // the permit is not bob's to see
 
     // `affordable_rounds` is exact: one round more is refused, that many are accepted.
     let more = with(long.clone(), &[("rounds", json!(affordable + 1))]);
@@ -665,6 +665,63 @@ async fn engine_methods_are_offered_with_their_dp_limits(app: TestApp) {
 }
 both_backends!(engine_methods_are_offered_with_their_dp_limits);
 
+// 1c. A method's rule on local training is checked at submission, before any node trains:
+// SCAFFOLD's control variates need plain SGD, without weight decay.
+async fn a_method_s_training_rule_is_checked_at_submission(app: TestApp) {
+    let alice = app.researcher();
+    let permit = app
+        .permit_id(&federation_application(&TWO, 1000.0, "record"))
+        .await;
+    let scaffold = |optimizer: Value| {
+        with(
+            study_body(&permit, &TWO),
+            &[
+                ("strategy", json!({"name": "scaffold"})),
+                ("optimizer", optimizer),
+                (
+                    "dp",
+                    json!({"level": "record", "clip_norm": 1.0, "noise_multiplier": 1.0,
+                           "sampling_rate": 0.1}),
+                ),
+            ],
+        )
+    };
+    let r = refused(
+        &app,
+        &alice,
+        &scaffold(json!({"name": "sgd", "lr": 0.1, "weight_decay": 0.01})),
+        422,
+        "scaffold_needs_plain_sgd",
+    )
+    .await;
+    assert_eq!(
+        field_codes(&r),
+        [(
+            "optimizer.weight_decay".to_owned(),
+            "scaffold_needs_plain_sgd".to_owned()
+        )],
+        "{}",
+        r.text
+    );
+    let r = refused(
+        &app,
+        &alice,
+        &scaffold(json!({"name": "adamw", "lr": 0.01})),
+        422,
+        "scaffold_needs_sgd",
+    )
+    .await;
+    assert_eq!(
+        field_codes(&r),
+        [("optimizer.name".to_owned(), "scaffold_needs_sgd".to_owned())]
+    );
+    // plain SGD is what the engine trains SCAFFOLD with
+    app.submit_study(&scaffold(json!({"name": "sgd", "lr": 0.1})))
+        .await;
+    assert_eq!(studies_listed(&app).await, 1);
+}
+both_backends!(a_method_s_training_rule_is_checked_at_submission);
+
 // 2. Every kind of bad upload is refused, stored nowhere and audited; good ones then count.
 async fn bad_updates_are_refused_and_nothing_is_stored(app: TestApp) {
     let permit = app
@@ -797,9 +854,10 @@ async fn bad_updates_are_refused_and_nothing_is_stored(app: TestApp) {
             &result_body(&tb, 100, Some(good(&ins.params, 1, &b.holder()))),
         )
         .await;
+    // (404 as for a task that does not exist: another holder's tasks are not visible.)
     assert_eq!(
         (foreign.status.as_u16(), foreign.code()),
-        (403, "forbidden"),
+        (404, "not_found"),
         "{}",
         foreign.text
     );
@@ -809,7 +867,7 @@ async fn bad_updates_are_refused_and_nothing_is_stored(app: TestApp) {
             &a.token,
         )
         .await;
-    assert_eq!(foreign_params.status, 403);
+    assert_eq!(foreign_params.status, 404);
 
     // None of that was stored: the round still collects, hungarian's task is still open.
     let view = rounds(&app, &id).await;
@@ -835,7 +893,7 @@ async fn bad_updates_are_refused_and_nothing_is_stored(app: TestApp) {
     }
     let by_a = denied
         .iter()
-        .find(|e| e["http_status"] == 403)
+        .find(|e| e["http_status"] == 404 && e["actor"]["organisation"] == "cleveland")
         .expect("the foreign upload is audited");
     assert_eq!(by_a["actor"]["organisation"], "cleveland", "{by_a}");
 
@@ -1293,7 +1351,13 @@ async fn cancellation_discards_the_round_in_flight() {
             &json!({"reason": "not mine"}),
         )
         .await;
-    assert_eq!(foreign.status, 403, "{}", foreign.text);
+    // (404 as for a study that does not exist: bob may not see alice's study.)
+    assert_eq!(
+        (foreign.status.as_u16(), foreign.code()),
+        (404, "not_found"),
+        "{}",
+        foreign.text
+    );
     let blank = app
         .post(
             &format!("/v1/studies/{id}/cancel"),

@@ -240,7 +240,7 @@ impl Simulation {
     /// One round: fit, aggregate, validate, checkpoint.
     pub fn run_round(&mut self) -> Result<&RoundRecord> {
         let round = self.round + 1;
-        let ins = self.server.configure_fit(round, &self.global);
+        let ins = self.server.configure_fit(round, &self.global)?;
         let seed = self.config.seed;
         let mut results: Vec<FitRes> = self
             .sites
@@ -265,7 +265,7 @@ impl Simulation {
             .server
             .aggregate_fit(round, &self.global, &results, 0)?
         {
-            self.global = next;
+            self.global = next.params;
         }
         let global = &self.global;
         let model = &self.config.model;

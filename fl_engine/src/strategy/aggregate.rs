@@ -1,5 +1,6 @@
-//! Aggregation building blocks shared by the strategies: validation of site results and the
-//! swappable [`Aggregator`] that turns per-site updates into one global update.
+//! Aggregation building blocks shared by the strategies: validation of site results, the
+//! swappable [`Aggregator`] that turns per-site updates into one global update, and
+//! [`average`], the one way a server averages its site vectors through it.
 //!
 //! Aggregators work on flat `f32` slices in canonical name order (see
 //! [`ParameterSet::to_flat`]), which is also the interface of the differential-privacy
@@ -13,24 +14,95 @@
 //! [`StrategyConfig::server`]: super::StrategyConfig::server
 use std::collections::BTreeSet;
 
-use super::FitRes;
+use serde::{Deserialize, Serialize};
+
+use super::{DpRobustReport, FitRes, RobustReport};
+use crate::dp::DpAggregationReport;
 use crate::error::{EngineError, Result};
 use crate::params::ParameterSet;
+
+/// What an aggregator does beyond averaging, for the servers whose rule depends on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AggregatorKind {
+    /// A plain (weighted or uniform) mean.
+    Mean,
+    /// A Byzantine-robust rule (Krum, median, trimmed mean, Bulyan, FLTrust).
+    Robust,
+    /// Client-level DP: clipped, noised mean (DP-FedAvg).
+    ClientDp,
+    /// A robust rule under client-level DP.
+    RobustClientDp,
+}
+
+impl AggregatorKind {
+    /// Whether the aggregate is privatised (clip and noise every site's update).
+    pub fn client_dp(self) -> bool {
+        matches!(self, Self::ClientDp | Self::RobustClientDp)
+    }
+}
+
+/// What an aggregator reported about its latest round. It describes individual sites'
+/// updates (norms, selections): keep it inside the aggregator's trust boundary.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum AggregatorReport {
+    ClientDp(DpAggregationReport),
+    Robust(RobustReport),
+    RobustClientDp(DpRobustReport),
+}
 
 /// Combines per-site updates `w_k - w` into one update.
 pub trait Aggregator: Send {
     fn name(&self) -> &'static str;
 
+    fn kind(&self) -> AggregatorKind;
+
     /// Called with the current global (shared) parameters before the round's updates are
-    /// aggregated, by [`aggregate_models`] and by every server that calls
-    /// [`aggregate`](Self::aggregate) itself. Rules that need the global model (FLTrust trains
-    /// its root update from it) use it; the default ignores it.
+    /// aggregated, by `aggregate::average`, through which every server aggregates. Rules that need the
+    /// global model (FLTrust trains its root update from it) use it; the default ignores it.
     fn begin_round(&mut self, _global: &ParameterSet) -> Result<()> {
         Ok(())
     }
 
     /// `updates[k]` is site k's flat update, `weights[k]` its sample count.
     fn aggregate(&mut self, updates: &[&[f32]], weights: &[f64]) -> Result<Vec<f32>>;
+
+    /// The report of the latest [`aggregate`](Self::aggregate), for rules that keep one.
+    fn report(&self) -> Option<AggregatorReport> {
+        None
+    }
+}
+
+/// What one round's aggregation reported beside the new model (Flower's `metrics`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct AggregationMetrics {
+    /// The aggregator's report of this round, when it keeps one.
+    pub aggregator: Option<AggregatorReport>,
+}
+
+/// A round's result: the next global parameters and what the aggregation reported.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Aggregated {
+    pub params: ParameterSet,
+    pub metrics: AggregationMetrics,
+}
+
+impl Aggregated {
+    /// `params` with the metrics of the aggregation in `averaged`.
+    pub(crate) fn new(params: ParameterSet, averaged: &Averaged) -> Self {
+        Self {
+            params,
+            metrics: AggregationMetrics {
+                aggregator: averaged.report.clone(),
+            },
+        }
+    }
+}
+
+/// The output of [`average`]: one flat vector shaped like the global parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Averaged {
+    pub update: Vec<f32>,
+    pub report: Option<AggregatorReport>,
 }
 
 /// FedAvg's example-weighted mean `sum_k n_k u_k / sum_k n_k` (f64 accumulation).
@@ -40,6 +112,10 @@ pub struct WeightedMean;
 impl Aggregator for WeightedMean {
     fn name(&self) -> &'static str {
         "weighted-mean"
+    }
+
+    fn kind(&self) -> AggregatorKind {
+        AggregatorKind::Mean
     }
 
     fn aggregate(&mut self, updates: &[&[f32]], weights: &[f64]) -> Result<Vec<f32>> {
@@ -106,27 +182,36 @@ pub fn validate_results(
     Ok(())
 }
 
-/// `global + aggregator({w_k - global}, {n_k})`, i.e. the aggregated model.
-pub(crate) fn aggregate_models(
+/// Averages per-site flat vectors (in [`ParameterSet::to_flat`] order of `global`) through
+/// `aggregator`: gives it the round's global model ([`Aggregator::begin_round`]), aggregates
+/// with `weights`, checks the result's length and collects the aggregator's report. Every
+/// server averages its site vectors here.
+pub(crate) fn average(
     aggregator: &mut dyn Aggregator,
     global: &ParameterSet,
-    results: &[FitRes],
-) -> Result<ParameterSet> {
-    let weights: Vec<f64> = results.iter().map(|r| r.num_examples as f64).collect();
-    aggregate_models_weighted(aggregator, global, results, &weights)
+    updates: &[Vec<f32>],
+    weights: &[f64],
+) -> Result<Averaged> {
+    aggregator.begin_round(global)?;
+    let views: Vec<&[f32]> = updates.iter().map(Vec::as_slice).collect();
+    let update = aggregator.aggregate(&views, weights)?;
+    let expected = global.to_flat().len();
+    if update.len() != expected {
+        return Err(EngineError::LengthMismatch {
+            expected,
+            found: update.len(),
+        });
+    }
+    Ok(Averaged {
+        update,
+        report: aggregator.report(),
+    })
 }
 
-/// [`aggregate_models`] with caller-chosen weights (SCAFFOLD: uniform). Calls
-/// [`Aggregator::begin_round`] with `global` first.
-pub(crate) fn aggregate_models_weighted(
-    aggregator: &mut dyn Aggregator,
-    global: &ParameterSet,
-    results: &[FitRes],
-    weights: &[f64],
-) -> Result<ParameterSet> {
-    aggregator.begin_round(global)?;
+/// Each site's model change `w_k - global`, flat.
+pub(crate) fn model_deltas(global: &ParameterSet, results: &[FitRes]) -> Vec<Vec<f32>> {
     let base = global.to_flat();
-    let updates: Vec<Vec<f32>> = results
+    results
         .iter()
         .map(|r| {
             r.params
@@ -136,16 +221,43 @@ pub(crate) fn aggregate_models_weighted(
                 .map(|(w, g)| w - g)
                 .collect()
         })
+        .collect()
+}
+
+/// `global + aggregator({w_k - global}, {n_k})`, i.e. the aggregated model.
+pub(crate) fn aggregate_models(
+    aggregator: &mut dyn Aggregator,
+    global: &ParameterSet,
+    results: &[FitRes],
+) -> Result<Aggregated> {
+    let weights: Vec<f64> = results.iter().map(|r| r.num_examples as f64).collect();
+    aggregate_models_weighted(aggregator, global, results, &weights)
+}
+
+/// [`aggregate_models`] with caller-chosen weights (SCAFFOLD: uniform).
+pub(crate) fn aggregate_models_weighted(
+    aggregator: &mut dyn Aggregator,
+    global: &ParameterSet,
+    results: &[FitRes],
+    weights: &[f64],
+) -> Result<Aggregated> {
+    let averaged = average(aggregator, global, &model_deltas(global, results), weights)?;
+    let next = step(global, &averaged.update, |g, u| g + u)?;
+    Ok(Aggregated::new(next, &averaged))
+}
+
+/// `global` moved coordinate by coordinate by `update` through `rule(g, u)`; checked finite.
+pub(crate) fn step(
+    global: &ParameterSet,
+    update: &[f32],
+    rule: impl Fn(f32, f32) -> f32,
+) -> Result<ParameterSet> {
+    let next: Vec<f32> = global
+        .to_flat()
+        .iter()
+        .zip(update)
+        .map(|(g, u)| rule(*g, *u))
         .collect();
-    let views: Vec<&[f32]> = updates.iter().map(Vec::as_slice).collect();
-    let update = aggregator.aggregate(&views, weights)?;
-    if update.len() != base.len() {
-        return Err(EngineError::LengthMismatch {
-            expected: base.len(),
-            found: update.len(),
-        });
-    }
-    let next: Vec<f32> = base.iter().zip(&update).map(|(g, u)| g + u).collect();
     let next = ParameterSet::from_flat(global, &next)?;
     next.ensure_finite()?;
     Ok(next)

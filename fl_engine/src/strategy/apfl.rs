@@ -46,13 +46,16 @@ use candle_core::{Device, Tensor, Var};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::{refuse_record_dp, ClientStrategy, FitIns, FitRes, MethodSpec, Site};
+use super::methods::check_train;
+use super::{ClientStrategy, FitIns, FitRes, MethodSpec, Site, Support};
 use crate::error::{EngineError, Result};
 use crate::model::{MlpConfig, ModelSpec, Net};
 use crate::params::{ParameterSet, Selector};
 use crate::train::{apply_gradient, steps_in, Batcher, LossKind, Optimizer, TrainReport};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(default, deny_unknown_fields)]
 pub struct ApflConfig {
     /// Mixing weight every site starts with (paper: 0.5).
     pub alpha_init: f32,
@@ -69,30 +72,6 @@ impl Default for ApflConfig {
             alpha_lr: 0.1,
             alpha_l2: 0.02,
         }
-    }
-}
-
-impl ApflConfig {
-    pub fn validate(&self) -> Result<()> {
-        if !(0.0..=1.0).contains(&self.alpha_init) {
-            return Err(EngineError::InvalidConfig(format!(
-                "APFL alpha_init must be in [0, 1], got {}",
-                self.alpha_init
-            )));
-        }
-        if !(self.alpha_lr >= 0.0 && self.alpha_lr.is_finite()) {
-            return Err(EngineError::InvalidConfig(format!(
-                "APFL alpha_lr must be finite and >= 0, got {}",
-                self.alpha_lr
-            )));
-        }
-        if !(self.alpha_l2 >= 0.0 && self.alpha_l2.is_finite()) {
-            return Err(EngineError::InvalidConfig(format!(
-                "APFL alpha_l2 must be finite and >= 0, got {}",
-                self.alpha_l2
-            )));
-        }
-        Ok(())
     }
 }
 
@@ -214,7 +193,7 @@ impl ApflClient {
 
 impl ClientStrategy for ApflClient {
     fn fit(&mut self, site: &mut Site, ins: &FitIns, rng: &mut ChaCha8Rng) -> Result<FitRes> {
-        refuse_record_dp(site, "APFL", "each step updates the global twin, the local twin and alpha from one batch, and the DP-SGD step only privatises one per-example task-loss gradient")?;
+        check_train(&self.config, &site.train)?;
         if site.data.train.is_empty() {
             return Err(EngineError::ZeroSamples(site.name().to_string()));
         }
@@ -299,6 +278,28 @@ impl MethodSpec for ApflConfig {
         "APFL"
     }
 
+    fn validate(&self) -> Result<()> {
+        if !(0.0..=1.0).contains(&self.alpha_init) {
+            return Err(EngineError::InvalidConfig(format!(
+                "APFL alpha_init must be in [0, 1], got {}",
+                self.alpha_init
+            )));
+        }
+        if !(self.alpha_lr >= 0.0 && self.alpha_lr.is_finite()) {
+            return Err(EngineError::InvalidConfig(format!(
+                "APFL alpha_lr must be finite and >= 0, got {}",
+                self.alpha_lr
+            )));
+        }
+        if !(self.alpha_l2 >= 0.0 && self.alpha_l2.is_finite()) {
+            return Err(EngineError::InvalidConfig(format!(
+                "APFL alpha_l2 must be finite and >= 0, got {}",
+                self.alpha_l2
+            )));
+        }
+        Ok(())
+    }
+
     fn shared(&self) -> Selector {
         Selector::prefix("global.")
     }
@@ -316,8 +317,11 @@ impl MethodSpec for ApflConfig {
         Ok(Box::new(ApflClient::new(self.clone())?))
     }
 
-    fn supports_record_dp(&self) -> bool {
-        false
+    fn record_dp(&self) -> Support {
+        Support::No(
+            "each step updates the global twin, the local twin and alpha from one batch, \
+             and the DP-SGD step only privatises one per-example task-loss gradient",
+        )
     }
 }
 

@@ -27,6 +27,8 @@ use crate::train::{
 };
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(default, deny_unknown_fields)]
 pub struct DittoConfig {
     /// Pull of the personal model towards the global one.
     pub lambda: f32,
@@ -57,12 +59,7 @@ pub struct DittoClient {
 
 impl DittoClient {
     pub fn new(config: DittoConfig) -> Result<Self> {
-        if !(config.lambda >= 0.0 && config.lambda.is_finite()) {
-            return Err(EngineError::InvalidConfig(format!(
-                "Ditto lambda must be >= 0, got {}",
-                config.lambda
-            )));
-        }
+        config.validate()?;
         Ok(Self {
             config,
             personal: None,
@@ -192,6 +189,16 @@ impl ClientStrategy for DittoClient {
 impl MethodSpec for DittoConfig {
     fn name(&self) -> &'static str {
         "Ditto"
+    }
+
+    fn validate(&self) -> Result<()> {
+        if !(self.lambda >= 0.0 && self.lambda.is_finite()) {
+            return Err(EngineError::InvalidConfig(format!(
+                "Ditto lambda must be >= 0, got {}",
+                self.lambda
+            )));
+        }
+        Ok(())
     }
 
     fn personalised(&self) -> bool {

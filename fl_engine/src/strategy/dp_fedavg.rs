@@ -6,7 +6,7 @@
 //! weighting by sample counts would change each site's sensitivity, so DP-FedAvg averages
 //! uniformly. Privacy accounting is the caller's job (`crate::dp::RdpAccountant`), as is
 //! choosing the noise generator: use `NoiseRng::from_os_entropy` for real studies.
-use super::Aggregator;
+use super::{Aggregator, AggregatorKind, AggregatorReport};
 use crate::dp::{dp_fedavg, DpAggregationReport, DpFedAvgConfig, NoiseRng};
 use crate::error::Result;
 
@@ -35,6 +35,14 @@ impl DpFedAvgAggregator {
 impl Aggregator for DpFedAvgAggregator {
     fn name(&self) -> &'static str {
         "dp-fedavg"
+    }
+
+    fn kind(&self) -> AggregatorKind {
+        AggregatorKind::ClientDp
+    }
+
+    fn report(&self) -> Option<AggregatorReport> {
+        self.last.clone().map(AggregatorReport::ClientDp)
     }
 
     fn aggregate(&mut self, updates: &[&[f32]], _weights: &[f64]) -> Result<Vec<f32>> {

@@ -9,9 +9,8 @@
 use rand_chacha::ChaCha8Rng;
 
 use super::aggregate::{aggregate_models, validate_results};
-use super::{Aggregator, ClientStrategy, FitIns, FitRes, ServerStrategy, Site};
+use super::{Aggregated, Aggregator, FitIns, FitRes, ServerStrategy, Site};
 use crate::error::{EngineError, Result};
-use crate::model::Net;
 use crate::params::{ParameterSet, Selector};
 use crate::train::{train_local, LocalObjective};
 
@@ -25,18 +24,14 @@ impl FedAvgServer {
         Self { name, aggregator }
     }
 
-    /// Validated aggregate of this round's models; `None` when every site failed.
+    /// Validated aggregate of this round's models.
     pub(crate) fn average(
         &mut self,
         global: &ParameterSet,
         results: &[FitRes],
-        failures: usize,
-    ) -> Result<Option<ParameterSet>> {
-        if results.is_empty() && failures > 0 {
-            return Ok(None);
-        }
+    ) -> Result<Aggregated> {
         validate_results(global, results, None)?;
-        aggregate_models(self.aggregator.as_mut(), global, results).map(Some)
+        aggregate_models(self.aggregator.as_mut(), global, results)
     }
 }
 
@@ -45,22 +40,13 @@ impl ServerStrategy for FedAvgServer {
         self.name
     }
 
-    fn aggregate_fit(
+    fn aggregate(
         &mut self,
         _round: u64,
         global: &ParameterSet,
         results: &[FitRes],
-        failures: usize,
-    ) -> Result<Option<ParameterSet>> {
-        self.average(global, results, failures)
-    }
-
-    fn save_state(&self) -> Result<serde_json::Value> {
-        Ok(serde_json::Value::Null)
-    }
-
-    fn load_state(&mut self, _state: serde_json::Value) -> Result<()> {
-        Ok(())
+    ) -> Result<Aggregated> {
+        self.average(global, results)
     }
 }
 
@@ -106,26 +92,9 @@ impl FedAvgClient {
     }
 }
 
-impl ClientStrategy for FedAvgClient {
+impl super::GlobalClient for FedAvgClient {
     fn fit(&mut self, site: &mut Site, ins: &FitIns, rng: &mut ChaCha8Rng) -> Result<FitRes> {
         local_fit(site, ins, &self.shared, &[], rng)
-    }
-
-    fn evaluation_net<'a>(
-        &'a mut self,
-        site: &'a mut Site,
-        global: &ParameterSet,
-    ) -> Result<&'a Net> {
-        site.net.load(global)?;
-        Ok(&site.net)
-    }
-
-    fn save_state(&self) -> Result<serde_json::Value> {
-        Ok(serde_json::Value::Null)
-    }
-
-    fn load_state(&mut self, _state: serde_json::Value) -> Result<()> {
-        Ok(())
     }
 }
 
@@ -161,7 +130,8 @@ mod tests {
                 0,
             )
             .unwrap()
-            .unwrap();
+            .unwrap()
+            .params;
         assert_eq!(next.get("w").unwrap().values, vec![5.0]);
         assert_eq!(next.get("b").unwrap().values, vec![0.5]);
     }

@@ -32,17 +32,18 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::fedsam::sequential_fit;
-use super::refuse_record_dp;
-use super::{ClientStrategy, FitIns, FitRes, MethodSpec, Site};
+use super::methods::check_train;
+use super::{ClientStrategy, FitIns, FitRes, MethodSpec, Site, Support};
 use crate::error::{EngineError, Result};
-use crate::model::{ModelOutput, ModelSpec, Net};
-use crate::params::ParameterSet;
+use crate::model::{ModelOutput, ModelSpec};
 use crate::train::{apply_gradient, batch_gradient, BatchObjective, LossKind};
 
 /// Variance floor of the standardisation (the authors' code uses 1e-8).
 const EPS: f64 = 1e-8;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(default, deny_unknown_fields)]
 pub struct FedDecorrConfig {
     /// Weight `beta` of the decorrelation term (default 0.1).
     pub beta: f32,
@@ -106,23 +107,14 @@ pub struct FedDecorrClient {
 
 impl FedDecorrClient {
     pub fn new(config: FedDecorrConfig) -> Result<Self> {
-        if !(config.beta >= 0.0 && config.beta.is_finite()) {
-            return Err(EngineError::InvalidConfig(format!(
-                "FedDecorr beta must be finite and >= 0, got {}",
-                config.beta
-            )));
-        }
+        config.validate()?;
         Ok(Self { config })
     }
 }
 
-impl ClientStrategy for FedDecorrClient {
+impl super::GlobalClient for FedDecorrClient {
     fn fit(&mut self, site: &mut Site, ins: &FitIns, rng: &mut ChaCha8Rng) -> Result<FitRes> {
-        refuse_record_dp(
-            site,
-            "FedDecorr",
-            "the decorrelation term couples all examples of a batch and does not decompose",
-        )?;
+        check_train(&self.config, &site.train)?;
         let feature = representation(site.net.spec()).ok_or_else(|| {
             EngineError::InvalidConfig(
                 "FedDecorr needs a model with a hidden representation (an MLP with hidden \
@@ -141,28 +133,21 @@ impl ClientStrategy for FedDecorrClient {
             Ok(g.task_loss)
         })
     }
-
-    fn evaluation_net<'a>(
-        &'a mut self,
-        site: &'a mut Site,
-        global: &ParameterSet,
-    ) -> Result<&'a Net> {
-        site.net.load(global)?;
-        Ok(&site.net)
-    }
-
-    fn save_state(&self) -> Result<serde_json::Value> {
-        Ok(serde_json::Value::Null)
-    }
-
-    fn load_state(&mut self, _state: serde_json::Value) -> Result<()> {
-        Ok(())
-    }
 }
 
 impl MethodSpec for FedDecorrConfig {
     fn name(&self) -> &'static str {
         "FedDecorr"
+    }
+
+    fn validate(&self) -> Result<()> {
+        if !(self.beta >= 0.0 && self.beta.is_finite()) {
+            return Err(EngineError::InvalidConfig(format!(
+                "FedDecorr beta must be finite and >= 0, got {}",
+                self.beta
+            )));
+        }
+        Ok(())
     }
 
     fn check_model(&self, spec: &ModelSpec) -> Result<()> {
@@ -180,8 +165,8 @@ impl MethodSpec for FedDecorrConfig {
         Ok(Box::new(FedDecorrClient::new(self.clone())?))
     }
 
-    fn supports_record_dp(&self) -> bool {
-        false
+    fn record_dp(&self) -> Support {
+        Support::No("the decorrelation term couples all examples of a batch and does not decompose")
     }
 }
 

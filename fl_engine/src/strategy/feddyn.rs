@@ -29,15 +29,18 @@
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::aggregate::validate_results;
+use super::aggregate::{average, model_deltas, validate_results};
 use super::fedavg::local_fit;
-use super::{Aggregator, ClientStrategy, FitIns, FitRes, MethodSpec, ServerStrategy, Site};
+use super::{
+    Aggregated, Aggregator, ClientStrategy, FitIns, FitRes, MethodSpec, ServerStrategy, Site,
+};
 use crate::error::{EngineError, Result};
-use crate::model::Net;
 use crate::params::{ParameterSet, Selector};
 use crate::train::{Correction, Proximal};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(default, deny_unknown_fields)]
 pub struct FedDynConfig {
     /// Dynamic regularisation weight `alpha` (> 0).
     pub alpha: f32,
@@ -46,18 +49,6 @@ pub struct FedDynConfig {
 impl Default for FedDynConfig {
     fn default() -> Self {
         Self { alpha: 0.01 }
-    }
-}
-
-impl FedDynConfig {
-    fn validate(&self) -> Result<()> {
-        if !(self.alpha > 0.0 && self.alpha.is_finite()) {
-            return Err(EngineError::InvalidConfig(format!(
-                "FedDyn alpha must be > 0 (the server divides by it), got {}",
-                self.alpha
-            )));
-        }
-        Ok(())
     }
 }
 
@@ -95,16 +86,12 @@ impl ServerStrategy for FedDynServer {
         "FedDyn"
     }
 
-    fn aggregate_fit(
+    fn aggregate(
         &mut self,
         _round: u64,
         global: &ParameterSet,
         results: &[FitRes],
-        failures: usize,
-    ) -> Result<Option<ParameterSet>> {
-        if results.is_empty() && failures > 0 {
-            return Ok(None);
-        }
+    ) -> Result<Aggregated> {
         validate_results(global, results, None)?;
         if results.len() > self.n_sites {
             return Err(EngineError::InvalidConfig(format!(
@@ -113,23 +100,13 @@ impl ServerStrategy for FedDynServer {
                 self.n_sites
             )));
         }
-        let base = global.to_flat();
-        let updates: Vec<Vec<f32>> = results
-            .iter()
-            .map(|r| {
-                r.params
-                    .to_flat()
-                    .iter()
-                    .zip(&base)
-                    .map(|(w_k, w)| w_k - w)
-                    .collect()
-            })
-            .collect();
-        let views: Vec<&[f32]> = updates.iter().map(Vec::as_slice).collect();
-        let mean = self
-            .aggregator
-            .aggregate(&views, &vec![1.0; results.len()])?;
-        let mean = ParameterSet::from_flat(global, &mean)?;
+        let averaged = average(
+            self.aggregator.as_mut(),
+            global,
+            &model_deltas(global, results),
+            &vec![1.0; results.len()],
+        )?;
+        let mean = ParameterSet::from_flat(global, &averaged.update)?;
         let alpha = self.config.alpha;
         // h <- h - alpha (|P| / m) mean_k(theta_k - theta_g)
         let mut h = self.h.clone().unwrap_or_else(|| global.zeros_like());
@@ -142,7 +119,7 @@ impl ServerStrategy for FedDynServer {
         next.ensure_finite()?;
         h.ensure_finite()?;
         self.h = Some(h);
-        Ok(Some(next))
+        Ok(Aggregated::new(next, &averaged))
     }
 
     fn save_state(&self) -> Result<serde_json::Value> {
@@ -180,7 +157,7 @@ impl FedDynClient {
     }
 }
 
-impl ClientStrategy for FedDynClient {
+impl super::GlobalClient for FedDynClient {
     fn fit(&mut self, site: &mut Site, ins: &FitIns, rng: &mut ChaCha8Rng) -> Result<FitRes> {
         let g_k = self.g_k.clone().unwrap_or_else(|| ins.params.zeros_like());
         ins.params.check_compatible(&g_k)?;
@@ -198,15 +175,6 @@ impl ClientStrategy for FedDynClient {
         Ok(res)
     }
 
-    fn evaluation_net<'a>(
-        &'a mut self,
-        site: &'a mut Site,
-        global: &ParameterSet,
-    ) -> Result<&'a Net> {
-        site.net.load(global)?;
-        Ok(&site.net)
-    }
-
     fn save_state(&self) -> Result<serde_json::Value> {
         Ok(serde_json::to_value(&self.g_k)?)
     }
@@ -220,6 +188,16 @@ impl ClientStrategy for FedDynClient {
 impl MethodSpec for FedDynConfig {
     fn name(&self) -> &'static str {
         "FedDyn"
+    }
+
+    fn validate(&self) -> Result<()> {
+        if !(self.alpha > 0.0 && self.alpha.is_finite()) {
+            return Err(EngineError::InvalidConfig(format!(
+                "FedDyn alpha must be > 0 (the server divides by it), got {}",
+                self.alpha
+            )));
+        }
+        Ok(())
     }
 
     fn server(
@@ -304,7 +282,8 @@ mod tests {
         let w = s
             .aggregate_fit(1, &one(0.0), &[res("a", 1, 1.0), res("b", 7, 3.0)], 0)
             .unwrap()
-            .unwrap();
+            .unwrap()
+            .params;
         assert!((w.to_flat()[0] - 3.0).abs() < 1e-6);
         // the state survives serialisation
         let mut t =
@@ -313,7 +292,8 @@ mod tests {
         let w2 = t
             .aggregate_fit(2, &w, &[res("a", 1, 3.0), res("b", 7, 5.0)], 0)
             .unwrap()
-            .unwrap();
+            .unwrap()
+            .params;
         assert!((w2.to_flat()[0] - 5.5).abs() < 1e-6);
         let h: Option<ParameterSet> = serde_json::from_value(t.save_state().unwrap()).unwrap();
         assert!((h.unwrap().to_flat()[0] - -0.75).abs() < 1e-6);

@@ -16,9 +16,9 @@
 //! * `dbar` is computed by the study's [`Aggregator`] (so robust or DP aggregation shapes the
 //!   direction and its norm), but `sum_k ||d_k||^2` is taken from the raw updates. Under a
 //!   client-level DP aggregator that sum is *not* privatised: it is a function of every
-//!   site's raw update. The server cannot tell a DP aggregator from another one, so this file
-//!   cannot refuse it; with DP aggregation either fix the step (`max_step = Some(1.0)`, which
-//!   is DP-FedAvg) or compute `eta_g` from clipped and noised quantities outside this strategy.
+//!   site's raw update, so client-level DP is supported only with the step fixed
+//!   (`max_step <= 1`, which is DP-FedAvg); otherwise compute `eta_g` from clipped and noised
+//!   quantities outside this strategy.
 //! * `max_step` optionally clamps `eta_g` from above (the paper has no clamp; `None` is the
 //!   paper's rule).
 //! * `eps` defaults to 1e-3, the paper's value for neural networks (it uses 0 only for linear
@@ -29,12 +29,17 @@
 //!   best-global checkpoint on validation loss plays that smoothing role here.
 use serde::{Deserialize, Serialize};
 
-use super::aggregate::validate_results;
-use super::{Aggregator, ClientStrategy, FedAvgClient, FitRes, MethodSpec, ServerStrategy};
+use super::aggregate::{average, model_deltas, step, validate_results};
+use super::{
+    Aggregated, Aggregator, ClientStrategy, FedAvgClient, FitRes, MethodSpec, ServerStrategy,
+    Support,
+};
 use crate::error::{EngineError, Result};
 use crate::params::{ParameterSet, Selector};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(default, deny_unknown_fields)]
 pub struct FedExpConfig {
     /// `eps` in the denominator of `eta_g` (paper: 1e-3 for neural networks).
     pub eps: f64,
@@ -55,23 +60,6 @@ impl Default for FedExpConfig {
 }
 
 impl FedExpConfig {
-    fn validate(&self) -> Result<()> {
-        if !(self.eps >= 0.0 && self.eps.is_finite()) {
-            return Err(EngineError::InvalidConfig(format!(
-                "FedExP eps must be >= 0, got {}",
-                self.eps
-            )));
-        }
-        if let Some(m) = self.max_step {
-            if !(m >= 1.0 && m.is_finite()) {
-                return Err(EngineError::InvalidConfig(format!(
-                    "FedExP max_step must be >= 1 (eta_g is never below 1), got {m}"
-                )));
-            }
-        }
-        Ok(())
-    }
-
     /// `eta_g` from the weighted squared norms of the updates and the aggregate's norm.
     /// `p` are the normalised weights (summing to 1), `sq_norms[k] = ||d_k||^2`.
     pub fn step_size(&self, p: &[f64], sq_norms: &[f64], mean_sq_norm: f64) -> f64 {
@@ -103,69 +91,52 @@ impl ServerStrategy for FedExpServer {
         "FedExP"
     }
 
-    fn aggregate_fit(
+    fn aggregate(
         &mut self,
         _round: u64,
         global: &ParameterSet,
         results: &[FitRes],
-        failures: usize,
-    ) -> Result<Option<ParameterSet>> {
-        if results.is_empty() && failures > 0 {
-            return Ok(None);
-        }
+    ) -> Result<Aggregated> {
         validate_results(global, results, None)?;
-        let base = global.to_flat();
-        let updates: Vec<Vec<f32>> = results
-            .iter()
-            .map(|r| {
-                r.params
-                    .to_flat()
-                    .iter()
-                    .zip(&base)
-                    .map(|(w_k, w)| w_k - w)
-                    .collect()
-            })
-            .collect();
+        let updates = model_deltas(global, results);
         let weights: Vec<f64> = if self.config.example_weighted {
             results.iter().map(|r| r.num_examples as f64).collect()
         } else {
             vec![1.0; results.len()]
         };
-        let views: Vec<&[f32]> = updates.iter().map(Vec::as_slice).collect();
-        let dbar = self.aggregator.aggregate(&views, &weights)?;
-        if dbar.len() != base.len() {
-            return Err(EngineError::LengthMismatch {
-                expected: base.len(),
-                found: dbar.len(),
-            });
-        }
+        let averaged = average(self.aggregator.as_mut(), global, &updates, &weights)?;
         let total: f64 = weights.iter().sum();
         let p: Vec<f64> = weights.iter().map(|w| w / total).collect();
         let sq = |v: &[f32]| v.iter().map(|x| (*x as f64) * (*x as f64)).sum::<f64>();
         let sq_norms: Vec<f64> = updates.iter().map(|u| sq(u)).collect();
-        let eta = self.config.step_size(&p, &sq_norms, sq(&dbar));
-        let next: Vec<f32> = base
-            .iter()
-            .zip(&dbar)
-            .map(|(w, d)| (*w as f64 + eta * *d as f64) as f32)
-            .collect();
-        let next = ParameterSet::from_flat(global, &next)?;
-        next.ensure_finite()?;
-        Ok(Some(next))
-    }
-
-    fn save_state(&self) -> Result<serde_json::Value> {
-        Ok(serde_json::Value::Null)
-    }
-
-    fn load_state(&mut self, _state: serde_json::Value) -> Result<()> {
-        Ok(())
+        let eta = self.config.step_size(&p, &sq_norms, sq(&averaged.update));
+        let next = step(global, &averaged.update, |w, d| {
+            (w as f64 + eta * d as f64) as f32
+        })?;
+        Ok(Aggregated::new(next, &averaged))
     }
 }
 
 impl MethodSpec for FedExpConfig {
     fn name(&self) -> &'static str {
         "FedExP"
+    }
+
+    fn validate(&self) -> Result<()> {
+        if !(self.eps >= 0.0 && self.eps.is_finite()) {
+            return Err(EngineError::InvalidConfig(format!(
+                "FedExP eps must be >= 0, got {}",
+                self.eps
+            )));
+        }
+        if let Some(m) = self.max_step {
+            if !(m >= 1.0 && m.is_finite()) {
+                return Err(EngineError::InvalidConfig(format!(
+                    "FedExP max_step must be >= 1 (eta_g is never below 1), got {m}"
+                )));
+            }
+        }
+        Ok(())
     }
 
     fn server(
@@ -181,10 +152,15 @@ impl MethodSpec for FedExpConfig {
         Ok(Box::new(FedAvgClient::new(Selector::All)))
     }
 
-    /// The step size reads the raw update norms, so only a step capped at 1 (plain averaging
-    /// of the privatised mean) stays covered by the aggregator's DP.
-    fn supports_client_dp(&self) -> bool {
-        self.max_step.is_some_and(|m| m <= 1.0)
+    fn client_dp(&self) -> Support {
+        if self.max_step.is_some_and(|m| m <= 1.0) {
+            Support::Yes
+        } else {
+            Support::No(
+                "the step size reads the raw update norms; only a step capped at 1 \
+                 (`max_step` <= 1, plain averaging of the privatised mean) stays covered",
+            )
+        }
     }
 }
 
@@ -215,7 +191,7 @@ mod tests {
     fn run(cfg: FedExpConfig, global: Vec<f32>, results: &[FitRes]) -> (Vec<f32>, f64) {
         let mut s = FedExpServer::new(cfg.clone(), Box::new(WeightedMean)).unwrap();
         let g = vec_set(global.clone());
-        let w = s.aggregate_fit(1, &g, results, 0).unwrap().unwrap();
+        let w = s.aggregate_fit(1, &g, results, 0).unwrap().unwrap().params;
         let sets: Vec<&ParameterSet> = results.iter().map(|r| &r.params).collect();
         let weights: Vec<f64> = results
             .iter()

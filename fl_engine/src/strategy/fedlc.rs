@@ -35,14 +35,15 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::fedsam::sequential_fit;
-use super::refuse_record_dp;
-use super::{ClientStrategy, FitIns, FitRes, MethodSpec, Site};
+use super::methods::check_train;
+use super::{ClientStrategy, FitIns, FitRes, MethodSpec, Site, Support};
 use crate::error::{EngineError, Result};
-use crate::model::{ModelOutput, Net};
-use crate::params::ParameterSet;
+use crate::model::ModelOutput;
 use crate::train::{apply_gradient, batch_gradient, BatchObjective, LossKind};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(default, deny_unknown_fields)]
 pub struct FedLcConfig {
     /// Calibration strength `tau` (default 1.0).
     pub tau: f32,
@@ -112,23 +113,14 @@ pub struct FedLcClient {
 
 impl FedLcClient {
     pub fn new(config: FedLcConfig) -> Result<Self> {
-        if !(config.tau >= 0.0 && config.tau.is_finite()) {
-            return Err(EngineError::InvalidConfig(format!(
-                "FedLC tau must be finite and >= 0, got {}",
-                config.tau
-            )));
-        }
+        config.validate()?;
         Ok(Self { config })
     }
 }
 
-impl ClientStrategy for FedLcClient {
+impl super::GlobalClient for FedLcClient {
     fn fit(&mut self, site: &mut Site, ins: &FitIns, rng: &mut ChaCha8Rng) -> Result<FitRes> {
-        refuse_record_dp(
-            site,
-            "FedLC",
-            "the DP-SGD step differentiates the plain task loss, not the calibrated one",
-        )?;
+        check_train(&self.config, &site.train)?;
         let outputs = site.net.spec().outputs();
         let cal = LogitCalibration::new(self.config.tau, site.data.train.labels(), outputs)?;
         sequential_fit(site, ins, rng, &mut |net, opt, loss, batcher, rng| {
@@ -138,23 +130,6 @@ impl ClientStrategy for FedLcClient {
             Ok(g.task_loss)
         })
     }
-
-    fn evaluation_net<'a>(
-        &'a mut self,
-        site: &'a mut Site,
-        global: &ParameterSet,
-    ) -> Result<&'a Net> {
-        site.net.load(global)?;
-        Ok(&site.net)
-    }
-
-    fn save_state(&self) -> Result<serde_json::Value> {
-        Ok(serde_json::Value::Null)
-    }
-
-    fn load_state(&mut self, _state: serde_json::Value) -> Result<()> {
-        Ok(())
-    }
 }
 
 impl MethodSpec for FedLcConfig {
@@ -162,12 +137,22 @@ impl MethodSpec for FedLcConfig {
         "FedLC"
     }
 
+    fn validate(&self) -> Result<()> {
+        if !(self.tau >= 0.0 && self.tau.is_finite()) {
+            return Err(EngineError::InvalidConfig(format!(
+                "FedLC tau must be finite and >= 0, got {}",
+                self.tau
+            )));
+        }
+        Ok(())
+    }
+
     fn client(&self) -> Result<Box<dyn ClientStrategy>> {
         Ok(Box::new(FedLcClient::new(self.clone())?))
     }
 
-    fn supports_record_dp(&self) -> bool {
-        false
+    fn record_dp(&self) -> Support {
+        Support::No("the DP-SGD step differentiates the plain task loss, not the calibrated one")
     }
 }
 

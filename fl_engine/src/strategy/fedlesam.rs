@@ -28,14 +28,15 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::fedsam::{gradient_at, scaled_to_radius, sequential_fit, shifted};
-use super::refuse_record_dp;
-use super::{ClientStrategy, FitIns, FitRes, MethodSpec, Site};
+use super::methods::check_train;
+use super::{ClientStrategy, FitIns, FitRes, MethodSpec, Site, Support};
 use crate::error::{EngineError, Result};
-use crate::model::Net;
 use crate::params::ParameterSet;
 use crate::train::apply_gradient;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(default, deny_unknown_fields)]
 pub struct FedLesamConfig {
     /// Radius `rho` of the perturbation (default 0.05, as for FedSAM).
     pub rho: f32,
@@ -67,12 +68,7 @@ pub struct FedLesamClient {
 
 impl FedLesamClient {
     pub fn new(config: FedLesamConfig) -> Result<Self> {
-        if !(config.rho >= 0.0 && config.rho.is_finite()) {
-            return Err(EngineError::InvalidConfig(format!(
-                "FedLESAM rho must be finite and >= 0, got {}",
-                config.rho
-            )));
-        }
+        config.validate()?;
         Ok(Self {
             config,
             prev_global: None,
@@ -80,13 +76,9 @@ impl FedLesamClient {
     }
 }
 
-impl ClientStrategy for FedLesamClient {
+impl super::GlobalClient for FedLesamClient {
     fn fit(&mut self, site: &mut Site, ins: &FitIns, rng: &mut ChaCha8Rng) -> Result<FitRes> {
-        refuse_record_dp(
-            site,
-            "FedLESAM",
-            "DP-SGD updates at the point of its per-example gradients, FedLESAM at another one",
-        )?;
+        check_train(&self.config, &site.train)?;
         let e = global_perturbation(self.prev_global.as_ref(), &ins.params, self.config.rho)?;
         let res = sequential_fit(site, ins, rng, &mut |net, opt, loss, batcher, rng| {
             let (x, y) = batcher.next_batch(rng)?;
@@ -98,15 +90,6 @@ impl ClientStrategy for FedLesamClient {
         })?;
         self.prev_global = Some(ins.params.clone());
         Ok(res)
-    }
-
-    fn evaluation_net<'a>(
-        &'a mut self,
-        site: &'a mut Site,
-        global: &ParameterSet,
-    ) -> Result<&'a Net> {
-        site.net.load(global)?;
-        Ok(&site.net)
     }
 
     fn save_state(&self) -> Result<serde_json::Value> {
@@ -128,12 +111,24 @@ impl MethodSpec for FedLesamConfig {
         "FedLESAM"
     }
 
+    fn validate(&self) -> Result<()> {
+        if !(self.rho >= 0.0 && self.rho.is_finite()) {
+            return Err(EngineError::InvalidConfig(format!(
+                "FedLESAM rho must be finite and >= 0, got {}",
+                self.rho
+            )));
+        }
+        Ok(())
+    }
+
     fn client(&self) -> Result<Box<dyn ClientStrategy>> {
         Ok(Box::new(FedLesamClient::new(self.clone())?))
     }
 
-    fn supports_record_dp(&self) -> bool {
-        false
+    fn record_dp(&self) -> Support {
+        Support::No(
+            "DP-SGD updates at the point of its per-example gradients, FedLESAM at another one",
+        )
     }
 }
 

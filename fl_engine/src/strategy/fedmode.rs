@@ -57,14 +57,15 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::aggregate::validate_results;
+use super::aggregate::{average, step, validate_results};
 use super::fedavg::local_fit;
+use super::methods::check_train;
 use super::qfedavg::dataset_loss;
 use super::{
-    refuse_record_dp, Aggregator, ClientStrategy, FitIns, FitRes, MethodSpec, ServerStrategy, Site,
+    Aggregated, Aggregator, ClientStrategy, FitIns, FitRes, MethodSpec, ServerStrategy, Site,
+    Support,
 };
 use crate::error::{EngineError, Result};
-use crate::model::Net;
 use crate::params::{ParameterSet, Selector};
 use crate::train::{apply_gradient, batch_gradient, Batcher, Optimizer};
 
@@ -84,6 +85,7 @@ fn grid_t(i: usize) -> f64 {
 
 /// Which sign the server's `lambda ||Theta - theta_g||^2` term carries (see the module docs).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum FedModeSign {
     /// `- lambda` in J: `Theta = Mbar + lambda/(W - lambda) (Mbar - theta_g)`, needs `lambda < W`.
     #[default]
@@ -93,6 +95,8 @@ pub enum FedModeSign {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(default, deny_unknown_fields)]
 pub struct FedModeConfig {
     /// `lambda >= 0` of the server objective (0 = loss-weighted curve mean).
     pub lambda: f64,
@@ -112,21 +116,6 @@ impl Default for FedModeConfig {
 }
 
 impl FedModeConfig {
-    fn validate(&self) -> Result<()> {
-        if !(self.lambda >= 0.0 && self.lambda.is_finite()) {
-            return Err(EngineError::InvalidConfig(format!(
-                "FedMode lambda must be >= 0, got {}",
-                self.lambda
-            )));
-        }
-        if self.curve_steps == Some(0) {
-            return Err(EngineError::InvalidConfig(
-                "FedMode curve_steps must be positive (None = the local steps)".into(),
-            ));
-        }
-        Ok(())
-    }
-
     /// `Theta - theta_g` as a multiple of `Mbar - theta_g`: `W / (W - s lambda)`.
     pub fn step_factor(&self, total_weight: f64) -> Result<f64> {
         match self.sign {
@@ -215,16 +204,12 @@ impl ServerStrategy for FedModeServer {
         "FedMode"
     }
 
-    fn aggregate_fit(
+    fn aggregate(
         &mut self,
         _round: u64,
         global: &ParameterSet,
         results: &[FitRes],
-        failures: usize,
-    ) -> Result<Option<ParameterSet>> {
-        if results.is_empty() && failures > 0 {
-            return Ok(None);
-        }
+    ) -> Result<Aggregated> {
         validate_results(global, results, Some(&extras_template(global)?))?;
         let base = global.to_flat();
         let mut updates = Vec::with_capacity(results.len());
@@ -259,30 +244,11 @@ impl ServerStrategy for FedModeServer {
         }
         let total: f64 = weights.iter().sum();
         let factor = self.config.step_factor(total)?;
-        let views: Vec<&[f32]> = updates.iter().map(Vec::as_slice).collect();
-        let mean = self.aggregator.aggregate(&views, &weights)?;
-        if mean.len() != base.len() {
-            return Err(EngineError::LengthMismatch {
-                expected: base.len(),
-                found: mean.len(),
-            });
-        }
-        let next: Vec<f32> = base
-            .iter()
-            .zip(&mean)
-            .map(|(g, d)| (*g as f64 + factor * *d as f64) as f32)
-            .collect();
-        let next = ParameterSet::from_flat(global, &next)?;
-        next.ensure_finite()?;
-        Ok(Some(next))
-    }
-
-    fn save_state(&self) -> Result<serde_json::Value> {
-        Ok(serde_json::Value::Null)
-    }
-
-    fn load_state(&mut self, _state: serde_json::Value) -> Result<()> {
-        Ok(())
+        let averaged = average(self.aggregator.as_mut(), global, &updates, &weights)?;
+        let next = step(global, &averaged.update, |g, d| {
+            (g as f64 + factor * d as f64) as f32
+        })?;
+        Ok(Aggregated::new(next, &averaged))
     }
 }
 
@@ -298,9 +264,9 @@ impl FedModeClient {
     }
 }
 
-impl ClientStrategy for FedModeClient {
+impl super::GlobalClient for FedModeClient {
     fn fit(&mut self, site: &mut Site, ins: &FitIns, rng: &mut ChaCha8Rng) -> Result<FitRes> {
-        refuse_record_dp(site, "FedMode", "each site sends its training losses along the curve in clear, which record-level DP does not cover")?;
+        check_train(&self.config, &site.train)?;
         let theta_g = &ins.params;
         let mut res = local_fit(site, ins, &Selector::All, &[], rng)?;
         let theta_k = res.params.clone();
@@ -343,28 +309,26 @@ impl ClientStrategy for FedModeClient {
         res.extras = extras;
         Ok(res)
     }
-
-    fn evaluation_net<'a>(
-        &'a mut self,
-        site: &'a mut Site,
-        global: &ParameterSet,
-    ) -> Result<&'a Net> {
-        site.net.load(global)?;
-        Ok(&site.net)
-    }
-
-    fn save_state(&self) -> Result<serde_json::Value> {
-        Ok(serde_json::Value::Null)
-    }
-
-    fn load_state(&mut self, _state: serde_json::Value) -> Result<()> {
-        Ok(())
-    }
 }
 
 impl MethodSpec for FedModeConfig {
     fn name(&self) -> &'static str {
         "FedMode"
+    }
+
+    fn validate(&self) -> Result<()> {
+        if !(self.lambda >= 0.0 && self.lambda.is_finite()) {
+            return Err(EngineError::InvalidConfig(format!(
+                "FedMode lambda must be >= 0, got {}",
+                self.lambda
+            )));
+        }
+        if self.curve_steps == Some(0) {
+            return Err(EngineError::InvalidConfig(
+                "FedMode curve_steps must be positive (None = the local steps)".into(),
+            ));
+        }
+        Ok(())
     }
 
     fn server(
@@ -379,13 +343,15 @@ impl MethodSpec for FedModeConfig {
         Ok(Box::new(FedModeClient::new(self.clone())?))
     }
 
-    fn supports_record_dp(&self) -> bool {
-        false
+    fn record_dp(&self) -> Support {
+        Support::No(
+            "each site sends its training losses along the curve in clear, which \
+             record-level DP does not cover",
+        )
     }
 
-    /// Sites send their control points and curve losses beside the model.
-    fn supports_client_dp(&self) -> bool {
-        false
+    fn client_dp(&self) -> Support {
+        Support::No("sites send their control points and curve losses beside the model")
     }
 }
 
@@ -438,7 +404,7 @@ mod tests {
                 &[res("a", vec![2.0], vec![1.0], vec![1.0; GRID])],
                 0,
             )
-            .map(|w| w.unwrap().to_flat()[0])
+            .map(|w| w.unwrap().params.to_flat()[0])
     }
 
     #[test]
@@ -509,6 +475,7 @@ mod tests {
             .aggregate_fit(1, &vec_set(g.clone()), &results, 0)
             .unwrap()
             .unwrap()
+            .params
             .to_flat();
         for j in 0..2 {
             assert!((w[j] as f64 - acc[j] / total).abs() < 1e-5);

@@ -44,18 +44,22 @@
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::aggregate::validate_results;
+use super::aggregate::{average, step, validate_results};
 use super::fedavg::local_fit;
-use super::{Aggregator, ClientStrategy, FitIns, FitRes, MethodSpec, ServerStrategy, Site};
+use super::{
+    Aggregated, Aggregator, ClientStrategy, FitIns, FitRes, MethodSpec, ServerStrategy, Site,
+    TrainRefusal, TrainSetting,
+};
 use crate::error::{EngineError, Result};
-use crate::model::Net;
 use crate::params::{ParameterSet, Selector};
-use crate::train::{Optimizer, OptimizerConfig};
+use crate::train::{Optimizer, OptimizerConfig, TrainConfig};
 
 /// Name of the `a_k` entry in a site's extras (model parameters never contain `/`).
 pub const A_KEY: &str = "fednova/a_k";
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(default, deny_unknown_fields)]
 pub struct FedNovaConfig {
     /// Multiplies the normalised server step (1.0 = the paper's rule).
     pub server_lr: f32,
@@ -64,18 +68,6 @@ pub struct FedNovaConfig {
 impl Default for FedNovaConfig {
     fn default() -> Self {
         Self { server_lr: 1.0 }
-    }
-}
-
-impl FedNovaConfig {
-    fn validate(&self) -> Result<()> {
-        if !(self.server_lr > 0.0 && self.server_lr.is_finite()) {
-            return Err(EngineError::InvalidConfig(format!(
-                "FedNova server_lr must be > 0, got {}",
-                self.server_lr
-            )));
-        }
-        Ok(())
     }
 }
 
@@ -131,16 +123,12 @@ impl ServerStrategy for FedNovaServer {
         "FedNova"
     }
 
-    fn aggregate_fit(
+    fn aggregate(
         &mut self,
         _round: u64,
         global: &ParameterSet,
         results: &[FitRes],
-        failures: usize,
-    ) -> Result<Option<ParameterSet>> {
-        if results.is_empty() && failures > 0 {
-            return Ok(None);
-        }
+    ) -> Result<Aggregated> {
         validate_results(global, results, Some(&a_template()?))?;
         let mut a = Vec::with_capacity(results.len());
         for r in results {
@@ -172,41 +160,22 @@ impl ServerStrategy for FedNovaServer {
                     .collect()
             })
             .collect();
-        let views: Vec<&[f32]> = updates.iter().map(Vec::as_slice).collect();
         let n: Vec<f64> = results.iter().map(|r| r.num_examples as f64).collect();
-        let mean = self.aggregator.aggregate(&views, &n)?;
-        if mean.len() != base.len() {
-            return Err(EngineError::LengthMismatch {
-                expected: base.len(),
-                found: mean.len(),
-            });
-        }
+        let averaged = average(self.aggregator.as_mut(), global, &updates, &n)?;
         let total: f64 = n.iter().sum();
         let tau_eff: f64 = n.iter().zip(&a).map(|(n, a)| n * a).sum::<f64>() / total;
-        let step = self.config.server_lr as f64 * tau_eff;
-        let next: Vec<f32> = base
-            .iter()
-            .zip(&mean)
-            .map(|(w, u)| (*w as f64 + step * *u as f64) as f32)
-            .collect();
-        let next = ParameterSet::from_flat(global, &next)?;
-        next.ensure_finite()?;
-        Ok(Some(next))
-    }
-
-    fn save_state(&self) -> Result<serde_json::Value> {
-        Ok(serde_json::Value::Null)
-    }
-
-    fn load_state(&mut self, _state: serde_json::Value) -> Result<()> {
-        Ok(())
+        let server_step = self.config.server_lr as f64 * tau_eff;
+        let next = step(global, &averaged.update, |w, u| {
+            (w as f64 + server_step * u as f64) as f32
+        })?;
+        Ok(Aggregated::new(next, &averaged))
     }
 }
 
 /// Stateless client: a fresh optimiser each round, local SGD, report `a_k`.
 pub struct FedNovaClient;
 
-impl ClientStrategy for FedNovaClient {
+impl super::GlobalClient for FedNovaClient {
     fn fit(&mut self, site: &mut Site, ins: &FitIns, rng: &mut ChaCha8Rng) -> Result<FitRes> {
         // refuse adaptive optimisers before any training happens
         normaliser(&site.train.optimizer, 1)?;
@@ -224,28 +193,35 @@ impl ClientStrategy for FedNovaClient {
         res.extras = extras;
         Ok(res)
     }
-
-    fn evaluation_net<'a>(
-        &'a mut self,
-        site: &'a mut Site,
-        global: &ParameterSet,
-    ) -> Result<&'a Net> {
-        site.net.load(global)?;
-        Ok(&site.net)
-    }
-
-    fn save_state(&self) -> Result<serde_json::Value> {
-        Ok(serde_json::Value::Null)
-    }
-
-    fn load_state(&mut self, _state: serde_json::Value) -> Result<()> {
-        Ok(())
-    }
 }
 
 impl MethodSpec for FedNovaConfig {
     fn name(&self) -> &'static str {
         "FedNova"
+    }
+
+    fn validate(&self) -> Result<()> {
+        if !(self.server_lr > 0.0 && self.server_lr.is_finite()) {
+            return Err(EngineError::InvalidConfig(format!(
+                "FedNova server_lr must be > 0, got {}",
+                self.server_lr
+            )));
+        }
+        Ok(())
+    }
+
+    /// The normaliser `a_k` exists for SGD (with or without momentum) only.
+    fn check_train(&self, train: &TrainConfig) -> std::result::Result<(), TrainRefusal> {
+        normaliser(&train.optimizer, 1)
+            .map(|_| ())
+            .map_err(|e| TrainRefusal {
+                setting: match train.optimizer {
+                    OptimizerConfig::Sgd { .. } => TrainSetting::Momentum,
+                    _ => TrainSetting::Optimizer,
+                },
+                code: "fednova_needs_sgd",
+                reason: e.to_string(),
+            })
     }
 
     fn server(
@@ -261,12 +237,9 @@ impl MethodSpec for FedNovaConfig {
         Ok(Box::new(FedNovaClient))
     }
 
-    /// The side value a_k is a function of the site's optimiser settings and step count, which
-    /// the sample count (sent in clear) already determines; the model part goes through the
-    /// aggregator.
-    fn supports_client_dp(&self) -> bool {
-        true
-    }
+    // client_dp: the side value a_k is a function of the site's optimiser settings and step
+    // count, which the sample count (sent in clear) already determines; the model part goes
+    // through the aggregator.
 }
 
 #[cfg(test)]
@@ -327,7 +300,8 @@ mod tests {
                 0,
             )
             .unwrap()
-            .unwrap();
+            .unwrap()
+            .params;
         assert!((w.to_flat()[0] - 2.03125).abs() < 1e-6);
     }
 
@@ -338,7 +312,8 @@ mod tests {
         let nova = server()
             .aggregate_fit(1, &global, &results, 0)
             .unwrap()
-            .unwrap();
+            .unwrap()
+            .params;
         let mut plain: Vec<FitRes> = results.to_vec();
         plain
             .iter_mut()
@@ -346,7 +321,8 @@ mod tests {
         let avg = FedAvgServer::new("FedAvg", Box::new(WeightedMean))
             .aggregate_fit(1, &global, &plain, 0)
             .unwrap()
-            .unwrap();
+            .unwrap()
+            .params;
         assert!((nova.to_flat()[0] - avg.to_flat()[0]).abs() < 1e-6);
     }
 

@@ -9,10 +9,15 @@
 //!
 //! and `w <- w + eta m / (sqrt(v) + tau)`, no bias correction, m and v start at 0 (as in
 //! the paper's Algorithm 2 and Flower). Clients are plain FedAvg clients.
+//!
+//! The three share [`FedOptConfig`] and are three methods (`fedadam`, `fedyogi`,
+//! `fedadagrad`), one configuration type each.
 use serde::{Deserialize, Serialize};
 
 use super::fedavg::FedAvgServer;
-use super::{Aggregator, ClientStrategy, FedAvgClient, FitRes, MethodSpec, ServerStrategy};
+use super::{
+    Aggregated, Aggregator, ClientStrategy, FedAvgClient, FitRes, MethodSpec, ServerStrategy,
+};
 use crate::error::{EngineError, Result};
 use crate::params::ParameterSet;
 
@@ -33,9 +38,11 @@ impl FedOptKind {
     }
 }
 
+/// The server optimiser's settings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(default, deny_unknown_fields)]
 pub struct FedOptConfig {
-    pub kind: FedOptKind,
     /// Server learning rate `eta`.
     pub server_lr: f32,
     pub beta1: f32,
@@ -44,16 +51,30 @@ pub struct FedOptConfig {
     pub tau: f32,
 }
 
-impl FedOptConfig {
+impl Default for FedOptConfig {
     /// Flower's defaults: eta 0.1, b1 0.9, b2 0.99, tau 1e-9.
-    pub fn new(kind: FedOptKind) -> Self {
+    fn default() -> Self {
         Self {
-            kind,
             server_lr: 0.1,
             beta1: 0.9,
             beta2: 0.99,
             tau: 1e-9,
         }
+    }
+}
+
+impl FedOptConfig {
+    pub fn validate(&self) -> Result<()> {
+        let ok = self.server_lr > 0.0
+            && (0.0..1.0).contains(&self.beta1)
+            && (0.0..1.0).contains(&self.beta2)
+            && self.tau >= 0.0;
+        if !ok || [self.server_lr, self.tau].iter().any(|v| !v.is_finite()) {
+            return Err(EngineError::InvalidConfig(format!(
+                "FedOpt settings out of range: {self:?}"
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -64,25 +85,22 @@ struct Moments {
 }
 
 pub struct FedOptServer {
+    kind: FedOptKind,
     config: FedOptConfig,
     fedavg: FedAvgServer,
     moments: Moments,
 }
 
 impl FedOptServer {
-    pub fn new(config: FedOptConfig, aggregator: Box<dyn Aggregator>) -> Result<Self> {
-        let c = &config;
-        let ok = c.server_lr > 0.0
-            && (0.0..1.0).contains(&c.beta1)
-            && (0.0..1.0).contains(&c.beta2)
-            && c.tau >= 0.0;
-        if !ok || [c.server_lr, c.tau].iter().any(|v| !v.is_finite()) {
-            return Err(EngineError::InvalidConfig(format!(
-                "FedOpt settings out of range: {config:?}"
-            )));
-        }
+    pub fn new(
+        kind: FedOptKind,
+        config: FedOptConfig,
+        aggregator: Box<dyn Aggregator>,
+    ) -> Result<Self> {
+        config.validate()?;
         Ok(Self {
-            fedavg: FedAvgServer::new(config.kind.name(), aggregator),
+            kind,
+            fedavg: FedAvgServer::new(kind.name(), aggregator),
             config,
             moments: Moments::default(),
         })
@@ -107,7 +125,7 @@ impl FedOptServer {
                 let g = d.values[i];
                 let g2 = g * g;
                 m.values[i] = c.beta1 * m.values[i] + (1.0 - c.beta1) * g;
-                v.values[i] = match c.kind {
+                v.values[i] = match self.kind {
                     FedOptKind::Adam => c.beta2 * v.values[i] + (1.0 - c.beta2) * g2,
                     FedOptKind::Yogi => {
                         v.values[i] - (1.0 - c.beta2) * g2 * (v.values[i] - g2).signum()
@@ -128,20 +146,20 @@ impl FedOptServer {
 
 impl ServerStrategy for FedOptServer {
     fn name(&self) -> &'static str {
-        self.config.kind.name()
+        self.kind.name()
     }
 
-    fn aggregate_fit(
+    fn aggregate(
         &mut self,
         _round: u64,
         global: &ParameterSet,
         results: &[FitRes],
-        failures: usize,
-    ) -> Result<Option<ParameterSet>> {
-        match self.fedavg.average(global, results, failures)? {
-            None => Ok(None),
-            Some(avg) => self.step(global, &avg).map(Some),
-        }
+    ) -> Result<Aggregated> {
+        let averaged = self.fedavg.average(global, results)?;
+        Ok(Aggregated {
+            params: self.step(global, &averaged.params)?,
+            metrics: averaged.metrics,
+        })
     }
 
     fn save_state(&self) -> Result<serde_json::Value> {
@@ -154,23 +172,58 @@ impl ServerStrategy for FedOptServer {
     }
 }
 
-impl MethodSpec for FedOptConfig {
-    fn name(&self) -> &'static str {
-        self.kind.name()
-    }
+/// One configuration type per FedOpt method, so that the method's name selects its kind.
+macro_rules! fedopt_method {
+    ($(#[$doc:meta])* $config:ident, $kind:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+        #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+        #[serde(transparent)]
+        pub struct $config(pub FedOptConfig);
 
-    fn server(
-        &self,
-        _n_sites: usize,
-        aggregator: Box<dyn Aggregator>,
-    ) -> Result<Box<dyn ServerStrategy>> {
-        Ok(Box::new(FedOptServer::new(self.clone(), aggregator)?))
-    }
+        impl MethodSpec for $config {
+            fn name(&self) -> &'static str {
+                FedOptKind::$kind.name()
+            }
 
-    fn client(&self) -> Result<Box<dyn ClientStrategy>> {
-        Ok(Box::new(FedAvgClient::new(crate::params::Selector::All)))
-    }
+            fn validate(&self) -> Result<()> {
+                self.0.validate()
+            }
+
+            fn server(
+                &self,
+                _n_sites: usize,
+                aggregator: Box<dyn Aggregator>,
+            ) -> Result<Box<dyn ServerStrategy>> {
+                Ok(Box::new(FedOptServer::new(
+                    FedOptKind::$kind,
+                    self.0.clone(),
+                    aggregator,
+                )?))
+            }
+
+            fn client(&self) -> Result<Box<dyn ClientStrategy>> {
+                Ok(Box::new(FedAvgClient::new(crate::params::Selector::All)))
+            }
+        }
+    };
 }
+
+fedopt_method!(
+    /// FedAdam: Adam's second moment on the server.
+    FedAdamConfig,
+    Adam
+);
+fedopt_method!(
+    /// FedYogi: Yogi's additive second moment on the server.
+    FedYogiConfig,
+    Yogi
+);
+fedopt_method!(
+    /// FedAdagrad: the accumulated squared pseudo-gradient on the server.
+    FedAdagradConfig,
+    Adagrad
+);
 
 #[cfg(test)]
 mod tests {
@@ -185,13 +238,12 @@ mod tests {
 
     fn run(kind: FedOptKind, rounds: usize) -> f32 {
         let cfg = FedOptConfig {
-            kind,
             server_lr: 0.1,
             beta1: 0.9,
             beta2: 0.9,
             tau: 1e-9,
         };
-        let mut s = FedOptServer::new(cfg, Box::new(WeightedMean)).unwrap();
+        let mut s = FedOptServer::new(kind, cfg, Box::new(WeightedMean)).unwrap();
         let mut x = one(2.0);
         for _ in 0..rounds {
             x = s.step(&x, &one(0.1)).unwrap();
@@ -221,10 +273,11 @@ mod tests {
 
     #[test]
     fn state_survives_serialisation() {
-        let cfg = FedOptConfig::new(FedOptKind::Yogi);
-        let mut a = FedOptServer::new(cfg.clone(), Box::new(WeightedMean)).unwrap();
+        let cfg = FedOptConfig::default();
+        let mut a =
+            FedOptServer::new(FedOptKind::Yogi, cfg.clone(), Box::new(WeightedMean)).unwrap();
         let x1 = a.step(&one(1.0), &one(0.5)).unwrap();
-        let mut b = FedOptServer::new(cfg, Box::new(WeightedMean)).unwrap();
+        let mut b = FedOptServer::new(FedOptKind::Yogi, cfg, Box::new(WeightedMean)).unwrap();
         b.load_state(a.save_state().unwrap()).unwrap();
         assert_eq!(
             a.step(&x1, &one(0.2)).unwrap(),

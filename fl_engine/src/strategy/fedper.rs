@@ -12,6 +12,8 @@ use crate::model::ModelSpec;
 use crate::params::Selector;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
 pub struct FedPerConfig {}
 
 fn check_model(spec: &ModelSpec) -> Result<()> {

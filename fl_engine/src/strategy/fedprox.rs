@@ -8,11 +8,12 @@ use serde::{Deserialize, Serialize};
 use super::fedavg::local_fit;
 use super::{ClientStrategy, FitIns, FitRes, MethodSpec, Site};
 use crate::error::{EngineError, Result};
-use crate::model::Net;
-use crate::params::{ParameterSet, Selector};
+use crate::params::Selector;
 use crate::train::Proximal;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(default, deny_unknown_fields)]
 pub struct FedProxConfig {
     /// Proximal weight `mu` (0.01 is the usual starting point).
     pub mu: f32,
@@ -30,17 +31,12 @@ pub struct FedProxClient {
 
 impl FedProxClient {
     pub fn new(config: FedProxConfig) -> Result<Self> {
-        if !(config.mu >= 0.0 && config.mu.is_finite()) {
-            return Err(EngineError::InvalidConfig(format!(
-                "FedProx mu must be >= 0, got {}",
-                config.mu
-            )));
-        }
+        config.validate()?;
         Ok(Self { config })
     }
 }
 
-impl ClientStrategy for FedProxClient {
+impl super::GlobalClient for FedProxClient {
     fn fit(&mut self, site: &mut Site, ins: &FitIns, rng: &mut ChaCha8Rng) -> Result<FitRes> {
         // the centre is the global model as received, fixed for the whole round
         let prox = Proximal {
@@ -49,28 +45,21 @@ impl ClientStrategy for FedProxClient {
         };
         local_fit(site, ins, &Selector::All, &[&prox], rng)
     }
-
-    fn evaluation_net<'a>(
-        &'a mut self,
-        site: &'a mut Site,
-        global: &ParameterSet,
-    ) -> Result<&'a Net> {
-        site.net.load(global)?;
-        Ok(&site.net)
-    }
-
-    fn save_state(&self) -> Result<serde_json::Value> {
-        Ok(serde_json::Value::Null)
-    }
-
-    fn load_state(&mut self, _state: serde_json::Value) -> Result<()> {
-        Ok(())
-    }
 }
 
 impl MethodSpec for FedProxConfig {
     fn name(&self) -> &'static str {
         "FedProx"
+    }
+
+    fn validate(&self) -> Result<()> {
+        if !(self.mu >= 0.0 && self.mu.is_finite()) {
+            return Err(EngineError::InvalidConfig(format!(
+                "FedProx mu must be >= 0, got {}",
+                self.mu
+            )));
+        }
+        Ok(())
     }
 
     fn client(&self) -> Result<Box<dyn ClientStrategy>> {
@@ -81,6 +70,7 @@ impl MethodSpec for FedProxConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::params::ParameterSet;
     use crate::train::LocalObjective;
 
     #[test]

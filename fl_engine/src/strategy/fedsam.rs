@@ -27,7 +27,8 @@
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::{refuse_record_dp, ClientStrategy, FitIns, FitRes, MethodSpec, Site};
+use super::methods::check_train;
+use super::{ClientStrategy, FitIns, FitRes, MethodSpec, Site, Support};
 use crate::error::{EngineError, Result};
 use crate::model::Net;
 use crate::params::ParameterSet;
@@ -36,6 +37,8 @@ use crate::train::{
 };
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(default, deny_unknown_fields)]
 pub struct FedSamConfig {
     /// Radius `rho` of the perturbation (papers: 0.05 to 0.1; default 0.05).
     pub rho: f32,
@@ -158,23 +161,14 @@ pub struct FedSamClient {
 
 impl FedSamClient {
     pub fn new(config: FedSamConfig) -> Result<Self> {
-        if !(config.rho >= 0.0 && config.rho.is_finite()) {
-            return Err(EngineError::InvalidConfig(format!(
-                "FedSAM rho must be finite and >= 0, got {}",
-                config.rho
-            )));
-        }
+        config.validate()?;
         Ok(Self { config })
     }
 }
 
-impl ClientStrategy for FedSamClient {
+impl super::GlobalClient for FedSamClient {
     fn fit(&mut self, site: &mut Site, ins: &FitIns, rng: &mut ChaCha8Rng) -> Result<FitRes> {
-        refuse_record_dp(
-            site,
-            "FedSAM",
-            "its perturbation is a gradient of the batch, so both passes would need privatising",
-        )?;
+        check_train(&self.config, &site.train)?;
         let rho = self.config.rho;
         sequential_fit(site, ins, rng, &mut |net, opt, loss, batcher, rng| {
             let (x, y) = batcher.next_batch(rng)?;
@@ -185,23 +179,6 @@ impl ClientStrategy for FedSamClient {
             Ok(task)
         })
     }
-
-    fn evaluation_net<'a>(
-        &'a mut self,
-        site: &'a mut Site,
-        global: &ParameterSet,
-    ) -> Result<&'a Net> {
-        site.net.load(global)?;
-        Ok(&site.net)
-    }
-
-    fn save_state(&self) -> Result<serde_json::Value> {
-        Ok(serde_json::Value::Null)
-    }
-
-    fn load_state(&mut self, _state: serde_json::Value) -> Result<()> {
-        Ok(())
-    }
 }
 
 impl MethodSpec for FedSamConfig {
@@ -209,12 +186,24 @@ impl MethodSpec for FedSamConfig {
         "FedSAM"
     }
 
+    fn validate(&self) -> Result<()> {
+        if !(self.rho >= 0.0 && self.rho.is_finite()) {
+            return Err(EngineError::InvalidConfig(format!(
+                "FedSAM rho must be finite and >= 0, got {}",
+                self.rho
+            )));
+        }
+        Ok(())
+    }
+
     fn client(&self) -> Result<Box<dyn ClientStrategy>> {
         Ok(Box::new(FedSamClient::new(self.clone())?))
     }
 
-    fn supports_record_dp(&self) -> bool {
-        false
+    fn record_dp(&self) -> Support {
+        Support::No(
+            "its perturbation is a gradient of the batch, so both passes would need privatising",
+        )
     }
 }
 

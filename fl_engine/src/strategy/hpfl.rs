@@ -45,29 +45,21 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::fedavg::local_fit;
-use super::{refuse_record_dp, ClientStrategy, FitIns, FitRes, MethodSpec, Site};
+use super::methods::check_train;
+use super::{ClientStrategy, FitIns, FitRes, MethodSpec, Site, Support};
 use crate::error::{EngineError, Result};
 use crate::model::{ModelSpec, Net};
 use crate::params::{ParameterSet, Selector};
 use crate::train::{apply_gradient, batch_gradient, steps_in, Batcher, Optimizer};
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(default, deny_unknown_fields)]
 pub struct HpflConfig {
     /// Plug-in (head) training steps per round on the frozen received backbone; `None` = as
     /// many as the round's local steps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub head_steps: Option<usize>,
-}
-
-impl HpflConfig {
-    pub fn validate(&self) -> Result<()> {
-        if self.head_steps == Some(0) {
-            return Err(EngineError::InvalidConfig(
-                "HPFL head_steps must be positive (or absent for the round's local steps)".into(),
-            ));
-        }
-        Ok(())
-    }
 }
 
 fn check_model(spec: &ModelSpec) -> Result<()> {
@@ -136,7 +128,7 @@ impl HpflClient {
 
 impl ClientStrategy for HpflClient {
     fn fit(&mut self, site: &mut Site, ins: &FitIns, rng: &mut ChaCha8Rng) -> Result<FitRes> {
-        refuse_record_dp(site, "HPFL", "training the plug-in head makes extra passes over the records that the per-local-step DP-SGD accounting does not cover")?;
+        check_train(&self.config, &site.train)?;
         if site.data.train.is_empty() {
             return Err(EngineError::ZeroSamples(site.name().to_string()));
         }
@@ -196,6 +188,15 @@ impl MethodSpec for HpflConfig {
         "HPFL"
     }
 
+    fn validate(&self) -> Result<()> {
+        if self.head_steps == Some(0) {
+            return Err(EngineError::InvalidConfig(
+                "HPFL head_steps must be positive (or absent for the round's local steps)".into(),
+            ));
+        }
+        Ok(())
+    }
+
     fn personalised(&self) -> bool {
         true
     }
@@ -209,8 +210,11 @@ impl MethodSpec for HpflConfig {
         Ok(Box::new(HpflClient::new(self.clone())?))
     }
 
-    fn supports_record_dp(&self) -> bool {
-        false
+    fn record_dp(&self) -> Support {
+        Support::No(
+            "training the plug-in head makes extra passes over the records that the \
+             per-local-step DP-SGD accounting does not cover",
+        )
     }
 }
 

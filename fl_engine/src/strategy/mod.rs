@@ -1,18 +1,24 @@
 //! Federated strategies in the Flower spirit: a server part and a client part per method.
 //!
 //! * [`ServerStrategy`]: `configure_fit` (what each site gets this round) and
-//!   `aggregate_fit` (site results -> next global parameters, `None` keeps the current
-//!   model), plus its own serialisable state (server control variate, optimiser moments).
+//!   `aggregate_fit` (site results -> next global parameters and what the aggregation
+//!   reported, as [`Aggregated`]; `None` keeps the current model), plus its own serialisable
+//!   state (server control variate, optimiser moments).
 //! * [`ClientStrategy`]: the local objective and the per-site state that never leaves the
-//!   site (control variate, personal model, ...), also serialisable.
+//!   site (control variate, personal model, ...), also serialisable; [`GlobalClient`] for the
+//!   clients that evaluate the global model.
 //!
-//! Both exchange only the parameters named by the strategy's shared [`Selector`]. Every
+//! Each method is one file with its configuration and its [`MethodSpec`]; `methods.rs` lists
+//! them as [`StrategyConfig`] and is where every rule of a method is asked.
+//!
+//! Both exchange only the parameters named by the strategy's shared [`Selector`](crate::params::Selector). Every
 //! site update is validated before it can touch the global model (names, shapes, finite
-//! values, positive sample count) and rejected with a typed [`EngineError`].
+//! values, positive sample count) and rejected with a typed [`EngineError`](crate::EngineError).
 //!
-//! The averaging step of the FedAvg family goes through [`Aggregator`]; swapping the
-//! default [`WeightedMean`] for [`DpFedAvgAggregator`] (clip, sum, Gaussian noise) turns
-//! these strategies into their client-level DP variants without touching them.
+//! Every server averages its site vectors through the study's [`Aggregator`] (one helper,
+//! which also gives the aggregator the round's global model first); swapping the default
+//! [`WeightedMean`] for [`DpFedAvgAggregator`] (clip, sum, Gaussian noise) turns the methods
+//! into their client-level DP variants without touching them.
 //!
 //! Record-level DP (DP-SGD in local training, [`TrainConfig::record_dp`]) needs a ChaCha20
 //! noise generator at each site: set [`Site::noise`] before every round (a fresh generator per
@@ -37,6 +43,7 @@ mod fedprox;
 mod fedsam;
 mod fenda_fl;
 mod hpfl;
+mod methods;
 mod moon;
 mod per_fedavg;
 mod perfcl;
@@ -48,7 +55,10 @@ mod scaffold;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-pub use aggregate::{validate_results, Aggregator, WeightedMean};
+pub use aggregate::{
+    validate_results, Aggregated, AggregationMetrics, Aggregator, AggregatorKind, AggregatorReport,
+    WeightedMean,
+};
 pub use apfl::{ApflClient, ApflConfig};
 pub use ditto::{DittoClient, DittoConfig};
 pub use dp_fedavg::DpFedAvgAggregator;
@@ -61,12 +71,18 @@ pub use fedlesam::FedLesamConfig;
 pub use fedmap::{FedMapClient, FedMapConfig, FedMapServer, FedMapTier};
 pub use fedmode::{FedModeConfig, FedModeSign};
 pub use fednova::FedNovaConfig;
-pub use fedopt::{FedOptConfig, FedOptKind, FedOptServer};
+pub use fedopt::{
+    FedAdagradConfig, FedAdamConfig, FedOptConfig, FedOptKind, FedOptServer, FedYogiConfig,
+};
 pub use fedper::FedPerConfig;
 pub use fedprox::{FedProxClient, FedProxConfig};
 pub use fedsam::FedSamConfig;
 pub use fenda_fl::FendaFlConfig;
 pub use hpfl::{HpflClient, HpflConfig};
+pub use methods::{
+    dp_round_cost, dp_steps_per_round, stored, FedAvgConfig, MethodSpec, SiloConfig,
+    StrategyConfig, Support, TrainRefusal, TrainSetting,
+};
 pub use moon::{MoonClient, MoonConfig};
 pub use per_fedavg::PerFedAvgConfig;
 pub use perfcl::{PerFclClient, PerFclConfig};
@@ -79,11 +95,11 @@ pub use robust::{
 pub use scaffold::{ScaffoldClient, ScaffoldConfig, ScaffoldServer};
 
 use crate::data::SiteData;
-use crate::dp::{NoiseRng, SampledGaussian};
-use crate::error::{EngineError, Result};
+use crate::dp::NoiseRng;
+use crate::error::Result;
 use crate::model::{ModelSpec, Net};
-use crate::params::{ParameterSet, Selector};
-use crate::train::{Budget, Optimizer, TrainConfig, TrainReport};
+use crate::params::ParameterSet;
+use crate::train::{Optimizer, TrainConfig, TrainReport};
 
 /// What the server sends to a site for one round.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -113,29 +129,55 @@ pub trait ServerStrategy: Send {
     fn name(&self) -> &'static str;
 
     /// Instructions for this round; by default the current global parameters.
-    fn configure_fit(&self, round: u64, global: &ParameterSet) -> FitIns {
-        FitIns {
+    fn configure_fit(&self, round: u64, global: &ParameterSet) -> Result<FitIns> {
+        Ok(FitIns {
             round,
             params: global.clone(),
             extras: ParameterSet::new(),
-        }
+        })
     }
 
-    /// Next global parameters from the results of this round. `failures` counts sites that
-    /// did not report; `Ok(None)` keeps the current global model.
+    /// Next global parameters from the results of this round, with what the aggregation
+    /// reported. `failures` counts sites that did not report; `Ok(None)` keeps the current
+    /// global model, which is what happens when every site failed.
     fn aggregate_fit(
         &mut self,
         round: u64,
         global: &ParameterSet,
         results: &[FitRes],
         failures: usize,
-    ) -> Result<Option<ParameterSet>>;
+    ) -> Result<Option<Aggregated>> {
+        if results.is_empty() && failures > 0 {
+            return Ok(None);
+        }
+        self.aggregate(round, global, results).map(Some)
+    }
 
-    fn save_state(&self) -> Result<serde_json::Value>;
-    fn load_state(&mut self, state: serde_json::Value) -> Result<()>;
+    /// The method's server step on at least one result (none at all is
+    /// [`EngineError::NoUpdates`](crate::EngineError::NoUpdates), which [`validate_results`]
+    /// reports).
+    fn aggregate(
+        &mut self,
+        round: u64,
+        global: &ParameterSet,
+        results: &[FitRes],
+    ) -> Result<Aggregated>;
+
+    /// The server's state between rounds; stateless servers keep the default.
+    fn save_state(&self) -> Result<serde_json::Value> {
+        Ok(serde_json::Value::Null)
+    }
+
+    fn load_state(&mut self, _state: serde_json::Value) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Client half of a strategy; one instance per site, holding that site's private state.
+///
+/// Clients that evaluate the global model implement [`GlobalClient`] instead and get this
+/// trait from it; a client with a model of its own implements it directly and so has to say
+/// which model the site evaluates and how that model is saved.
 pub trait ClientStrategy: Send {
     fn fit(&mut self, site: &mut Site, ins: &FitIns, rng: &mut ChaCha8Rng) -> Result<FitRes>;
 
@@ -151,6 +193,44 @@ pub trait ClientStrategy: Send {
     fn load_state(&mut self, state: serde_json::Value) -> Result<()>;
 }
 
+/// A client whose site evaluates its own net with the received global (shared) parameters
+/// loaded: the global methods, and FedPer, FENDA-FL and Silo, whose private parts stay in the
+/// site's net. Stateless unless it overrides `save_state` / `load_state`.
+pub trait GlobalClient: Send {
+    fn fit(&mut self, site: &mut Site, ins: &FitIns, rng: &mut ChaCha8Rng) -> Result<FitRes>;
+
+    fn save_state(&self) -> Result<serde_json::Value> {
+        Ok(serde_json::Value::Null)
+    }
+
+    fn load_state(&mut self, _state: serde_json::Value) -> Result<()> {
+        Ok(())
+    }
+}
+
+impl<C: GlobalClient> ClientStrategy for C {
+    fn fit(&mut self, site: &mut Site, ins: &FitIns, rng: &mut ChaCha8Rng) -> Result<FitRes> {
+        GlobalClient::fit(self, site, ins, rng)
+    }
+
+    fn evaluation_net<'a>(
+        &'a mut self,
+        site: &'a mut Site,
+        global: &ParameterSet,
+    ) -> Result<&'a Net> {
+        site.net.load(global)?;
+        Ok(&site.net)
+    }
+
+    fn save_state(&self) -> Result<serde_json::Value> {
+        GlobalClient::save_state(self)
+    }
+
+    fn load_state(&mut self, state: serde_json::Value) -> Result<()> {
+        GlobalClient::load_state(self, state)
+    }
+}
+
 /// One data holder: its data, working model and optimiser. All of it stays at the site.
 pub struct Site {
     pub data: SiteData,
@@ -160,7 +240,8 @@ pub struct Site {
     /// Start every round with fresh optimiser moments instead of keeping them.
     pub reset_optimizer: bool,
     /// Source of DP-SGD sampling and noise; required when `train.record_dp` is set (training
-    /// fails with [`EngineError::InvalidConfig`] otherwise). `None` after [`Site::new`].
+    /// fails with [`EngineError::InvalidConfig`](crate::EngineError::InvalidConfig) otherwise).
+    /// `None` after [`Site::new`].
     pub noise: Option<NoiseRng>,
 }
 
@@ -208,234 +289,5 @@ impl Site {
             self.optimizer = Optimizer::new(self.train.optimizer.clone())?;
         }
         Ok(())
-    }
-}
-
-/// Refuse record-level DP for a method that cannot train under it (its
-/// [`MethodSpec::supports_record_dp`] is `false`), saying why.
-pub(crate) fn refuse_record_dp(site: &Site, method: &str, why: &str) -> Result<()> {
-    if site.train.record_dp.is_some() {
-        return Err(EngineError::InvalidConfig(format!(
-            "{method} does not support record-level DP (train.record_dp): {why}"
-        )));
-    }
-    Ok(())
-}
-
-/// Sampled-Gaussian steps (rate q, multiplier σ of `train.record_dp`) that one round of
-/// `strategy` costs each site under record-level DP; `None` without record DP (or with an
-/// `Epochs` budget, which [`TrainConfig::validate`] refuses under record DP).
-///
-/// One per local step, except Ditto: it trains the global and the personal model on two
-/// independently drawn Poisson batches, so a round costs twice its local steps (the personal
-/// model is counted although it never leaves the site, since its predictions or an export
-/// could). Every site's own accountant composes these rounds.
-pub fn dp_steps_per_round(strategy: &StrategyConfig, train: &TrainConfig) -> Option<u64> {
-    train.record_dp.as_ref()?;
-    let steps = match train.budget {
-        Budget::Steps(s) => s as u64,
-        // refused by TrainConfig::validate: the cost would depend on the site's size
-        Budget::Epochs(_) => return None,
-    };
-    Some(strategy.spec().dp_steps_per_local_step() * steps)
-}
-
-/// [`dp_steps_per_round`] as the accountant's [`SampledGaussian`]; `Ok(None)` without record
-/// DP or when a round takes no step. Errors when `train` is invalid.
-pub fn dp_round_cost(
-    strategy: &StrategyConfig,
-    train: &TrainConfig,
-) -> Result<Option<SampledGaussian>> {
-    train.validate()?;
-    match (&train.record_dp, dp_steps_per_round(strategy, train)) {
-        (Some(dp), Some(steps)) if steps > 0 => Ok(Some(dp.mechanism(steps)?)),
-        _ => Ok(None),
-    }
-}
-
-/// One federated method: how its two halves are built and what travels between them. Each
-/// strategy file implements it for its configuration; [`StrategyConfig`] only dispatches.
-pub trait MethodSpec {
-    fn name(&self) -> &'static str;
-
-    /// Which parameters travel between sites and server (default: all of them).
-    fn shared(&self) -> Selector {
-        Selector::All
-    }
-
-    /// Personalised methods are judged on each site's own (local) checkpoint.
-    fn personalised(&self) -> bool {
-        false
-    }
-
-    /// Check that the model has the parts this method addresses.
-    fn check_model(&self, _spec: &ModelSpec) -> Result<()> {
-        Ok(())
-    }
-
-    /// Server part, averaging through `aggregator` wherever the method averages site vectors
-    /// (so robust and DP aggregation apply). Default: FedAvg's server.
-    fn server(
-        &self,
-        _n_sites: usize,
-        aggregator: Box<dyn Aggregator>,
-    ) -> Result<Box<dyn ServerStrategy>> {
-        Ok(Box::new(FedAvgServer::new(self.name(), aggregator)))
-    }
-
-    /// Client part for one site.
-    fn client(&self) -> Result<Box<dyn ClientStrategy>>;
-
-    /// Sampled-Gaussian steps one local step costs under record-level DP (Ditto: 2).
-    fn dp_steps_per_local_step(&self) -> u64 {
-        1
-    }
-
-    /// Whether the client trains under record-level DP-SGD (`TrainConfig::record_dp`). Methods
-    /// answering `false` refuse it in `fit` rather than train without it.
-    fn supports_record_dp(&self) -> bool {
-        true
-    }
-
-    /// Whether client-level DP in the aggregator covers everything the server learns from a
-    /// site: `false` when sites upload record-dependent side values beside the model (control
-    /// variates, losses, curve points, site weights) or the server step reads the raw updates
-    /// outside the aggregator.
-    fn supports_client_dp(&self) -> bool {
-        true
-    }
-}
-
-/// Plain FedAvg (`StrategyConfig::FedAvg`).
-struct FedAvgMethod;
-
-impl MethodSpec for FedAvgMethod {
-    fn name(&self) -> &'static str {
-        "FedAvg"
-    }
-
-    fn client(&self) -> Result<Box<dyn ClientStrategy>> {
-        Ok(Box::new(FedAvgClient::new(Selector::All)))
-    }
-}
-
-/// Every site trains alone, nothing is shared (`StrategyConfig::Silo`).
-struct SiloMethod;
-
-impl MethodSpec for SiloMethod {
-    fn name(&self) -> &'static str {
-        "Silo"
-    }
-
-    fn shared(&self) -> Selector {
-        Selector::Prefixes(vec![])
-    }
-
-    fn personalised(&self) -> bool {
-        true
-    }
-
-    fn client(&self) -> Result<Box<dyn ClientStrategy>> {
-        Ok(Box::new(FedAvgClient::new(self.shared())))
-    }
-}
-
-/// The strategies the engine offers, with their paper hyperparameters.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub enum StrategyConfig {
-    FedAvg,
-    FedProx(FedProxConfig),
-    Scaffold(ScaffoldConfig),
-    FedOpt(FedOptConfig),
-    Ditto(DittoConfig),
-    FedPer(FedPerConfig),
-    FendaFl(FendaFlConfig),
-    /// Baseline: every site trains alone, nothing is shared.
-    Silo,
-    FedMap(FedMapConfig),
-    FedMode(FedModeConfig),
-    Apfl(ApflConfig),
-    PerFcl(PerFclConfig),
-    Moon(MoonConfig),
-    FedNova(FedNovaConfig),
-    FedDyn(FedDynConfig),
-    FedExp(FedExpConfig),
-    PerFedAvg(PerFedAvgConfig),
-    PFedMe(PFedMeConfig),
-    Hpfl(HpflConfig),
-    FedLc(FedLcConfig),
-    FedSam(FedSamConfig),
-    FedLesam(FedLesamConfig),
-    FedDecorr(FedDecorrConfig),
-    QFedAvg(QFedAvgConfig),
-}
-
-impl StrategyConfig {
-    /// The method behind this configuration.
-    pub fn spec(&self) -> &dyn MethodSpec {
-        match self {
-            StrategyConfig::FedAvg => &FedAvgMethod,
-            StrategyConfig::Silo => &SiloMethod,
-            StrategyConfig::FedProx(c) => c,
-            StrategyConfig::Scaffold(c) => c,
-            StrategyConfig::FedOpt(c) => c,
-            StrategyConfig::Ditto(c) => c,
-            StrategyConfig::FedPer(c) => c,
-            StrategyConfig::FendaFl(c) => c,
-            StrategyConfig::FedMap(c) => c,
-            StrategyConfig::FedMode(c) => c,
-            StrategyConfig::Apfl(c) => c,
-            StrategyConfig::PerFcl(c) => c,
-            StrategyConfig::Moon(c) => c,
-            StrategyConfig::FedNova(c) => c,
-            StrategyConfig::FedDyn(c) => c,
-            StrategyConfig::FedExp(c) => c,
-            StrategyConfig::PerFedAvg(c) => c,
-            StrategyConfig::PFedMe(c) => c,
-            StrategyConfig::Hpfl(c) => c,
-            StrategyConfig::FedLc(c) => c,
-            StrategyConfig::FedSam(c) => c,
-            StrategyConfig::FedLesam(c) => c,
-            StrategyConfig::FedDecorr(c) => c,
-            StrategyConfig::QFedAvg(c) => c,
-        }
-    }
-
-    pub fn name(&self) -> &'static str {
-        self.spec().name()
-    }
-
-    /// Which parameters travel between sites and server.
-    pub fn shared(&self) -> Selector {
-        self.spec().shared()
-    }
-
-    /// Personalised methods are judged on each site's own (local) checkpoint.
-    pub fn personalised(&self) -> bool {
-        self.spec().personalised()
-    }
-
-    /// Check that the model has the parts this strategy addresses.
-    pub fn check_model(&self, spec: &ModelSpec) -> Result<()> {
-        self.spec().check_model(spec)
-    }
-
-    /// Server part, aggregating with `aggregator` where the strategy averages.
-    pub fn server(
-        &self,
-        n_sites: usize,
-        aggregator: Box<dyn Aggregator>,
-    ) -> Result<Box<dyn ServerStrategy>> {
-        if n_sites == 0 {
-            return Err(EngineError::InvalidConfig(
-                "a study needs at least one site".into(),
-            ));
-        }
-        self.spec().server(n_sites, aggregator)
-    }
-
-    /// Client part for one site.
-    pub fn client(&self) -> Result<Box<dyn ClientStrategy>> {
-        self.spec().client()
     }
 }

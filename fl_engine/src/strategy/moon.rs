@@ -38,13 +38,16 @@ use candle_core::Tensor;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::{refuse_record_dp, ClientStrategy, FitIns, FitRes, MethodSpec, Site};
+use super::methods::check_train;
+use super::{ClientStrategy, FitIns, FitRes, MethodSpec, Site, Support};
 use crate::error::{EngineError, Result};
 use crate::model::{ModelOutput, ModelSpec, Net};
 use crate::params::ParameterSet;
 use crate::train::{steps_in, train_step_with, BatchObjective, Batcher, LossKind, TrainReport};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(default, deny_unknown_fields)]
 pub struct MoonConfig {
     /// Weight of the model-contrastive term.
     pub mu: f32,
@@ -58,18 +61,6 @@ impl Default for MoonConfig {
             mu: 1.0,
             temperature: 0.5,
         }
-    }
-}
-
-impl MoonConfig {
-    pub fn validate(&self) -> Result<()> {
-        if !(self.mu >= 0.0 && self.mu.is_finite()) {
-            return Err(EngineError::InvalidConfig(format!(
-                "MOON mu must be finite and >= 0, got {}",
-                self.mu
-            )));
-        }
-        check_temperature("MOON", self.temperature)
     }
 }
 
@@ -162,9 +153,9 @@ impl MoonClient {
     }
 }
 
-impl ClientStrategy for MoonClient {
+impl super::GlobalClient for MoonClient {
     fn fit(&mut self, site: &mut Site, ins: &FitIns, rng: &mut ChaCha8Rng) -> Result<FitRes> {
-        refuse_record_dp(site, "MOON", CONTRASTIVE_NOT_PRIVATE)?;
+        check_train(&self.config, &site.train)?;
         if site.data.train.is_empty() {
             return Err(EngineError::ZeroSamples(site.name().to_string()));
         }
@@ -216,15 +207,6 @@ impl ClientStrategy for MoonClient {
         })
     }
 
-    fn evaluation_net<'a>(
-        &'a mut self,
-        site: &'a mut Site,
-        global: &ParameterSet,
-    ) -> Result<&'a Net> {
-        site.net.load(global)?;
-        Ok(&site.net)
-    }
-
     fn save_state(&self) -> Result<serde_json::Value> {
         Ok(serde_json::to_value(&self.prev)?)
     }
@@ -244,6 +226,16 @@ impl MethodSpec for MoonConfig {
         "MOON"
     }
 
+    fn validate(&self) -> Result<()> {
+        if !(self.mu >= 0.0 && self.mu.is_finite()) {
+            return Err(EngineError::InvalidConfig(format!(
+                "MOON mu must be finite and >= 0, got {}",
+                self.mu
+            )));
+        }
+        check_temperature("MOON", self.temperature)
+    }
+
     fn check_model(&self, spec: &ModelSpec) -> Result<()> {
         self.validate()?;
         representation(spec).map(|_| ())
@@ -253,8 +245,8 @@ impl MethodSpec for MoonConfig {
         Ok(Box::new(MoonClient::new(self.clone())?))
     }
 
-    fn supports_record_dp(&self) -> bool {
-        false
+    fn record_dp(&self) -> Support {
+        Support::No(CONTRASTIVE_NOT_PRIVATE)
     }
 }
 

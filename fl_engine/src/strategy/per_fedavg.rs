@@ -38,14 +38,16 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::fedsam::{gradient_at, sequential_fit, shifted};
-use super::refuse_record_dp;
-use super::{ClientStrategy, FitIns, FitRes, MethodSpec, Site};
+use super::methods::check_train;
+use super::{ClientStrategy, FitIns, FitRes, MethodSpec, Site, Support};
 use crate::error::{EngineError, Result};
 use crate::model::Net;
 use crate::params::ParameterSet;
 use crate::train::{apply_gradient, Batcher};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(default, deny_unknown_fields)]
 pub struct PerFedAvgConfig {
     /// Step size `alpha` of the inner (adaptation) step, in training and at evaluation.
     pub alpha: f32,
@@ -98,12 +100,7 @@ pub struct PerFedAvgClient {
 
 impl PerFedAvgClient {
     pub fn new(config: PerFedAvgConfig) -> Result<Self> {
-        if !(config.alpha >= 0.0 && config.alpha.is_finite()) {
-            return Err(EngineError::InvalidConfig(format!(
-                "Per-FedAvg alpha must be finite and >= 0, got {}",
-                config.alpha
-            )));
-        }
+        config.validate()?;
         Ok(Self {
             config,
             eval_seed: None,
@@ -113,11 +110,7 @@ impl PerFedAvgClient {
 
 impl ClientStrategy for PerFedAvgClient {
     fn fit(&mut self, site: &mut Site, ins: &FitIns, rng: &mut ChaCha8Rng) -> Result<FitRes> {
-        refuse_record_dp(
-            site,
-            "Per-FedAvg",
-            "each step needs two privatised gradients at two different points",
-        )?;
+        check_train(&self.config, &site.train)?;
         let alpha = self.config.alpha;
         let res = sequential_fit(site, ins, rng, &mut |net, opt, loss, batcher, rng| {
             let (x1, y1) = batcher.next_batch(rng)?;
@@ -174,6 +167,16 @@ impl MethodSpec for PerFedAvgConfig {
         "Per-FedAvg"
     }
 
+    fn validate(&self) -> Result<()> {
+        if !(self.alpha >= 0.0 && self.alpha.is_finite()) {
+            return Err(EngineError::InvalidConfig(format!(
+                "Per-FedAvg alpha must be finite and >= 0, got {}",
+                self.alpha
+            )));
+        }
+        Ok(())
+    }
+
     fn personalised(&self) -> bool {
         true
     }
@@ -182,8 +185,8 @@ impl MethodSpec for PerFedAvgConfig {
         Ok(Box::new(PerFedAvgClient::new(self.clone())?))
     }
 
-    fn supports_record_dp(&self) -> bool {
-        false
+    fn record_dp(&self) -> Support {
+        Support::No("each step needs two privatised gradients at two different points")
     }
 }
 

@@ -44,15 +44,17 @@ use candle_core::Tensor;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use super::methods::check_train;
 use super::moon::{check_temperature, contrastive_loss, feature, CONTRASTIVE_NOT_PRIVATE};
-use super::refuse_record_dp;
-use super::{ClientStrategy, FitIns, FitRes, MethodSpec, Site};
+use super::{ClientStrategy, FitIns, FitRes, MethodSpec, Site, Support};
 use crate::error::{EngineError, Result};
 use crate::model::{ModelOutput, ModelSpec, Net};
 use crate::params::{ParameterSet, Selector};
 use crate::train::{steps_in, train_step_with, BatchObjective, Batcher, LossKind, TrainReport};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(default, deny_unknown_fields)]
 pub struct PerFclConfig {
     /// Weight of the shared-extractor term.
     pub mu: f32,
@@ -69,19 +71,6 @@ impl Default for PerFclConfig {
             gamma: 1.0,
             temperature: 0.5,
         }
-    }
-}
-
-impl PerFclConfig {
-    pub fn validate(&self) -> Result<()> {
-        for (name, v) in [("mu", self.mu), ("gamma", self.gamma)] {
-            if !(v >= 0.0 && v.is_finite()) {
-                return Err(EngineError::InvalidConfig(format!(
-                    "PerFCL {name} must be finite and >= 0, got {v}"
-                )));
-            }
-        }
-        check_temperature("PerFCL", self.temperature)
     }
 }
 
@@ -158,9 +147,9 @@ impl PerFclClient {
     }
 }
 
-impl ClientStrategy for PerFclClient {
+impl super::GlobalClient for PerFclClient {
     fn fit(&mut self, site: &mut Site, ins: &FitIns, rng: &mut ChaCha8Rng) -> Result<FitRes> {
-        refuse_record_dp(site, "PerFCL", CONTRASTIVE_NOT_PRIVATE)?;
+        check_train(&self.config, &site.train)?;
         if site.data.train.is_empty() {
             return Err(EngineError::ZeroSamples(site.name().to_string()));
         }
@@ -217,15 +206,6 @@ impl ClientStrategy for PerFclClient {
         })
     }
 
-    fn evaluation_net<'a>(
-        &'a mut self,
-        site: &'a mut Site,
-        global: &ParameterSet,
-    ) -> Result<&'a Net> {
-        site.net.load(global)?;
-        Ok(&site.net)
-    }
-
     fn save_state(&self) -> Result<serde_json::Value> {
         Ok(serde_json::to_value(&self.previous)?)
     }
@@ -245,6 +225,17 @@ impl MethodSpec for PerFclConfig {
         "PerFCL"
     }
 
+    fn validate(&self) -> Result<()> {
+        for (name, v) in [("mu", self.mu), ("gamma", self.gamma)] {
+            if !(v >= 0.0 && v.is_finite()) {
+                return Err(EngineError::InvalidConfig(format!(
+                    "PerFCL {name} must be finite and >= 0, got {v}"
+                )));
+            }
+        }
+        check_temperature("PerFCL", self.temperature)
+    }
+
     fn shared(&self) -> Selector {
         Selector::prefix("global.")
     }
@@ -262,8 +253,8 @@ impl MethodSpec for PerFclConfig {
         Ok(Box::new(PerFclClient::new(self.clone())?))
     }
 
-    fn supports_record_dp(&self) -> bool {
-        false
+    fn record_dp(&self) -> Support {
+        Support::No(CONTRASTIVE_NOT_PRIVATE)
     }
 }
 

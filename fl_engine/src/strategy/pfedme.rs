@@ -37,14 +37,19 @@ use serde::{Deserialize, Serialize};
 
 use super::fedavg::FedAvgServer;
 use super::fedsam::{gradient_at, sequential_fit, shifted};
-use super::refuse_record_dp;
-use super::{Aggregator, ClientStrategy, FitIns, FitRes, MethodSpec, ServerStrategy, Site};
+use super::methods::check_train;
+use super::{
+    Aggregated, Aggregator, ClientStrategy, FitIns, FitRes, MethodSpec, ServerStrategy, Site,
+    Support,
+};
 use crate::error::{EngineError, Result};
 use crate::model::{ModelSpec, Net};
 use crate::params::ParameterSet;
 use crate::train::apply_gradient;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(default, deny_unknown_fields)]
 pub struct PFedMeConfig {
     /// Strength `lambda` of the tie between personal and local model.
     pub lambda: f32,
@@ -64,23 +69,6 @@ impl Default for PFedMeConfig {
             personal_lr: 0.01,
             beta: 1.0,
         }
-    }
-}
-
-impl PFedMeConfig {
-    fn validate(&self) -> Result<()> {
-        let finite_pos = |v: f32| v.is_finite() && v > 0.0;
-        if !finite_pos(self.lambda) || !finite_pos(self.personal_lr) || !finite_pos(self.beta) {
-            return Err(EngineError::InvalidConfig(format!(
-                "pFedMe lambda, personal_lr and beta must be finite and > 0, got {self:?}"
-            )));
-        }
-        if self.inner_steps == 0 {
-            return Err(EngineError::InvalidConfig(
-                "pFedMe needs at least one inner step (K >= 1)".into(),
-            ));
-        }
-        Ok(())
     }
 }
 
@@ -132,27 +120,19 @@ impl ServerStrategy for PFedMeServer {
         "pFedMe"
     }
 
-    fn aggregate_fit(
+    fn aggregate(
         &mut self,
         _round: u64,
         global: &ParameterSet,
         results: &[FitRes],
-        failures: usize,
-    ) -> Result<Option<ParameterSet>> {
-        let Some(avg) = self.fedavg.average(global, results, failures)? else {
-            return Ok(None);
-        };
-        let next = shifted(global, &avg.sub(global)?, self.beta)?;
+    ) -> Result<Aggregated> {
+        let averaged = self.fedavg.average(global, results)?;
+        let next = shifted(global, &averaged.params.sub(global)?, self.beta)?;
         next.ensure_finite()?;
-        Ok(Some(next))
-    }
-
-    fn save_state(&self) -> Result<serde_json::Value> {
-        Ok(serde_json::Value::Null)
-    }
-
-    fn load_state(&mut self, _state: serde_json::Value) -> Result<()> {
-        Ok(())
+        Ok(Aggregated {
+            params: next,
+            metrics: averaged.metrics,
+        })
     }
 }
 
@@ -180,11 +160,7 @@ impl PFedMeClient {
 
 impl ClientStrategy for PFedMeClient {
     fn fit(&mut self, site: &mut Site, ins: &FitIns, rng: &mut ChaCha8Rng) -> Result<FitRes> {
-        refuse_record_dp(
-            site,
-            "pFedMe",
-            "each local step takes K + 1 gradients of the batch, not one DP-SGD step",
-        )?;
+        check_train(&self.config, &site.train)?;
         if self.personal.is_none() {
             self.personal = Some(Net::new(site.net.spec(), 0)?);
         }
@@ -251,6 +227,21 @@ impl MethodSpec for PFedMeConfig {
         "pFedMe"
     }
 
+    fn validate(&self) -> Result<()> {
+        let finite_pos = |v: f32| v.is_finite() && v > 0.0;
+        if !finite_pos(self.lambda) || !finite_pos(self.personal_lr) || !finite_pos(self.beta) {
+            return Err(EngineError::InvalidConfig(format!(
+                "pFedMe lambda, personal_lr and beta must be finite and > 0, got {self:?}"
+            )));
+        }
+        if self.inner_steps == 0 {
+            return Err(EngineError::InvalidConfig(
+                "pFedMe needs at least one inner step (K >= 1)".into(),
+            ));
+        }
+        Ok(())
+    }
+
     fn personalised(&self) -> bool {
         true
     }
@@ -267,8 +258,8 @@ impl MethodSpec for PFedMeConfig {
         Ok(Box::new(PFedMeClient::new(self.clone())?))
     }
 
-    fn supports_record_dp(&self) -> bool {
-        false
+    fn record_dp(&self) -> Support {
+        Support::No("each local step takes K + 1 gradients of the batch, not one DP-SGD step")
     }
 }
 
@@ -336,7 +327,8 @@ mod tests {
             let next = s
                 .aggregate_fit(1, &one(1.0), &[res("a", 1, 2.0), res("b", 3, 6.0)], 0)
                 .unwrap()
-                .unwrap();
+                .unwrap()
+                .params;
             assert!((val(&next) - expect).abs() < 1e-6, "beta {beta}");
             assert!(s
                 .aggregate_fit(1, &one(1.0), &[res("a", 1, f32::NAN)], 0)

@@ -30,10 +30,12 @@ use candle_core::Tensor;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::aggregate::validate_results;
+use super::aggregate::{average, step, validate_results};
 use super::fedavg::local_fit;
+use super::methods::check_train;
 use super::{
-    refuse_record_dp, Aggregator, ClientStrategy, FitIns, FitRes, MethodSpec, ServerStrategy, Site,
+    Aggregated, Aggregator, ClientStrategy, FitIns, FitRes, MethodSpec, ServerStrategy, Site,
+    Support,
 };
 use crate::data::Dataset;
 use crate::error::{EngineError, Result};
@@ -49,6 +51,8 @@ pub const LIPSCHITZ_KEY: &str = "qfedavg/lipschitz";
 const MIN_LOSS: f64 = 1e-12;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(default, deny_unknown_fields)]
 pub struct QFedAvgConfig {
     /// Fairness exponent `q` >= 0 (0 = uniform averaging; the paper tunes over
     /// {0.001, 0.01, 0.1, 1, 2, 5, 15}).
@@ -63,25 +67,6 @@ impl Default for QFedAvgConfig {
             q: 1.0,
             lipschitz: None,
         }
-    }
-}
-
-impl QFedAvgConfig {
-    fn validate(&self) -> Result<()> {
-        if !(self.q >= 0.0 && self.q.is_finite()) {
-            return Err(EngineError::InvalidConfig(format!(
-                "q-FedAvg q must be >= 0, got {}",
-                self.q
-            )));
-        }
-        if let Some(l) = self.lipschitz {
-            if !(l > 0.0 && l.is_finite()) {
-                return Err(EngineError::InvalidConfig(format!(
-                    "q-FedAvg lipschitz must be > 0, got {l}"
-                )));
-            }
-        }
-        Ok(())
     }
 }
 
@@ -140,16 +125,12 @@ impl ServerStrategy for QFedAvgServer {
         "q-FedAvg"
     }
 
-    fn aggregate_fit(
+    fn aggregate(
         &mut self,
         _round: u64,
         global: &ParameterSet,
         results: &[FitRes],
-        failures: usize,
-    ) -> Result<Option<ParameterSet>> {
-        if results.is_empty() && failures > 0 {
-            return Ok(None);
-        }
+    ) -> Result<Aggregated> {
         validate_results(global, results, Some(&extras_template()?))?;
         let q = self.config.q;
         let base = global.to_flat();
@@ -189,31 +170,12 @@ impl ServerStrategy for QFedAvgServer {
         if !(h_sum > 0.0 && h_sum.is_finite() && omega_sum > 0.0 && omega_sum.is_finite()) {
             return Err(EngineError::NonFinite("q-FedAvg step normaliser".into()));
         }
-        let views: Vec<&[f32]> = updates.iter().map(Vec::as_slice).collect();
-        let mean = self.aggregator.aggregate(&views, &omega)?;
-        if mean.len() != base.len() {
-            return Err(EngineError::LengthMismatch {
-                expected: base.len(),
-                found: mean.len(),
-            });
-        }
+        let averaged = average(self.aggregator.as_mut(), global, &updates, &omega)?;
         let scale = omega_sum / h_sum;
-        let next: Vec<f32> = base
-            .iter()
-            .zip(&mean)
-            .map(|(w, u)| (*w as f64 + scale * *u as f64) as f32)
-            .collect();
-        let next = ParameterSet::from_flat(global, &next)?;
-        next.ensure_finite()?;
-        Ok(Some(next))
-    }
-
-    fn save_state(&self) -> Result<serde_json::Value> {
-        Ok(serde_json::Value::Null)
-    }
-
-    fn load_state(&mut self, _state: serde_json::Value) -> Result<()> {
-        Ok(())
+        let next = step(global, &averaged.update, |w, u| {
+            (w as f64 + scale * u as f64) as f32
+        })?;
+        Ok(Aggregated::new(next, &averaged))
     }
 }
 
@@ -228,13 +190,9 @@ impl QFedAvgClient {
     }
 }
 
-impl ClientStrategy for QFedAvgClient {
+impl super::GlobalClient for QFedAvgClient {
     fn fit(&mut self, site: &mut Site, ins: &FitIns, rng: &mut ChaCha8Rng) -> Result<FitRes> {
-        refuse_record_dp(
-            site,
-            "q-FedAvg",
-            "each site sends its training loss in clear, which record-level DP does not cover",
-        )?;
+        check_train(&self.config, &site.train)?;
         let lipschitz = match self.config.lipschitz {
             Some(l) => l,
             None => 1.0 / site.train.optimizer.lr(),
@@ -248,28 +206,28 @@ impl ClientStrategy for QFedAvgClient {
         res.extras = extras;
         Ok(res)
     }
-
-    fn evaluation_net<'a>(
-        &'a mut self,
-        site: &'a mut Site,
-        global: &ParameterSet,
-    ) -> Result<&'a Net> {
-        site.net.load(global)?;
-        Ok(&site.net)
-    }
-
-    fn save_state(&self) -> Result<serde_json::Value> {
-        Ok(serde_json::Value::Null)
-    }
-
-    fn load_state(&mut self, _state: serde_json::Value) -> Result<()> {
-        Ok(())
-    }
 }
 
 impl MethodSpec for QFedAvgConfig {
     fn name(&self) -> &'static str {
         "q-FedAvg"
+    }
+
+    fn validate(&self) -> Result<()> {
+        if !(self.q >= 0.0 && self.q.is_finite()) {
+            return Err(EngineError::InvalidConfig(format!(
+                "q-FedAvg q must be >= 0, got {}",
+                self.q
+            )));
+        }
+        if let Some(l) = self.lipschitz {
+            if !(l > 0.0 && l.is_finite()) {
+                return Err(EngineError::InvalidConfig(format!(
+                    "q-FedAvg lipschitz must be > 0, got {l}"
+                )));
+            }
+        }
+        Ok(())
     }
 
     fn server(
@@ -284,13 +242,14 @@ impl MethodSpec for QFedAvgConfig {
         Ok(Box::new(QFedAvgClient::new(self.clone())?))
     }
 
-    fn supports_record_dp(&self) -> bool {
-        false
+    fn record_dp(&self) -> Support {
+        Support::No(
+            "each site sends its training loss in clear, which record-level DP does not cover",
+        )
     }
 
-    /// Each site sends its training loss F_k in clear.
-    fn supports_client_dp(&self) -> bool {
-        false
+    fn client_dp(&self) -> Support {
+        Support::No("each site sends its training loss F_k in clear")
     }
 }
 
@@ -328,6 +287,7 @@ mod tests {
         s.aggregate_fit(1, &one(0.0), results, 0)
             .unwrap()
             .unwrap()
+            .params
             .to_flat()[0]
     }
 

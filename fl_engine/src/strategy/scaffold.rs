@@ -20,14 +20,16 @@ use serde::{Deserialize, Serialize};
 use super::aggregate::{aggregate_models_weighted, uniform_mean, validate_results};
 use super::fedavg::local_fit;
 use super::{
-    Aggregator, ClientStrategy, FitIns, FitRes, MethodSpec, ServerStrategy, Site, WeightedMean,
+    Aggregated, Aggregator, ClientStrategy, FitIns, FitRes, MethodSpec, ServerStrategy, Site,
+    Support, TrainRefusal, TrainSetting, WeightedMean,
 };
 use crate::error::{EngineError, Result};
-use crate::model::Net;
 use crate::params::{ParameterSet, Selector};
-use crate::train::{Correction, OptimizerConfig};
+use crate::train::{Correction, OptimizerConfig, TrainConfig};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(default, deny_unknown_fields)]
 pub struct ScaffoldConfig {
     /// Global step size `lr_g` (1.0 = plain averaging of the models).
     pub server_lr: f32,
@@ -36,6 +38,29 @@ pub struct ScaffoldConfig {
 impl Default for ScaffoldConfig {
     fn default() -> Self {
         Self { server_lr: 1.0 }
+    }
+}
+
+/// The local learning rate of plain SGD (no momentum, no weight decay), the only optimiser
+/// under which `(w - y) / (K lr)` is the average corrected gradient.
+fn plain_sgd_lr(train: &TrainConfig) -> std::result::Result<f64, TrainRefusal> {
+    let refuse = |setting, reason: &str| TrainRefusal {
+        setting,
+        code: match setting {
+            TrainSetting::Optimizer => "scaffold_needs_sgd",
+            _ => "scaffold_needs_plain_sgd",
+        },
+        reason: format!("SCAFFOLD's control variates assume plain SGD local steps: {reason}"),
+    };
+    match train.optimizer {
+        OptimizerConfig::Sgd { momentum, .. } if momentum != 0.0 => {
+            Err(refuse(TrainSetting::Momentum, "no momentum"))
+        }
+        OptimizerConfig::Sgd { weight_decay, .. } if weight_decay != 0.0 => {
+            Err(refuse(TrainSetting::WeightDecay, "no weight decay"))
+        }
+        OptimizerConfig::Sgd { lr, .. } => Ok(lr),
+        _ => Err(refuse(TrainSetting::Optimizer, "use `sgd`")),
     }
 }
 
@@ -60,11 +85,7 @@ impl ScaffoldServer {
         n_sites: usize,
         aggregator: Box<dyn Aggregator>,
     ) -> Result<Self> {
-        if !(config.server_lr > 0.0 && config.server_lr.is_finite()) {
-            return Err(EngineError::InvalidConfig(
-                "SCAFFOLD server_lr must be > 0".into(),
-            ));
-        }
+        config.validate()?;
         Ok(Self {
             config,
             n_sites,
@@ -83,31 +104,28 @@ impl ServerStrategy for ScaffoldServer {
         "SCAFFOLD"
     }
 
-    fn configure_fit(&self, round: u64, global: &ParameterSet) -> FitIns {
-        FitIns {
+    fn configure_fit(&self, round: u64, global: &ParameterSet) -> Result<FitIns> {
+        Ok(FitIns {
             round,
             params: global.clone(),
             extras: self.control(global),
-        }
+        })
     }
 
-    fn aggregate_fit(
+    fn aggregate(
         &mut self,
         _round: u64,
         global: &ParameterSet,
         results: &[FitRes],
-        failures: usize,
-    ) -> Result<Option<ParameterSet>> {
-        if results.is_empty() && failures > 0 {
-            return Ok(None);
-        }
+    ) -> Result<Aggregated> {
         let c = self.control(global);
         validate_results(global, results, Some(&c))?;
         let dcs: Vec<&ParameterSet> = results.iter().map(|r| &r.extras).collect();
         // w + lr_g Agg(y_k - w); the aggregated model is w + Agg(y_k - w)
         let uniform = vec![1.0; results.len()];
-        let dy = aggregate_models_weighted(self.aggregator.as_mut(), global, results, &uniform)?
-            .sub(global)?;
+        let averaged =
+            aggregate_models_weighted(self.aggregator.as_mut(), global, results, &uniform)?;
+        let dy = averaged.params.sub(global)?;
         let mut w = global.clone();
         w.add_scaled(&dy, self.config.server_lr)?;
         let mut c_next = c;
@@ -118,7 +136,10 @@ impl ServerStrategy for ScaffoldServer {
         w.ensure_finite()?;
         c_next.ensure_finite()?;
         self.c = Some(c_next);
-        Ok(Some(w))
+        Ok(Aggregated {
+            params: w,
+            metrics: averaged.metrics,
+        })
     }
 
     fn save_state(&self) -> Result<serde_json::Value> {
@@ -156,20 +177,9 @@ impl ScaffoldClient {
     }
 }
 
-impl ClientStrategy for ScaffoldClient {
+impl super::GlobalClient for ScaffoldClient {
     fn fit(&mut self, site: &mut Site, ins: &FitIns, rng: &mut ChaCha8Rng) -> Result<FitRes> {
-        let lr = match site.train.optimizer {
-            OptimizerConfig::Sgd {
-                lr,
-                momentum,
-                weight_decay,
-            } if momentum == 0.0 && weight_decay == 0.0 => lr,
-            _ => {
-                return Err(EngineError::InvalidConfig(
-                    "SCAFFOLD needs plain SGD (no momentum, no weight decay)".into(),
-                ))
-            }
-        };
+        let lr = plain_sgd_lr(&site.train).map_err(|r| EngineError::InvalidConfig(r.reason))?;
         ins.params.check_compatible(&ins.extras)?;
         let c_k = self.c_k.clone().unwrap_or_else(|| ins.params.zeros_like());
         let correction = ins.extras.sub(&c_k)?;
@@ -199,15 +209,6 @@ impl ClientStrategy for ScaffoldClient {
         Ok(res)
     }
 
-    fn evaluation_net<'a>(
-        &'a mut self,
-        site: &'a mut Site,
-        global: &ParameterSet,
-    ) -> Result<&'a Net> {
-        site.net.load(global)?;
-        Ok(&site.net)
-    }
-
     fn save_state(&self) -> Result<serde_json::Value> {
         Ok(serde_json::to_value(&self.c_k)?)
     }
@@ -221,6 +222,19 @@ impl ClientStrategy for ScaffoldClient {
 impl MethodSpec for ScaffoldConfig {
     fn name(&self) -> &'static str {
         "SCAFFOLD"
+    }
+
+    fn validate(&self) -> Result<()> {
+        if !(self.server_lr > 0.0 && self.server_lr.is_finite()) {
+            return Err(EngineError::InvalidConfig(
+                "SCAFFOLD server_lr must be > 0".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn check_train(&self, train: &TrainConfig) -> std::result::Result<(), TrainRefusal> {
+        plain_sgd_lr(train).map(|_| ())
     }
 
     fn server(
@@ -239,9 +253,8 @@ impl MethodSpec for ScaffoldConfig {
         Ok(Box::new(ScaffoldClient::new(self.clone())))
     }
 
-    /// The control-variate changes travel and are averaged outside the aggregator.
-    fn supports_client_dp(&self) -> bool {
-        false
+    fn client_dp(&self) -> Support {
+        Support::No("the control-variate changes travel and are averaged outside the aggregator")
     }
 }
 
@@ -278,9 +291,10 @@ mod tests {
         let w = s
             .aggregate_fit(1, &one(0.0), &[r("a", 1.0, 0.2), r("b", 3.0, 0.4)], 0)
             .unwrap()
-            .unwrap();
+            .unwrap()
+            .params;
         assert!((w.to_flat()[0] - 1.0).abs() < 1e-6);
-        let ins = s.configure_fit(2, &w);
+        let ins = s.configure_fit(2, &w).unwrap();
         assert!((ins.extras.to_flat()[0] - 0.15).abs() < 1e-6);
         // a site that omits its control-variate change is rejected
         let mut bad = r("a", 1.0, 0.2);

@@ -65,18 +65,21 @@
 //! * Every model parameter is shared (`Selector::All`).
 //! * Record-level DP is refused: the prior term is a function of the parameters only, but
 //!   log omega_k is computed from the records and is not privatised. Client-level DP
-//!   aggregators (names starting with `dp`) are refused too: mu would be privatised, but psi,
-//!   broadcast to every site, is fitted to the raw site models. Other aggregators (robust ones)
-//!   receive the omega weights in place of sample counts.
+//!   aggregators ([`AggregatorKind::client_dp`](super::AggregatorKind::client_dp)) are
+//!   refused too: mu would be privatised, but psi, broadcast to every site, is fitted to the
+//!   raw site models. Other aggregators (robust ones) receive the omega weights in place of
+//!   sample counts.
 mod prior;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::aggregate::validate_results;
+use super::aggregate::{average, model_deltas, step, validate_results};
+use super::methods::check_train;
 use super::{
-    refuse_record_dp, Aggregator, ClientStrategy, FitIns, FitRes, MethodSpec, ServerStrategy, Site,
+    Aggregated, Aggregator, ClientStrategy, FitIns, FitRes, MethodSpec, ServerStrategy, Site,
+    Support,
 };
 use crate::data::Dataset;
 use crate::error::{EngineError, Result};
@@ -90,6 +93,7 @@ use prior::{normalised_weights, Prior, LOG_WEIGHT};
 
 /// Which model a FedMAP site evaluates (and the simulation checkpoints and tests).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum FedMapTier {
     /// T1: the site's own MAP estimate theta_k.
     #[default]
@@ -101,7 +105,8 @@ pub enum FedMapTier {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(default, deny_unknown_fields)]
 pub struct FedMapConfig {
     /// Weight of the Gaussian term `(alpha/2)||theta - mu||^2`.
     pub alpha: f32,
@@ -143,35 +148,6 @@ impl Default for FedMapConfig {
 }
 
 impl FedMapConfig {
-    pub fn validate(&self) -> Result<()> {
-        let bad = |msg: String| Err(EngineError::InvalidConfig(format!("FedMAP: {msg}")));
-        if !(self.alpha.is_finite() && self.alpha >= 0.0) {
-            return bad(format!("alpha must be finite and >= 0, got {}", self.alpha));
-        }
-        if !(self.eps.is_finite() && self.eps >= 0.0) {
-            return bad(format!("eps must be finite and >= 0, got {}", self.eps));
-        }
-        if !(self.lr_psi.is_finite() && self.lr_psi > 0.0) {
-            return bad(format!(
-                "lr_psi must be finite and > 0, got {}",
-                self.lr_psi
-            ));
-        }
-        if self.hidden.is_empty() || self.hidden.contains(&0) {
-            return bad(format!(
-                "the prior network needs at least one hidden layer and positive widths, got {:?}",
-                self.hidden
-            ));
-        }
-        if self.buckets == 0 {
-            return bad("buckets must be >= 1".into());
-        }
-        if self.fine_tune_steps == Some(0) {
-            return bad("fine_tune_steps must be >= 1 (or None for the local budget)".into());
-        }
-        Ok(())
-    }
-
     fn prior(&self) -> Prior {
         Prior {
             alpha: self.alpha,
@@ -308,12 +284,7 @@ impl FedMapClient {
         steps: usize,
         rng: &mut ChaCha8Rng,
     ) -> Result<TrainReport> {
-        refuse_record_dp(
-            site,
-            "FedMAP",
-            "the site weight log omega_k is computed from the records (mean log-likelihood) \
-             and is not privatised",
-        )?;
+        check_train(&self.config, &site.train)?;
         self.prior.check(mu, psi)?;
         site.net.load(mu)?;
         let mut opt = Optimizer::new(site.train.optimizer.clone())?;
@@ -347,12 +318,7 @@ impl FedMapClient {
 
 impl ClientStrategy for FedMapClient {
     fn fit(&mut self, site: &mut Site, ins: &FitIns, rng: &mut ChaCha8Rng) -> Result<FitRes> {
-        refuse_record_dp(
-            site,
-            "FedMAP",
-            "the site weight log omega_k is computed from the records (mean log-likelihood) \
-             and is not privatised",
-        )?;
+        check_train(&self.config, &site.train)?;
         if site.data.train.is_empty() {
             return Err(EngineError::ZeroSamples(site.name().to_string()));
         }
@@ -458,10 +424,9 @@ pub struct FedMapServer {
 impl FedMapServer {
     pub fn new(config: FedMapConfig, aggregator: Box<dyn Aggregator>) -> Result<Self> {
         config.validate()?;
-        if aggregator.name().starts_with("dp") {
+        if let (true, Support::No(why)) = (aggregator.kind().client_dp(), config.client_dp()) {
             return Err(EngineError::InvalidConfig(format!(
-                "FedMAP cannot run with the `{}` aggregator: the prior psi sent to every site \
-                 is fitted to the raw site models, so client-level DP would not cover it",
+                "FedMAP cannot run with the `{}` aggregator: {why}",
                 aggregator.name()
             )));
         }
@@ -488,25 +453,20 @@ impl ServerStrategy for FedMapServer {
         "FedMAP"
     }
 
-    fn configure_fit(&self, round: u64, global: &ParameterSet) -> FitIns {
-        FitIns {
+    fn configure_fit(&self, round: u64, global: &ParameterSet) -> Result<FitIns> {
+        Ok(FitIns {
             round,
             params: global.clone(),
-            // cannot fail for a valid model; an empty prior is refused by every site
-            extras: self.prior_parameters(global).unwrap_or_default(),
-        }
+            extras: self.prior_parameters(global)?,
+        })
     }
 
-    fn aggregate_fit(
+    fn aggregate(
         &mut self,
         _round: u64,
         global: &ParameterSet,
         results: &[FitRes],
-        failures: usize,
-    ) -> Result<Option<ParameterSet>> {
-        if results.is_empty() && failures > 0 {
-            return Ok(None);
-        }
+    ) -> Result<Aggregated> {
         let mut template = ParameterSet::new();
         template.insert(LOG_WEIGHT, vec![1], vec![0.0])?;
         validate_results(global, results, Some(&template))?;
@@ -523,29 +483,13 @@ impl ServerStrategy for FedMapServer {
         let weights = normalised_weights(&log_weights)?;
 
         // mu = mu_old + Agg({theta_k - mu_old}, {w_k})
-        let base = global.to_flat();
-        let updates: Vec<Vec<f32>> = results
-            .iter()
-            .map(|r| {
-                r.params
-                    .to_flat()
-                    .iter()
-                    .zip(&base)
-                    .map(|(t, m)| t - m)
-                    .collect()
-            })
-            .collect();
-        let views: Vec<&[f32]> = updates.iter().map(Vec::as_slice).collect();
-        let update = self.aggregator.aggregate(&views, &weights)?;
-        if update.len() != base.len() {
-            return Err(EngineError::LengthMismatch {
-                expected: base.len(),
-                found: update.len(),
-            });
-        }
-        let next: Vec<f32> = base.iter().zip(&update).map(|(m, u)| m + u).collect();
-        let mu = ParameterSet::from_flat(global, &next)?;
-        mu.ensure_finite()?;
+        let averaged = average(
+            self.aggregator.as_mut(),
+            global,
+            &model_deltas(global, results),
+            &weights,
+        )?;
+        let mu = step(global, &averaged.update, |m, u| m + u)?;
 
         // S_agg projected Adam steps on J(psi) = sum_k w_k R(theta_k; mu, psi)
         let mut psi = self.prior_parameters(global)?;
@@ -567,7 +511,7 @@ impl ServerStrategy for FedMapServer {
         }
         self.psi = Some(psi);
         self.optimizer = optimizer;
-        Ok(Some(mu))
+        Ok(Aggregated::new(mu, &averaged))
     }
 
     fn save_state(&self) -> Result<serde_json::Value> {
@@ -593,6 +537,35 @@ impl MethodSpec for FedMapConfig {
         "FedMAP"
     }
 
+    fn validate(&self) -> Result<()> {
+        let bad = |msg: String| Err(EngineError::InvalidConfig(format!("FedMAP: {msg}")));
+        if !(self.alpha.is_finite() && self.alpha >= 0.0) {
+            return bad(format!("alpha must be finite and >= 0, got {}", self.alpha));
+        }
+        if !(self.eps.is_finite() && self.eps >= 0.0) {
+            return bad(format!("eps must be finite and >= 0, got {}", self.eps));
+        }
+        if !(self.lr_psi.is_finite() && self.lr_psi > 0.0) {
+            return bad(format!(
+                "lr_psi must be finite and > 0, got {}",
+                self.lr_psi
+            ));
+        }
+        if self.hidden.is_empty() || self.hidden.contains(&0) {
+            return bad(format!(
+                "the prior network needs at least one hidden layer and positive widths, got {:?}",
+                self.hidden
+            ));
+        }
+        if self.buckets == 0 {
+            return bad("buckets must be >= 1".into());
+        }
+        if self.fine_tune_steps == Some(0) {
+            return bad("fine_tune_steps must be >= 1 (or None for the local budget)".into());
+        }
+        Ok(())
+    }
+
     fn personalised(&self) -> bool {
         self.tier != FedMapTier::Global
     }
@@ -609,13 +582,18 @@ impl MethodSpec for FedMapConfig {
         Ok(Box::new(FedMapClient::new(self.clone())?))
     }
 
-    fn supports_record_dp(&self) -> bool {
-        false
+    fn record_dp(&self) -> Support {
+        Support::No(
+            "the site weight log omega_k is computed from the records (mean log-likelihood) \
+             and is not privatised",
+        )
     }
 
-    /// Site weights come from the records and the prior is fitted to the raw site models.
-    fn supports_client_dp(&self) -> bool {
-        false
+    fn client_dp(&self) -> Support {
+        Support::No(
+            "the site weights come from the records, and the prior psi sent to every site is \
+             fitted to the raw site models",
+        )
     }
 }
 
@@ -674,7 +652,8 @@ mod tests {
                 0,
             )
             .unwrap()
-            .unwrap();
+            .unwrap()
+            .params;
         let mu = mu.to_flat();
         assert!(
             (mu[0] - 4.0).abs() < 1e-4 && (mu[1] + 1.0).abs() < 1e-4,
@@ -692,7 +671,8 @@ mod tests {
                 0,
             )
             .unwrap()
-            .unwrap();
+            .unwrap()
+            .params;
         assert!((mu.to_flat()[0] - 2.0).abs() < 1e-5);
     }
 
@@ -724,7 +704,11 @@ mod tests {
         // small steps: J(psi) falls
         let mut s = FedMapServer::new(small(), Box::new(WeightedMean)).unwrap();
         let psi0 = s.prior_parameters(&global).unwrap();
-        let mu = s.aggregate_fit(1, &global, &results, 0).unwrap().unwrap();
+        let mu = s
+            .aggregate_fit(1, &global, &results, 0)
+            .unwrap()
+            .unwrap()
+            .params;
         let psi1 = s.prior_parameters(&global).unwrap();
         assert_ne!(psi0, psi1);
         let j = |psi: &ParameterSet| {
@@ -985,7 +969,10 @@ mod tests {
             b.aggregate_fit(2, &global, &results, 0).unwrap()
         );
         assert_eq!(a.save_state().unwrap(), b.save_state().unwrap());
-        assert_eq!(a.configure_fit(3, &global), b.configure_fit(3, &global));
+        assert_eq!(
+            a.configure_fit(3, &global).unwrap(),
+            b.configure_fit(3, &global).unwrap()
+        );
     }
 
     #[test]

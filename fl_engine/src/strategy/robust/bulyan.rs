@@ -30,7 +30,7 @@
 use super::krum::{by_score, krum_scores};
 use super::{run_plain, RobustReport, RobustRule};
 use crate::error::{EngineError, Result};
-use crate::strategy::Aggregator;
+use crate::strategy::{Aggregator, AggregatorKind, AggregatorReport};
 
 /// Bulyan over Krum with f assumed Byzantine updates.
 #[derive(Debug)]
@@ -99,6 +99,14 @@ pub(super) fn closest_to_median_mean(updates: &[&[f32]], rows: &[usize], beta: u
 impl Aggregator for Bulyan {
     fn name(&self) -> &'static str {
         "bulyan"
+    }
+
+    fn kind(&self) -> AggregatorKind {
+        AggregatorKind::Robust
+    }
+
+    fn report(&self) -> Option<AggregatorReport> {
+        self.last.clone().map(AggregatorReport::Robust)
     }
 
     fn aggregate(&mut self, updates: &[&[f32]], weights: &[f64]) -> Result<Vec<f32>> {

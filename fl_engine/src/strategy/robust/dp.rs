@@ -44,7 +44,7 @@ use super::{check_updates, norm, RobustReport, RobustRule};
 use crate::dp::NoiseRng;
 use crate::error::{EngineError, Result};
 use crate::params::ParameterSet;
-use crate::strategy::Aggregator;
+use crate::strategy::{Aggregator, AggregatorKind, AggregatorReport};
 
 /// Clip target relative to C, so that `f32` rounding keeps clipped norms below C.
 const CLIP_MARGIN: f64 = 1e-6;
@@ -158,6 +158,14 @@ impl DpRobust {
 impl Aggregator for DpRobust {
     fn name(&self) -> &'static str {
         "dp-robust"
+    }
+
+    fn kind(&self) -> AggregatorKind {
+        AggregatorKind::RobustClientDp
+    }
+
+    fn report(&self) -> Option<AggregatorReport> {
+        self.last.clone().map(AggregatorReport::RobustClientDp)
     }
 
     fn begin_round(&mut self, global: &ParameterSet) -> Result<()> {

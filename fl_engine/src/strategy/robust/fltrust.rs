@@ -44,7 +44,7 @@ use crate::data::Dataset;
 use crate::error::{EngineError, Result};
 use crate::model::{ModelSpec, Net};
 use crate::params::{ParameterSet, Selector};
-use crate::strategy::Aggregator;
+use crate::strategy::{Aggregator, AggregatorKind, AggregatorReport};
 use crate::train::{train_local, Optimizer, TrainConfig};
 
 /// FLTrust with a server-held root dataset.
@@ -200,6 +200,14 @@ pub(super) fn fltrust_combine(
 impl Aggregator for FlTrust {
     fn name(&self) -> &'static str {
         "fltrust"
+    }
+
+    fn kind(&self) -> AggregatorKind {
+        AggregatorKind::Robust
+    }
+
+    fn report(&self) -> Option<AggregatorReport> {
+        self.last.clone().map(AggregatorReport::Robust)
     }
 
     fn begin_round(&mut self, global: &ParameterSet) -> Result<()> {

@@ -20,7 +20,7 @@
 //! selection entirely, hence the replace-one L2 sensitivity is the diameter of the C-ball, 2C.
 use super::{mean_of, run_plain, sq_dist, RobustReport, RobustRule};
 use crate::error::{EngineError, Result};
-use crate::strategy::Aggregator;
+use crate::strategy::{Aggregator, AggregatorKind, AggregatorReport};
 
 /// Krum (m = 1) or Multi-Krum (m > 1) with f assumed Byzantine updates.
 #[derive(Debug)]
@@ -124,6 +124,14 @@ impl Aggregator for Krum {
         } else {
             "krum"
         }
+    }
+
+    fn kind(&self) -> AggregatorKind {
+        AggregatorKind::Robust
+    }
+
+    fn report(&self) -> Option<AggregatorReport> {
+        self.last.clone().map(AggregatorReport::Robust)
     }
 
     fn aggregate(&mut self, updates: &[&[f32]], weights: &[f64]) -> Result<Vec<f32>> {

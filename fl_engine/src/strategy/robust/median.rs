@@ -15,7 +15,7 @@
 use super::trimmed_mean::{coordinate_trimmed_mean, trimmed_sensitivity};
 use super::{run_plain, RobustReport, RobustRule};
 use crate::error::{EngineError, Result};
-use crate::strategy::Aggregator;
+use crate::strategy::{Aggregator, AggregatorKind, AggregatorReport};
 
 /// Coordinate-wise median.
 #[derive(Debug, Default)]
@@ -41,6 +41,14 @@ fn median_trim(n: usize) -> usize {
 impl Aggregator for CoordinateMedian {
     fn name(&self) -> &'static str {
         "coordinate-median"
+    }
+
+    fn kind(&self) -> AggregatorKind {
+        AggregatorKind::Robust
+    }
+
+    fn report(&self) -> Option<AggregatorReport> {
+        self.last.clone().map(AggregatorReport::Robust)
     }
 
     fn aggregate(&mut self, updates: &[&[f32]], weights: &[f64]) -> Result<Vec<f32>> {

@@ -44,7 +44,7 @@ pub use krum::Krum;
 pub use median::CoordinateMedian;
 pub use trimmed_mean::{Trim, TrimmedMean};
 
-use super::Aggregator;
+use super::{Aggregator, AggregatorKind, AggregatorReport};
 use crate::error::{EngineError, Result};
 
 /// A robust rule: an [`Aggregator`] that can also run on clipped inputs inside [`DpRobust`]
@@ -198,6 +198,14 @@ impl UniformMean {
 impl Aggregator for UniformMean {
     fn name(&self) -> &'static str {
         "uniform-mean"
+    }
+
+    fn kind(&self) -> AggregatorKind {
+        AggregatorKind::Mean
+    }
+
+    fn report(&self) -> Option<AggregatorReport> {
+        self.last.clone().map(AggregatorReport::Robust)
     }
 
     fn aggregate(&mut self, updates: &[&[f32]], weights: &[f64]) -> Result<Vec<f32>> {

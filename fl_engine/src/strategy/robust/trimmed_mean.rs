@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{run_plain, RobustReport, RobustRule};
 use crate::error::{EngineError, Result};
-use crate::strategy::Aggregator;
+use crate::strategy::{Aggregator, AggregatorKind, AggregatorReport};
 
 /// How many values to drop on each side of every coordinate.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -114,6 +114,14 @@ pub(super) fn trimmed_sensitivity(n: usize, b: usize, clip: f64) -> f64 {
 impl Aggregator for TrimmedMean {
     fn name(&self) -> &'static str {
         "trimmed-mean"
+    }
+
+    fn kind(&self) -> AggregatorKind {
+        AggregatorKind::Robust
+    }
+
+    fn report(&self) -> Option<AggregatorReport> {
+        self.last.clone().map(AggregatorReport::Robust)
     }
 
     fn aggregate(&mut self, updates: &[&[f32]], weights: &[f64]) -> Result<Vec<f32>> {

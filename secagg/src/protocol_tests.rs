@@ -1,0 +1,680 @@
+//! Whole rounds between real clients and a server, with dropouts at every stage, misrouted,
+//! replayed and tampered messages, and a look at everything the server keeps.
+
+use std::collections::BTreeSet;
+
+use rand_chacha::ChaCha20Rng;
+use rand_core::{Rng, SeedableRng};
+
+use crate::client::Client;
+use crate::config::{ClientId, RoundConfig, SessionId};
+use crate::error::{Error, Round};
+use crate::messages::*;
+use crate::server::{Aggregate, Server};
+
+fn config(n: u32, t: u32, k: u32, len: usize) -> RoundConfig {
+    RoundConfig {
+        session: SessionId([7; 32]),
+        clients: n,
+        threshold: t,
+        degree: k,
+        graph_seed: [3; 32],
+        vector_len: len,
+        modulus_bits: 32,
+    }
+}
+
+fn clients(cfg: &RoundConfig) -> Vec<Client> {
+    (1..=cfg.clients)
+        .map(|i| {
+            Client::new(
+                cfg.clone(),
+                ClientId(i),
+                ChaCha20Rng::seed_from_u64(1000 + i as u64),
+            )
+            .unwrap()
+        })
+        .collect()
+}
+
+fn inputs(cfg: &RoundConfig) -> Vec<Vec<u64>> {
+    let mut rng = ChaCha20Rng::seed_from_u64(5);
+    (0..cfg.clients)
+        .map(|_| {
+            (0..cfg.vector_len)
+                .map(|_| rng.next_u64() & cfg.ring_mask())
+                .collect()
+        })
+        .collect()
+}
+
+fn sum_of(cfg: &RoundConfig, inputs: &[Vec<u64>], who: &[ClientId]) -> Vec<u64> {
+    let mut s = vec![0u64; cfg.vector_len];
+    for id in who {
+        for (a, x) in s.iter_mut().zip(&inputs[id.0 as usize - 1]) {
+            *a = a.wrapping_add(*x) & cfg.ring_mask();
+        }
+    }
+    s
+}
+
+/// Nodes that go silent after the given stage: 0 = never advertise, 1 = advertise only,
+/// 2 = stop after ShareKeys, 3 = stop after sending the input (no unmasking).
+#[derive(Default, Clone)]
+struct Drops(Vec<(u32, u8)>);
+
+impl Drops {
+    fn active(&self, id: ClientId, stage: u8) -> bool {
+        !self.0.iter().any(|(c, s)| *c == id.0 && *s < stage)
+    }
+}
+
+fn run(cfg: &RoundConfig, drops: &Drops) -> Result<Aggregate, Error> {
+    let mut cs = clients(cfg);
+    let xs = inputs(cfg);
+    let mut server = Server::new(cfg.clone())?;
+    for c in cs.iter_mut().filter(|c| drops.active(c.id(), 1)) {
+        server.receive_advertise(c.advertise_keys()?)?;
+    }
+    let keys = server.close_advertise()?;
+    for m in keys {
+        let c = &mut cs[m.to.0 as usize - 1];
+        if drops.active(c.id(), 2) {
+            server.receive_share_keys(c.share_keys(&m)?)?;
+        }
+    }
+    let relays = server.close_share_keys()?;
+    for m in relays {
+        let c = &mut cs[m.to.0 as usize - 1];
+        if drops.active(c.id(), 3) {
+            let x = &xs[c.id().0 as usize - 1];
+            server.receive_masked_input(c.masked_input(&m, x)?)?;
+        }
+    }
+    let reqs = server.close_masked_input()?;
+    for m in reqs {
+        let c = &mut cs[m.to.0 as usize - 1];
+        if drops.active(c.id(), 4) {
+            server.receive_unmask(c.unmask(&m)?)?;
+        }
+    }
+    let agg = server.finish()?;
+    assert_eq!(agg.sum, sum_of(cfg, &xs, &agg.contributors), "unmasked sum");
+    Ok(agg)
+}
+
+#[test]
+fn complete_graph_without_dropouts_sums_exactly() {
+    let cfg = config(10, 6, 9, 64);
+    let agg = run(&cfg, &Drops::default()).unwrap();
+    assert_eq!(agg.contributors.len(), 10);
+}
+
+#[test]
+fn dropouts_at_every_stage_above_the_threshold_still_sum_the_survivors() {
+    let cfg = config(12, 6, 11, 32);
+    for stage in 0..=3u8 {
+        let drops = Drops(vec![(2, stage), (5, stage), (11, stage)]);
+        let agg = run(&cfg, &drops).unwrap_or_else(|e| panic!("stage {stage}: {e}"));
+        let gone: BTreeSet<u32> = [2, 5, 11].into();
+        let want: Vec<ClientId> = (1..=12)
+            .filter(|i| stage == 3 || !gone.contains(i))
+            .map(ClientId)
+            .collect();
+        assert_eq!(agg.contributors, want, "stage {stage}");
+    }
+    // Nodes dropping at different stages in one round.
+    let drops = Drops(vec![(1, 0), (3, 1), (4, 2), (9, 3)]);
+    let agg = run(&cfg, &drops).unwrap();
+    assert_eq!(agg.contributors.len(), 9); // 1, 3 and 4 never sent an input
+}
+
+#[test]
+fn dropouts_below_the_threshold_stop_the_round_at_that_stage() {
+    let cfg = config(8, 5, 7, 8);
+    let many = |stage| Drops((1..=4).map(|c| (c, stage)).collect());
+    assert_eq!(
+        run(&cfg, &many(0)).unwrap_err(),
+        Error::TooFewSurvivors {
+            round: Round::AdvertiseKeys,
+            have: 0,
+            need: 5
+        },
+        "4 of 8 advertise: each has 3 live neighbours, fewer than t = 5, so all are pruned"
+    );
+    assert!(matches!(
+        run(&cfg, &many(1)),
+        Err(Error::TooFewSurvivors {
+            round: Round::ShareKeys,
+            ..
+        })
+    ));
+    assert!(matches!(
+        run(&cfg, &many(2)),
+        Err(Error::TooFewSurvivors {
+            round: Round::MaskedInputCollection,
+            ..
+        })
+    ));
+    assert!(matches!(
+        run(&cfg, &many(3)),
+        Err(Error::TooFewSurvivors {
+            round: Round::Unmasking,
+            ..
+        })
+    ));
+}
+
+#[test]
+fn sparse_secagg_plus_graph_sums_with_dropouts() {
+    // 40 nodes, 8 neighbours each, threshold 5.
+    let cfg = config(40, 5, 8, 16);
+    run(&cfg, &Drops::default()).unwrap();
+    let drops = Drops(vec![(3, 1), (17, 2), (18, 2), (30, 3), (31, 3), (40, 0)]);
+    let agg = run(&cfg, &drops).unwrap();
+    assert_eq!(agg.contributors.len(), 36);
+}
+
+#[test]
+fn too_few_unmasking_shares_for_one_node_is_named() {
+    // Complete graph of 5, t = 3. Nodes 1 and 2 send their inputs, then vanish before
+    // Unmasking: three responders remain (enough overall), but node 3's self mask was shared
+    // with 1, 2, 4 and 5, so only 2 of its shares come back.
+    let cfg = config(5, 3, 4, 4);
+    let agg = run(&cfg, &Drops(vec![(1, 3)])).unwrap();
+    assert_eq!(agg.contributors.len(), 5);
+    assert_eq!(
+        run(&cfg, &Drops(vec![(1, 3), (2, 3)])).unwrap_err(),
+        Error::TooFewShares {
+            owner: ClientId(3),
+            have: 2,
+            need: 3
+        }
+    );
+    assert!(matches!(
+        run(&cfg, &Drops(vec![(1, 3), (2, 3), (3, 3)])),
+        Err(Error::TooFewSurvivors {
+            round: Round::Unmasking,
+            ..
+        })
+    ));
+}
+
+struct Setup {
+    cfg: RoundConfig,
+    cs: Vec<Client>,
+    server: Server,
+    keys: Vec<KeysBroadcast>,
+}
+
+fn after_advertise(n: u32, t: u32) -> Setup {
+    let cfg = config(n, t, n - 1, 4);
+    let mut cs = clients(&cfg);
+    let mut server = Server::new(cfg.clone()).unwrap();
+    for c in cs.iter_mut() {
+        server
+            .receive_advertise(c.advertise_keys().unwrap())
+            .unwrap();
+    }
+    let keys = server.close_advertise().unwrap();
+    Setup {
+        cfg,
+        cs,
+        server,
+        keys,
+    }
+}
+
+#[test]
+fn server_refuses_wrong_session_round_replay_duplicate_and_strangers() {
+    let cfg = config(5, 3, 4, 4);
+    let mut cs = clients(&cfg);
+    let mut server = Server::new(cfg.clone()).unwrap();
+    let adv = cs[0].advertise_keys().unwrap();
+    server.receive_advertise(adv.clone()).unwrap();
+    assert_eq!(
+        server.receive_advertise(adv.clone()),
+        Err(Error::Replayed {
+            client: ClientId(1),
+            round: Round::AdvertiseKeys
+        })
+    );
+    let mut other = adv.clone();
+    other.cipher_pk[0] ^= 1;
+    other.mask_pk[0] ^= 1;
+    assert_eq!(
+        server.receive_advertise(other),
+        Err(Error::Duplicate {
+            client: ClientId(1),
+            round: Round::AdvertiseKeys
+        })
+    );
+    let adv2 = cs[1].advertise_keys().unwrap();
+    let mut foreign = adv2.clone();
+    foreign.session = SessionId([8; 32]);
+    assert_eq!(
+        server.receive_advertise(foreign.clone()),
+        Err(Error::WrongSession)
+    );
+    let mut stranger = foreign.clone();
+    stranger.session = cfg.session;
+    stranger.from = ClientId(6);
+    assert_eq!(
+        server.receive_advertise(stranger),
+        Err(Error::UnknownClient(ClientId(6)))
+    );
+    let mut copycat = foreign;
+    copycat.session = cfg.session;
+    copycat.mask_pk = adv.mask_pk;
+    assert_eq!(server.receive_advertise(copycat), Err(Error::ReusedKey));
+    // A message for a later round is refused before the round opens.
+    let early = MaskedInput {
+        session: cfg.session,
+        from: ClientId(1),
+        masked: vec![0; 4],
+    };
+    assert_eq!(
+        server.receive_masked_input(early),
+        Err(Error::WrongRound {
+            expected: Round::AdvertiseKeys,
+            got: Round::MaskedInputCollection
+        })
+    );
+    // None of the refusals changed anything: the round goes on and closes with 4 nodes.
+    server.receive_advertise(adv2).unwrap();
+    for c in cs.iter_mut().skip(2).take(2) {
+        server
+            .receive_advertise(c.advertise_keys().unwrap())
+            .unwrap();
+    }
+    assert_eq!(server.close_advertise().unwrap().len(), 4);
+    // Node 5 never advertised: it may not take part later.
+    let late = ShareKeys {
+        session: cfg.session,
+        from: ClientId(5),
+        shares: vec![],
+    };
+    assert_eq!(
+        server.receive_share_keys(late),
+        Err(Error::UnexpectedClient {
+            client: ClientId(5),
+            round: Round::ShareKeys
+        })
+    );
+}
+
+#[test]
+fn clients_refuse_misrouted_replayed_and_out_of_order_messages() {
+    let Setup {
+        cfg, mut cs, keys, ..
+    } = after_advertise(5, 3);
+    let for_2 = keys.iter().find(|m| m.to == ClientId(2)).unwrap().clone();
+    // Node 1 is handed node 2's broadcast.
+    assert_eq!(
+        cs[0].share_keys(&for_2),
+        Err(Error::WrongRecipient {
+            expected: ClientId(1),
+            got: ClientId(2)
+        })
+    );
+    let mut foreign = for_2.clone();
+    foreign.session = SessionId([1; 32]);
+    assert_eq!(cs[1].share_keys(&foreign), Err(Error::WrongSession));
+    // An unmask request before its time.
+    let early = UnmaskRequest {
+        session: cfg.session,
+        to: ClientId(2),
+        survivors: vec![],
+    };
+    assert_eq!(
+        cs[1].unmask(&early),
+        Err(Error::WrongRound {
+            expected: Round::ShareKeys,
+            got: Round::Unmasking
+        })
+    );
+    // None of that hurt node 2; the genuine message goes through once, then is a replay.
+    assert!(!cs[1].is_aborted());
+    cs[1].share_keys(&for_2).unwrap();
+    assert_eq!(
+        cs[1].share_keys(&for_2),
+        Err(Error::Replayed {
+            client: ClientId(2),
+            round: Round::ShareKeys
+        })
+    );
+    assert!(!cs[1].is_aborted());
+    // A relay that lists one neighbour twice is inconsistent, not a routing slip: node 3 aborts.
+    let mut doubled = keys.iter().find(|m| m.to == ClientId(3)).unwrap().clone();
+    doubled.peers.push(doubled.peers[0].clone());
+    assert!(matches!(
+        cs[2].share_keys(&doubled),
+        Err(Error::BadRelay(_))
+    ));
+    assert!(cs[2].is_aborted());
+}
+
+#[test]
+fn a_peer_outside_the_graph_or_a_tampered_share_aborts_the_client() {
+    // Sparse graph: 12 nodes, degree 4.
+    let cfg = config(12, 3, 4, 4);
+    let mut cs = clients(&cfg);
+    let mut server = Server::new(cfg.clone()).unwrap();
+    for c in cs.iter_mut() {
+        server
+            .receive_advertise(c.advertise_keys().unwrap())
+            .unwrap();
+    }
+    let mut keys = server.close_advertise().unwrap();
+    let graph = crate::graph::Graph::new(&cfg);
+    // The relay slips a non-neighbour's key into node 1's list.
+    let stranger = (2..=12)
+        .map(ClientId)
+        .find(|v| !graph.are_neighbours(ClientId(1), *v))
+        .unwrap();
+    let stranger_keys = keys[stranger.0 as usize - 1].peers[0].clone();
+    let mut forged = keys[0].clone();
+    forged.peers.push(PeerKeys {
+        id: stranger,
+        ..stranger_keys
+    });
+    assert_eq!(
+        cs[0].share_keys(&forged),
+        Err(Error::NotNeighbour {
+            from: stranger,
+            to: ClientId(1)
+        })
+    );
+    assert!(cs[0].is_aborted());
+    assert_eq!(
+        cs[0].share_keys(&keys[0]),
+        Err(Error::Duplicate {
+            client: ClientId(1),
+            round: Round::ShareKeys
+        })
+    );
+
+    // The others carry on; a flipped bit in one relayed ciphertext is caught by the AEAD.
+    for m in keys.drain(1..) {
+        let c = &mut cs[m.to.0 as usize - 1];
+        server
+            .receive_share_keys(c.share_keys(&m).unwrap())
+            .unwrap();
+    }
+    let relays = server.close_share_keys().unwrap();
+    let mut bad = relays[0].clone();
+    bad.shares[0].ciphertext[10] ^= 1;
+    let from = bad.shares[0].peer;
+    let id = bad.to;
+    let c = &mut cs[id.0 as usize - 1];
+    assert_eq!(
+        c.masked_input(&bad, &[0; 4]),
+        Err(Error::Decryption { from })
+    );
+    assert!(c.is_aborted());
+    // A ciphertext moved to another recipient does not decrypt either (bound to both ids).
+    let mut moved = relays[1].clone();
+    let donor = relays[2]
+        .shares
+        .iter()
+        .find(|s| s.peer != moved.to)
+        .unwrap()
+        .clone();
+    moved.shares[0] = EncryptedShare {
+        peer: donor.peer,
+        ciphertext: donor.ciphertext,
+    };
+    let c = &mut cs[moved.to.0 as usize - 1];
+    assert!(matches!(
+        c.masked_input(&moved, &[0; 4]),
+        Err(Error::Decryption { .. } | Error::BadRelay(_))
+    ));
+}
+
+#[test]
+fn inputs_outside_the_ring_or_of_the_wrong_length_are_refused_without_aborting() {
+    let Setup {
+        cfg,
+        mut cs,
+        mut server,
+        keys,
+    } = after_advertise(4, 3);
+    for m in &keys {
+        let c = &mut cs[m.to.0 as usize - 1];
+        server.receive_share_keys(c.share_keys(m).unwrap()).unwrap();
+    }
+    let relays = server.close_share_keys().unwrap();
+    let c = &mut cs[0];
+    assert_eq!(
+        c.masked_input(&relays[0], &[0; 3]),
+        Err(Error::VectorLength {
+            expected: 4,
+            got: 3
+        })
+    );
+    assert_eq!(
+        c.masked_input(&relays[0], &[0, 1 << 40, 0, 0]),
+        Err(Error::OutOfRing { index: 1, bits: 32 })
+    );
+    assert!(!c.is_aborted());
+    let m = c.masked_input(&relays[0], &[1, 2, 3, 4]).unwrap();
+    let mut wrong = m.clone();
+    wrong.masked.push(0);
+    wrong.from = ClientId(2);
+    assert_eq!(
+        server.receive_masked_input(wrong),
+        Err(Error::VectorLength {
+            expected: 4,
+            got: 5
+        })
+    );
+    server.receive_masked_input(m.clone()).unwrap();
+    assert_eq!(
+        server.receive_masked_input(m),
+        Err(Error::Replayed {
+            client: ClientId(1),
+            round: Round::MaskedInputCollection
+        })
+    );
+    assert_eq!(cfg.vector_len, 4);
+}
+
+#[test]
+fn an_altered_revealed_share_is_detected() {
+    // 6 nodes, complete graph, t = 3: each survivor's self mask has 5 shares, so two
+    // different subsets are interpolated and must agree.
+    let cfg = config(6, 3, 5, 4);
+    let mut cs = clients(&cfg);
+    let xs = inputs(&cfg);
+    let mut server = Server::new(cfg.clone()).unwrap();
+    for c in cs.iter_mut() {
+        server
+            .receive_advertise(c.advertise_keys().unwrap())
+            .unwrap();
+    }
+    for m in server.close_advertise().unwrap() {
+        let c = &mut cs[m.to.0 as usize - 1];
+        server
+            .receive_share_keys(c.share_keys(&m).unwrap())
+            .unwrap();
+    }
+    for m in server.close_share_keys().unwrap() {
+        let c = &mut cs[m.to.0 as usize - 1];
+        server
+            .receive_masked_input(c.masked_input(&m, &xs[m.to.0 as usize - 1]).unwrap())
+            .unwrap();
+    }
+    for m in server.close_masked_input().unwrap() {
+        let c = &mut cs[m.to.0 as usize - 1];
+        let mut r = c.unmask(&m).unwrap();
+        if r.from == ClientId(6) {
+            r.self_mask_shares[0].share[31] ^= 1; // a malicious holder lies about node 1
+        }
+        server.receive_unmask(r).unwrap();
+    }
+    assert!(matches!(
+        server.finish(),
+        Err(Error::InconsistentShares { .. })
+    ));
+}
+
+/// Every byte string the server's serialised state contains, as JSON arrays of numbers.
+fn number_arrays(v: &serde_json::Value, out: &mut Vec<Vec<u64>>) {
+    match v {
+        serde_json::Value::Array(a) => {
+            if !a.is_empty() && a.iter().all(|x| x.is_u64()) {
+                out.push(a.iter().map(|x| x.as_u64().unwrap()).collect());
+            }
+            a.iter().for_each(|x| number_arrays(x, out));
+        }
+        serde_json::Value::Object(m) => m.values().for_each(|x| number_arrays(x, out)),
+        _ => {}
+    }
+}
+
+fn contains_window(hay: &[u64], needle: &[u64]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+#[test]
+fn the_server_state_never_holds_an_input_a_secret_or_a_plain_share() {
+    let cfg = config(6, 4, 5, 16);
+    let mut cs = clients(&cfg);
+    let xs = inputs(&cfg);
+    let mut server = Server::new(cfg.clone()).unwrap();
+    let mut snapshots = Vec::new();
+    let mut snap = |s: &Server| snapshots.push(serde_json::to_value(s).unwrap());
+
+    for c in cs.iter_mut() {
+        server
+            .receive_advertise(c.advertise_keys().unwrap())
+            .unwrap();
+    }
+    snap(&server);
+    for m in server.close_advertise().unwrap() {
+        let c = &mut cs[m.to.0 as usize - 1];
+        server
+            .receive_share_keys(c.share_keys(&m).unwrap())
+            .unwrap();
+    }
+    snap(&server);
+    let relays = server.close_share_keys().unwrap();
+    // Node 6 drops after ShareKeys: its mask key gets rebuilt, its self mask never.
+    for m in relays.iter().filter(|m| m.to != ClientId(6)) {
+        let c = &mut cs[m.to.0 as usize - 1];
+        server
+            .receive_masked_input(c.masked_input(m, &xs[m.to.0 as usize - 1]).unwrap())
+            .unwrap();
+        snap(&server);
+    }
+    for m in server.close_masked_input().unwrap() {
+        let c = &mut cs[m.to.0 as usize - 1];
+        server.receive_unmask(c.unmask(&m).unwrap()).unwrap();
+    }
+    snap(&server);
+
+    // What the nodes hold secret: their inputs, their key material and the plain shares.
+    let mut secrets: Vec<Vec<u64>> = Vec::new();
+    for c in &cs {
+        secrets.extend(
+            c.secrets_for_tests()
+                .into_iter()
+                .map(|b| b.iter().map(|&x| x as u64).collect()),
+        );
+    }
+    let shares: Vec<Vec<u64>> = relays
+        .iter()
+        .flat_map(|r| {
+            r.shares
+                .iter()
+                .map(|s| s.ciphertext.iter().map(|&b| b as u64).collect::<Vec<_>>())
+        })
+        .collect();
+    for (i, snapshot) in snapshots.iter().enumerate() {
+        let mut arrays = Vec::new();
+        number_arrays(snapshot, &mut arrays);
+        for a in &arrays {
+            for x in &xs {
+                assert!(!contains_window(a, x), "snapshot {i} holds an input vector");
+            }
+            for s in &secrets {
+                assert!(!contains_window(a, s), "snapshot {i} holds a node's secret");
+            }
+        }
+        // Ciphertexts only while they wait for relay (snapshot 1), never afterwards.
+        let holds_ciphertext = arrays.iter().any(|a| shares.iter().any(|s| a == s));
+        assert_eq!(holds_ciphertext, i == 1, "snapshot {i}");
+        let keys: BTreeSet<&str> = snapshot
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let allowed: BTreeSet<&str> = [
+            "config",
+            "round",
+            "keys",
+            "u1",
+            "pending_shares",
+            "u2",
+            "partners",
+            "masked_sum",
+            "u3",
+            "responses",
+            "seen",
+        ]
+        .into();
+        assert_eq!(keys, allowed, "the server keeps nothing else");
+    }
+    // With one input in, the running sum is that input plus masks: it differs in (nearly)
+    // every entry, because the masks are uniform in the ring.
+    let first = &snapshots[2]["masked_sum"];
+    let first: Vec<u64> = first
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    let own = &xs[relays[0].to.0 as usize - 1];
+    let same = first.iter().zip(own).filter(|(a, b)| a == b).count();
+    assert!(
+        same <= 1,
+        "{same} entries of a single masked input equal the input"
+    );
+    let agg = server.finish().unwrap();
+    assert_eq!(agg.sum, sum_of(&cfg, &xs, &agg.contributors));
+}
+
+#[test]
+fn server_state_survives_a_serde_round_trip_mid_protocol() {
+    let Setup {
+        cfg,
+        mut cs,
+        server,
+        keys,
+    } = after_advertise(5, 3);
+    let json = serde_json::to_string(&server).unwrap();
+    let mut server: Server = serde_json::from_str(&json).unwrap();
+    let xs = inputs(&cfg);
+    for m in &keys {
+        let c = &mut cs[m.to.0 as usize - 1];
+        let msg = c.share_keys(m).unwrap();
+        // Messages cross the relay as JSON too.
+        let msg: ShareKeys = serde_json::from_str(&serde_json::to_string(&msg).unwrap()).unwrap();
+        server.receive_share_keys(msg).unwrap();
+    }
+    for m in server.close_share_keys().unwrap() {
+        let c = &mut cs[m.to.0 as usize - 1];
+        server
+            .receive_masked_input(c.masked_input(&m, &xs[m.to.0 as usize - 1]).unwrap())
+            .unwrap();
+    }
+    let mut server: Server =
+        serde_json::from_str(&serde_json::to_string(&server).unwrap()).unwrap();
+    for m in server.close_masked_input().unwrap() {
+        let c = &mut cs[m.to.0 as usize - 1];
+        server.receive_unmask(c.unmask(&m).unwrap()).unwrap();
+    }
+    let agg = server.finish().unwrap();
+    assert_eq!(agg.sum, sum_of(&cfg, &xs, &agg.contributors));
+}

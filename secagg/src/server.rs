@@ -1,0 +1,440 @@
+//! The relaying server's side: collects each round's messages, decides who is still in,
+//! routes ciphertexts it cannot read, and in the end removes the masks of the sum.
+//!
+//! Its whole state is serde, so a gateway can keep it in its store between requests. That
+//! state holds public keys, share ciphertexts awaiting relay, the running sum of masked
+//! inputs and, at the end, the shares the survivors reveal — never an individual input.
+//!
+//! `receive_*` refusals change nothing. `close_*` with too few participants also changes
+//! nothing: the caller may wait for stragglers or abandon the session.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::OnceLock;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::{ClientId, RoundConfig, SessionId};
+use crate::crypto::{self, Bytes32, SHARE_PLAINTEXT_LEN};
+use crate::error::{Error, Round};
+use crate::graph::Graph;
+use crate::messages::{
+    AdvertiseKeys, EncryptedShare, Fingerprint, KeysBroadcast, MaskedInput, PeerKeys, ShareKeys,
+    SharesRelay, UnmaskRequest, UnmaskResponse,
+};
+
+/// ChaCha20-Poly1305 appends a 16-byte tag.
+const SHARE_CIPHERTEXT_LEN: usize = SHARE_PLAINTEXT_LEN + 16;
+
+/// The unmasked sum and who is in it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Aggregate {
+    /// Sum of the contributors' inputs in `Z_{2^b}`.
+    pub sum: Vec<u64>,
+    pub contributors: Vec<ClientId>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Server {
+    config: RoundConfig,
+    round: Round,
+    #[serde(skip)]
+    graph: OnceLock<Graph>,
+    /// Round AdvertiseKeys: the public keys received.
+    keys: BTreeMap<ClientId, AdvertiseKeys>,
+    /// Admitted to ShareKeys (`U1`).
+    u1: BTreeSet<ClientId>,
+    /// Round ShareKeys: ciphertexts received, kept only until relayed.
+    pending_shares: BTreeMap<ClientId, ShareKeys>,
+    /// Admitted to MaskedInputCollection (`U2`).
+    u2: BTreeSet<ClientId>,
+    /// For each node of `U2`, the nodes whose shares it was sent: its mask partners.
+    partners: BTreeMap<ClientId, BTreeSet<ClientId>>,
+    /// Running sum of masked inputs; one vector whatever the number of nodes.
+    masked_sum: Vec<u64>,
+    /// Sent a masked input (`U3`).
+    u3: BTreeSet<ClientId>,
+    /// Round Unmasking: revealed shares per responder (`U4`).
+    responses: BTreeMap<ClientId, UnmaskResponse>,
+    /// Fingerprint of each accepted message, to tell replays from conflicting messages.
+    seen: BTreeMap<Round, BTreeMap<ClientId, Bytes32>>,
+}
+
+impl Server {
+    pub fn new(config: RoundConfig) -> Result<Self, Error> {
+        config.validate()?;
+        Ok(Self {
+            masked_sum: vec![0; config.vector_len],
+            config,
+            round: Round::AdvertiseKeys,
+            graph: OnceLock::new(),
+            keys: BTreeMap::new(),
+            u1: BTreeSet::new(),
+            pending_shares: BTreeMap::new(),
+            u2: BTreeSet::new(),
+            partners: BTreeMap::new(),
+            u3: BTreeSet::new(),
+            responses: BTreeMap::new(),
+            seen: BTreeMap::new(),
+        })
+    }
+
+    pub fn config(&self) -> &RoundConfig {
+        &self.config
+    }
+
+    pub fn round(&self) -> Round {
+        self.round
+    }
+
+    fn graph(&self) -> &Graph {
+        self.graph.get_or_init(|| Graph::new(&self.config))
+    }
+
+    /// Session, replay, round, membership and duplicate checks shared by every `receive_*`.
+    fn admit(
+        &self,
+        round: Round,
+        session: SessionId,
+        from: ClientId,
+        fp: &Bytes32,
+        allowed: Option<&BTreeSet<ClientId>>,
+    ) -> Result<(), Error> {
+        if session != self.config.session {
+            return Err(Error::WrongSession);
+        }
+        if let Some(prev) = self.seen.get(&round).and_then(|m| m.get(&from)) {
+            return Err(if prev == fp {
+                Error::Replayed {
+                    client: from,
+                    round,
+                }
+            } else {
+                Error::Duplicate {
+                    client: from,
+                    round,
+                }
+            });
+        }
+        if self.round != round {
+            return Err(Error::WrongRound {
+                expected: self.round,
+                got: round,
+            });
+        }
+        if !self.config.contains(from) {
+            return Err(Error::UnknownClient(from));
+        }
+        if allowed.is_some_and(|set| !set.contains(&from)) {
+            return Err(Error::UnexpectedClient {
+                client: from,
+                round,
+            });
+        }
+        Ok(())
+    }
+
+    fn record(&mut self, round: Round, from: ClientId, fp: Bytes32) {
+        self.seen.entry(round).or_default().insert(from, fp);
+    }
+
+    pub fn receive_advertise(&mut self, msg: AdvertiseKeys) -> Result<(), Error> {
+        let fp = msg.fingerprint();
+        self.admit(Round::AdvertiseKeys, msg.session, msg.from, &fp, None)?;
+        if msg.cipher_pk == msg.mask_pk
+            || self.keys.values().any(|k| {
+                [k.cipher_pk, k.mask_pk]
+                    .iter()
+                    .any(|pk| *pk == msg.cipher_pk || *pk == msg.mask_pk)
+            })
+        {
+            return Err(Error::ReusedKey);
+        }
+        self.record(Round::AdvertiseKeys, msg.from, fp);
+        self.keys.insert(msg.from, msg);
+        Ok(())
+    }
+
+    /// Keeps the nodes with at least `t` neighbours among the kept ones: a node with fewer
+    /// could not have its secrets rebuilt if it dropped.
+    fn prune(&self, mut alive: BTreeSet<ClientId>) -> BTreeSet<ClientId> {
+        let t = self.config.threshold as usize;
+        loop {
+            let weak: Vec<ClientId> = alive
+                .iter()
+                .copied()
+                .filter(|u| self.graph().neighbours(*u).intersection(&alive).count() < t)
+                .collect();
+            if weak.is_empty() {
+                return alive;
+            }
+            for u in weak {
+                alive.remove(&u);
+            }
+        }
+    }
+
+    fn enough(&self, round: Round, have: usize) -> Result<(), Error> {
+        let need = self.config.threshold as usize;
+        if have < need {
+            return Err(Error::TooFewSurvivors { round, have, need });
+        }
+        Ok(())
+    }
+
+    /// Ends AdvertiseKeys: each admitted node gets its neighbours' keys.
+    pub fn close_advertise(&mut self) -> Result<Vec<KeysBroadcast>, Error> {
+        self.at(Round::AdvertiseKeys)?;
+        let alive = self.prune(self.keys.keys().copied().collect());
+        self.enough(Round::AdvertiseKeys, alive.len())?;
+        let out = alive
+            .iter()
+            .map(|u| KeysBroadcast {
+                session: self.config.session,
+                to: *u,
+                peers: self
+                    .graph()
+                    .neighbours(*u)
+                    .intersection(&alive)
+                    .map(|v| {
+                        let k = &self.keys[v];
+                        PeerKeys {
+                            id: *v,
+                            cipher_pk: k.cipher_pk,
+                            mask_pk: k.mask_pk,
+                        }
+                    })
+                    .collect(),
+            })
+            .collect();
+        self.u1 = alive;
+        self.round = Round::ShareKeys;
+        Ok(out)
+    }
+
+    pub fn receive_share_keys(&mut self, msg: ShareKeys) -> Result<(), Error> {
+        let fp = msg.fingerprint();
+        self.admit(Round::ShareKeys, msg.session, msg.from, &fp, Some(&self.u1))?;
+        let expected: BTreeSet<ClientId> = self
+            .graph()
+            .neighbours(msg.from)
+            .intersection(&self.u1)
+            .copied()
+            .collect();
+        let got: BTreeSet<ClientId> = msg.shares.iter().map(|s| s.peer).collect();
+        let malformed = |reason: &str| Error::Malformed {
+            client: msg.from,
+            round: Round::ShareKeys,
+            reason: reason.to_owned(),
+        };
+        if got.len() != msg.shares.len() {
+            return Err(malformed("two shares for one recipient"));
+        }
+        if got != expected {
+            return Err(malformed(
+                "recipients are not the node's admitted neighbours",
+            ));
+        }
+        if msg
+            .shares
+            .iter()
+            .any(|s| s.ciphertext.len() != SHARE_CIPHERTEXT_LEN)
+        {
+            return Err(malformed("ciphertext of the wrong length"));
+        }
+        self.record(Round::ShareKeys, msg.from, fp);
+        self.pending_shares.insert(msg.from, msg);
+        Ok(())
+    }
+
+    /// Ends ShareKeys: relays each ciphertext to its recipient and forgets it.
+    pub fn close_share_keys(&mut self) -> Result<Vec<SharesRelay>, Error> {
+        self.at(Round::ShareKeys)?;
+        let alive = self.prune(self.pending_shares.keys().copied().collect());
+        self.enough(Round::ShareKeys, alive.len())?;
+        let mut inbox: BTreeMap<ClientId, Vec<EncryptedShare>> = BTreeMap::new();
+        for (from, msg) in std::mem::take(&mut self.pending_shares) {
+            if !alive.contains(&from) {
+                continue;
+            }
+            for s in msg.shares {
+                if alive.contains(&s.peer) {
+                    inbox.entry(s.peer).or_default().push(EncryptedShare {
+                        peer: from,
+                        ciphertext: s.ciphertext,
+                    });
+                }
+            }
+        }
+        let out = alive
+            .iter()
+            .map(|v| {
+                let shares = inbox.remove(v).unwrap_or_default();
+                self.partners
+                    .insert(*v, shares.iter().map(|s| s.peer).collect());
+                SharesRelay {
+                    session: self.config.session,
+                    to: *v,
+                    shares,
+                }
+            })
+            .collect();
+        self.u2 = alive;
+        self.round = Round::MaskedInputCollection;
+        Ok(out)
+    }
+
+    pub fn receive_masked_input(&mut self, msg: MaskedInput) -> Result<(), Error> {
+        let fp = msg.fingerprint();
+        self.admit(
+            Round::MaskedInputCollection,
+            msg.session,
+            msg.from,
+            &fp,
+            Some(&self.u2),
+        )?;
+        if msg.masked.len() != self.config.vector_len {
+            return Err(Error::VectorLength {
+                expected: self.config.vector_len,
+                got: msg.masked.len(),
+            });
+        }
+        let ring = self.config.ring_mask();
+        if let Some(index) = msg.masked.iter().position(|&v| v & !ring != 0) {
+            return Err(Error::OutOfRing {
+                index,
+                bits: self.config.modulus_bits,
+            });
+        }
+        for (acc, v) in self.masked_sum.iter_mut().zip(&msg.masked) {
+            *acc = acc.wrapping_add(*v) & ring;
+        }
+        self.record(Round::MaskedInputCollection, msg.from, fp);
+        self.u3.insert(msg.from);
+        Ok(())
+    }
+
+    /// Ends MaskedInputCollection: asks every node that sent an input to help unmask.
+    pub fn close_masked_input(&mut self) -> Result<Vec<UnmaskRequest>, Error> {
+        self.at(Round::MaskedInputCollection)?;
+        self.enough(Round::MaskedInputCollection, self.u3.len())?;
+        let survivors: Vec<ClientId> = self.u3.iter().copied().collect();
+        self.round = Round::Unmasking;
+        Ok(self
+            .u3
+            .iter()
+            .map(|u| UnmaskRequest {
+                session: self.config.session,
+                to: *u,
+                survivors: survivors.clone(),
+            })
+            .collect())
+    }
+
+    pub fn receive_unmask(&mut self, msg: UnmaskResponse) -> Result<(), Error> {
+        let fp = msg.fingerprint();
+        self.admit(Round::Unmasking, msg.session, msg.from, &fp, Some(&self.u3))?;
+        let partners = &self.partners[&msg.from];
+        let malformed = |reason: &str| Error::Malformed {
+            client: msg.from,
+            round: Round::Unmasking,
+            reason: reason.to_owned(),
+        };
+        let mut covered = BTreeSet::new();
+        for s in &msg.self_mask_shares {
+            if !partners.contains(&s.owner) || !self.u3.contains(&s.owner) {
+                return Err(malformed(
+                    "self-mask share of a node that is not a surviving partner",
+                ));
+            }
+            if !covered.insert(s.owner) {
+                return Err(malformed("two shares for one node"));
+            }
+        }
+        for s in &msg.mask_key_shares {
+            if !partners.contains(&s.owner) || self.u3.contains(&s.owner) {
+                return Err(malformed(
+                    "mask-key share of a node that is not a dropped partner",
+                ));
+            }
+            if !covered.insert(s.owner) {
+                return Err(malformed("two shares for one node"));
+            }
+        }
+        if covered != *partners {
+            return Err(malformed("a partner's share is missing"));
+        }
+        self.record(Round::Unmasking, msg.from, fp);
+        self.responses.insert(msg.from, msg);
+        Ok(())
+    }
+
+    /// Ends Unmasking: rebuilds each survivor's self-mask seed and each dropped node's mask
+    /// key from at least `t` shares, removes those masks and returns the sum.
+    pub fn finish(&mut self) -> Result<Aggregate, Error> {
+        self.at(Round::Unmasking)?;
+        self.enough(Round::Unmasking, self.responses.len())?;
+        let t = self.config.threshold as usize;
+        let session = self.config.session;
+        let ring = self.config.ring_mask();
+        // Shares revealed about each owner, by kind, in holder order.
+        let mut self_shares: BTreeMap<ClientId, Vec<(ClientId, Bytes32)>> = BTreeMap::new();
+        let mut key_shares: BTreeMap<ClientId, Vec<(ClientId, Bytes32)>> = BTreeMap::new();
+        for (holder, r) in &self.responses {
+            for s in &r.self_mask_shares {
+                self_shares
+                    .entry(s.owner)
+                    .or_default()
+                    .push((*holder, s.share));
+            }
+            for s in &r.mask_key_shares {
+                key_shares
+                    .entry(s.owner)
+                    .or_default()
+                    .push((*holder, s.share));
+            }
+        }
+        // Rebuild every secret before touching the sum, so a failure leaves it intact.
+        let mut self_seeds = Vec::with_capacity(self.u3.len());
+        for u in &self.u3 {
+            let shares = self_shares.get(u).map_or(&[][..], Vec::as_slice);
+            let seed = crypto::combine(*u, t, shares)?;
+            self_seeds.push(crypto::self_mask_seed(&session, &seed));
+        }
+        let mut pair_seeds = Vec::new();
+        for v in self.u2.difference(&self.u3) {
+            let shares = key_shares.get(v).map_or(&[][..], Vec::as_slice);
+            let seed = crypto::combine(*v, t, shares)?;
+            let sk = crypto::mask_secret_key(&session, &seed);
+            if crypto::public_key(&sk) != self.keys[v].mask_pk {
+                return Err(Error::InconsistentShares { owner: *v });
+            }
+            for u in self.u3.iter().filter(|u| self.partners[*u].contains(v)) {
+                let shared = crypto::agree(&sk, &self.keys[u].mask_pk, *u)?;
+                // `u` added +PRG towards higher ids and -PRG towards lower: undo that.
+                pair_seeds.push((crypto::pairwise_seed(&session, &shared, *u, *v), *u < *v));
+            }
+        }
+        let mut sum = std::mem::take(&mut self.masked_sum);
+        for seed in &self_seeds {
+            crypto::apply_mask(&mut sum, seed, true, ring);
+        }
+        for (seed, negate) in &pair_seeds {
+            crypto::apply_mask(&mut sum, seed, *negate, ring);
+        }
+        self.round = Round::Finished;
+        Ok(Aggregate {
+            sum,
+            contributors: self.u3.iter().copied().collect(),
+        })
+    }
+
+    fn at(&self, round: Round) -> Result<(), Error> {
+        if self.round != round {
+            return Err(Error::WrongRound {
+                expected: self.round,
+                got: round,
+            });
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,187 @@
+//! What keeps callers without valid credentials from growing the audit trail or starving other
+//! callers: request-id hygiene, the request-head size check, the client address, and the limits
+//! on unauthenticated refusals.
+//!
+//! Every refusal is on the record, but a refusal of a caller without valid credentials is
+//! recorded one entry each only while two quotas allow it: one per source address (beyond it the
+//! source is answered 429 at once) and one for all sources together. Refusals beyond either are
+//! counted, and the counts are appended as one `http.refusals_summarised` entry per minute, so the
+//! trail grows by at most `unauthenticated_audited_per_minute + 1` bounded entries a minute
+//! whatever the attacker does.
+
+use std::{
+    collections::BTreeMap,
+    net::{IpAddr, SocketAddr},
+    num::NonZeroU32,
+    sync::Mutex,
+};
+
+use axum::{
+    extract::{ConnectInfo, Request},
+    http::{HeaderMap, HeaderValue},
+};
+use governor::{DefaultDirectRateLimiter, DefaultKeyedRateLimiter, Quota, RateLimiter};
+
+use crate::configuration::HttpSettings;
+
+pub const REQUEST_ID_MAX: usize = 64;
+
+/// A client-supplied request id is kept only if it is 1-64 characters of `[A-Za-z0-9._:-]`
+/// (UUIDs, ULIDs, W3C trace ids); anything else is replaced by a generated one.
+pub fn is_well_formed_request_id(v: &HeaderValue) -> bool {
+    let b = v.as_bytes();
+    !b.is_empty()
+        && b.len() <= REQUEST_ID_MAX
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b':' | b'-'))
+}
+
+/// Bytes of the request head as sent: request line and `name: value\r\n` per header.
+pub fn head_bytes(req: &Request) -> usize {
+    let line = req.method().as_str().len()
+        + req.uri().path_and_query().map_or(1, |p| p.as_str().len())
+        + " HTTP/1.1\r\n".len()
+        + 1;
+    line + req
+        .headers()
+        .iter()
+        .map(|(n, v)| n.as_str().len() + v.len() + 4)
+        .sum::<usize>()
+}
+
+/// The address a request came from: the peer, or the last hop of the configured proxy header.
+pub fn client_ip(req: &Request, settings: &HttpSettings) -> Option<IpAddr> {
+    if let Some(name) = &settings.client_ip_header {
+        if let Some(ip) = forwarded_ip(req.headers(), name) {
+            return Some(ip);
+        }
+    }
+    req.extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip())
+}
+
+fn forwarded_ip(headers: &HeaderMap, name: &str) -> Option<IpAddr> {
+    let value = headers.get_all(name).iter().next_back()?.to_str().ok()?;
+    value.rsplit(',').next()?.trim().parse().ok()
+}
+
+/// The two quotas on unauthenticated refusals and the counts of those not audited one by one.
+pub struct UnauthenticatedLimits {
+    per_source: DefaultKeyedRateLimiter<IpAddr>,
+    audited: DefaultDirectRateLimiter,
+    summarised: Mutex<BTreeMap<&'static str, u64>>,
+}
+
+/// What to do with a request whose credentials failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceVerdict {
+    /// Answer the refusal as usual.
+    Refuse,
+    /// The source exceeded its quota: answer 429.
+    Throttle,
+}
+
+impl UnauthenticatedLimits {
+    pub fn new(settings: &HttpSettings) -> Self {
+        // `n` a minute, refilled evenly; a burst of up to `n` when the quota is full. Over any
+        // T minutes at most n·(T + 1) pass.
+        let per_minute =
+            |n: u32| Quota::per_minute(NonZeroU32::new(n.max(1)).expect("at least one"));
+        Self {
+            per_source: RateLimiter::keyed(per_minute(
+                settings.unauthenticated_per_source_per_minute,
+            )),
+            audited: RateLimiter::direct(per_minute(settings.unauthenticated_audited_per_minute)),
+            summarised: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// Charges one unauthenticated request to its source.
+    pub fn charge_source(&self, ip: Option<IpAddr>) -> SourceVerdict {
+        match ip {
+            Some(ip) if self.per_source.check_key(&ip).is_err() => SourceVerdict::Throttle,
+            _ => SourceVerdict::Refuse,
+        }
+    }
+
+    /// Whether this refusal may have an audit entry of its own; if not, it is counted under
+    /// `code` for the next summary.
+    pub fn audit_individually(&self, code: &'static str) -> bool {
+        if self.audited.check().is_ok() {
+            return true;
+        }
+        let mut counts = self.summarised.lock().unwrap_or_else(|p| p.into_inner());
+        *counts.entry(code).or_default() += 1;
+        false
+    }
+
+    /// Counts a refusal that is never audited one by one (429 answers to throttled sources).
+    pub fn count(&self, code: &'static str) {
+        let mut counts = self.summarised.lock().unwrap_or_else(|p| p.into_inner());
+        *counts.entry(code).or_default() += 1;
+    }
+
+    /// Takes the counts since the last summary (empty when nothing was held back).
+    pub fn take_summary(&self) -> BTreeMap<&'static str, u64> {
+        std::mem::take(&mut *self.summarised.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Forgets sources whose quota has refilled, so the table stays as small as the set of
+    /// recently active sources.
+    pub fn forget_idle_sources(&self) {
+        self.per_source.retain_recent();
+        self.per_source.shrink_to_fit();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_ids_are_kept_only_when_well_formed() {
+        let ok = |s: &str| is_well_formed_request_id(&HeaderValue::from_str(s).unwrap());
+        assert!(ok("0192f3a4-7c1e-7d2b-9f00-1234567890ab"));
+        assert!(ok("trace:abc.def_1"));
+        assert!(!ok(""));
+        assert!(!ok(&"a".repeat(65)));
+        assert!(!ok("has space"));
+        assert!(!ok("semi;colon"));
+    }
+
+    #[test]
+    fn a_source_over_its_quota_is_throttled_and_others_are_not() {
+        let mut s = crate::configuration::Settings::default().http;
+        s.unauthenticated_per_source_per_minute = 1;
+        s.unauthenticated_audited_per_minute = 1;
+        let limits = UnauthenticatedLimits::new(&s);
+        let a = Some("10.0.0.1".parse().unwrap());
+        let b = Some("10.0.0.2".parse().unwrap());
+        assert_eq!(limits.charge_source(a), SourceVerdict::Refuse);
+        assert_eq!(limits.charge_source(a), SourceVerdict::Throttle);
+        assert_eq!(limits.charge_source(b), SourceVerdict::Refuse);
+        assert!(limits.audit_individually("invalid_token"));
+        assert!(!limits.audit_individually("invalid_token"));
+        limits.count("too_many_requests");
+        let summary = limits.take_summary();
+        assert_eq!(summary.get("invalid_token"), Some(&1));
+        assert_eq!(summary.get("too_many_requests"), Some(&1));
+        assert!(limits.take_summary().is_empty());
+    }
+
+    #[test]
+    fn the_last_hop_of_the_proxy_header_is_the_client() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            "x-forwarded-for",
+            "203.0.113.9, 198.51.100.7".parse().unwrap(),
+        );
+        assert_eq!(
+            forwarded_ip(&h, "x-forwarded-for"),
+            Some("198.51.100.7".parse().unwrap())
+        );
+        h.insert("x-forwarded-for", "garbage".parse().unwrap());
+        assert_eq!(forwarded_ip(&h, "x-forwarded-for"), None);
+    }
+}

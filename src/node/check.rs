@@ -1,0 +1,337 @@
+//! `ehds-gateway node check`: what a feature specification makes of a holder's own records,
+//! before the holder joins a study. Reads the local data exactly as the node agent would
+//! (same reader, same code map) and summarises it as a table or as JSON: the cohort and what
+//! was excluded, label balance, per-column coverage, missingness and imputation, units found
+//! and converted, time-series coverage, categories read, and the bad input met. It never
+//! contacts the gateway, and nothing it prints is sent anywhere.
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::features::{FeatureSpec, Impute, Task};
+use super::report::Report;
+use super::SiteRows;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    pub specification: String,
+    pub task: &'static str,
+    pub unit: &'static str,
+    pub categories: Vec<String>,
+    pub cohort: Cohort,
+    pub label: Label,
+    pub columns: Vec<Column>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub private_columns: Vec<Column>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_series: Option<Series>,
+    pub input: Report,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Cohort {
+    /// Rows the specification keeps (the training data, before opt-outs).
+    pub rows: usize,
+    pub train: usize,
+    pub test: usize,
+    pub untagged: usize,
+    /// Rows dropped because a feature without an imputation policy was missing.
+    pub dropped_incomplete: usize,
+    /// Rows the cohort definition excluded, per reason.
+    pub excluded: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Label {
+    pub name: String,
+    /// Binary: rows per label value; survival: events and censored rows.
+    pub counts: BTreeMap<String, usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub median_follow_up_days: Option<f32>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Column {
+    pub name: String,
+    /// Share of the rows considered (kept and dropped-incomplete) that had a value.
+    pub coverage: f64,
+    pub missing: usize,
+    /// `drop`, `mean`, `median` or `constant`.
+    pub missing_policy: String,
+    /// Values imputed (kept rows only).
+    pub imputed: usize,
+    pub mean: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Series {
+    pub steps: usize,
+    /// Per channel, the share of bins with an Observation.
+    pub observed: BTreeMap<String, f64>,
+}
+
+fn policy(p: &Option<Impute>) -> String {
+    match p {
+        None => "drop".into(),
+        Some(Impute::Mean) => "mean".into(),
+        Some(Impute::Median) => "median".into(),
+        Some(Impute::Constant(v)) => format!("constant {v}"),
+    }
+}
+
+fn columns(
+    names: &[String],
+    policies: &[Option<Impute>],
+    rows: &SiteRows,
+    value: impl Fn(&super::SubjectRow, usize) -> f32,
+) -> Vec<Column> {
+    let considered = rows.rows.len() + rows.incomplete.len();
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let missing = rows.missing_by_column.get(name).copied().unwrap_or(0);
+            let vals: Vec<f64> = rows
+                .rows
+                .iter()
+                .map(|r| f64::from(value(r, i)))
+                .filter(|v| !v.is_nan())
+                .collect();
+            Column {
+                name: name.clone(),
+                coverage: if considered == 0 {
+                    0.0
+                } else {
+                    1.0 - missing as f64 / considered as f64
+                },
+                missing,
+                missing_policy: policy(&policies.get(i).copied().flatten()),
+                imputed: rows.rows.len() - vals.len(),
+                mean: (!vals.is_empty()).then(|| vals.iter().sum::<f64>() / vals.len() as f64),
+            }
+        })
+        .collect()
+}
+
+impl Check {
+    pub fn new(spec: &FeatureSpec, rows: SiteRows) -> Self {
+        let count = |s| rows.rows.iter().filter(|r| r.split == s).count();
+        let mut counts = BTreeMap::new();
+        let mut median = None;
+        match rows.task {
+            Task::Binary => {
+                for r in &rows.rows {
+                    *counts.entry(r.label.to_string()).or_default() += 1;
+                }
+            }
+            Task::Survival => {
+                let events = rows.rows.iter().filter(|r| r.label == 1).count();
+                counts.insert("event".into(), events);
+                counts.insert("censored".into(), rows.rows.len() - events);
+                let mut t: Vec<f32> = rows.rows.iter().filter_map(|r| r.time).collect();
+                t.sort_by(f32::total_cmp);
+                median = t.get(t.len() / 2).copied();
+            }
+        }
+        let time_series = rows.series.as_ref().map(|shape| {
+            let k = shape.channels.len();
+            let observed = shape
+                .channels
+                .iter()
+                .enumerate()
+                .map(|(c, name)| {
+                    let (seen, all) = rows.rows.iter().filter_map(|r| r.series.as_ref()).fold(
+                        (0usize, 0usize),
+                        |(s, a), series| {
+                            let hits = series.mask.iter().skip(c).step_by(k).filter(|m| **m == 1);
+                            (s + hits.count(), a + shape.steps)
+                        },
+                    );
+                    (
+                        name.clone(),
+                        if all == 0 {
+                            0.0
+                        } else {
+                            seen as f64 / all as f64
+                        },
+                    )
+                })
+                .collect();
+            Series {
+                steps: shape.steps,
+                observed,
+            }
+        });
+        Self {
+            specification: spec.name.clone(),
+            task: match rows.task {
+                Task::Binary => "binary",
+                Task::Survival => "survival",
+            },
+            unit: match spec.cohort.unit {
+                super::cohort::Unit::Patient => "patient",
+                super::cohort::Unit::Encounter => "encounter",
+            },
+            categories: spec.categories().into_iter().collect(),
+            cohort: Cohort {
+                rows: rows.rows.len(),
+                train: count(Some(super::Split::Train)),
+                test: count(Some(super::Split::Test)),
+                untagged: count(None),
+                dropped_incomplete: rows.incomplete.len(),
+                excluded: rows.report.excluded.clone(),
+            },
+            label: Label {
+                name: spec.label.name.clone(),
+                counts,
+                median_follow_up_days: median,
+            },
+            columns: columns(&rows.columns, &rows.imputation, &rows, |r, i| r.features[i]),
+            private_columns: columns(
+                &rows.private_columns,
+                &rows.private_imputation,
+                &rows,
+                |r, i| r.private[i],
+            ),
+            time_series,
+            input: rows.report,
+        }
+    }
+
+    /// The report as a plain-text table.
+    pub fn table(&self) -> String {
+        let mut s = String::new();
+        let c = &self.cohort;
+        let _ = writeln!(
+            s,
+            "specification  {} ({} task, one row per {})",
+            self.specification, self.task, self.unit
+        );
+        let _ = writeln!(s, "categories     {}", self.categories.join(", "));
+        let _ = writeln!(
+            s,
+            "input          {} files, {} entries; resources: {}",
+            self.input.files.len(),
+            self.input.entries,
+            self.input
+                .resources
+                .iter()
+                .map(|(t, n)| format!("{t} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let _ = writeln!(
+            s,
+            "cohort         {} rows (train {}, test {}, untagged {}); {} dropped for a missing input",
+            c.rows, c.train, c.test, c.untagged, c.dropped_incomplete
+        );
+        for (reason, n) in &c.excluded {
+            let _ = writeln!(s, "  excluded     {n:>6}  {reason}");
+        }
+        let _ = writeln!(
+            s,
+            "label          {}: {}{}",
+            self.label.name,
+            self.label
+                .counts
+                .iter()
+                .map(|(k, n)| format!("{k} = {n}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            self.label
+                .median_follow_up_days
+                .map(|d| format!("; median follow-up {d:.1} days"))
+                .unwrap_or_default()
+        );
+        let _ = writeln!(s);
+        let _ = writeln!(
+            s,
+            "{:<28} {:>8} {:>8} {:>10} {:>8} {:>10}  units (found -> converted)",
+            "column", "coverage", "missing", "policy", "imputed", "mean"
+        );
+        for (private, col) in self
+            .columns
+            .iter()
+            .map(|c| (false, c))
+            .chain(self.private_columns.iter().map(|c| (true, c)))
+        {
+            let base = col.name.split(['=', '#']).next().unwrap_or(&col.name);
+            let units = (!col.name.contains('#'))
+                .then(|| self.input.units.get(base))
+                .flatten()
+                .map(|u| {
+                    format!(
+                        "{} -> {} ({} converted, {} refused)",
+                        u.found
+                            .iter()
+                            .map(|(k, n)| format!("{k} x{n}"))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        u.target.as_deref().unwrap_or("as is"),
+                        u.converted,
+                        u.refused
+                    )
+                })
+                .unwrap_or_default();
+            let _ = writeln!(
+                s,
+                "{:<28} {:>7.1}% {:>8} {:>10} {:>8} {:>10}  {}",
+                format!("{}{}", col.name, if private { " (private)" } else { "" }),
+                100.0 * col.coverage,
+                col.missing,
+                col.missing_policy,
+                col.imputed,
+                col.mean
+                    .map(|m| format!("{m:.3}"))
+                    .unwrap_or_else(|| "-".into()),
+                units
+            );
+        }
+        if let Some(ts) = &self.time_series {
+            let _ = writeln!(s);
+            let _ = writeln!(s, "time series    {} bins per row", ts.steps);
+            for (name, share) in &ts.observed {
+                let _ = writeln!(s, "  {name:<26} {:>6.1}% of bins observed", 100.0 * share);
+            }
+        }
+        let _ = writeln!(s);
+        if self.input.issues.is_empty() {
+            let _ = writeln!(s, "input issues   none");
+        } else {
+            let _ = writeln!(s, "input issues");
+            for (kind, n) in &self.input.issues {
+                let _ = writeln!(
+                    s,
+                    "  {:<22} {n:>8}{}",
+                    serde_json::to_value(kind)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default(),
+                    if kind.informational() {
+                        "  (informational)"
+                    } else {
+                        ""
+                    }
+                );
+            }
+            for e in &self.input.examples {
+                if e.kind.informational() {
+                    continue;
+                }
+                let _ = writeln!(
+                    s,
+                    "    {}{}{}: {}",
+                    e.file.as_deref().unwrap_or(""),
+                    e.line.map(|l| format!(" line {l}")).unwrap_or_default(),
+                    e.resource
+                        .as_deref()
+                        .map(|r| format!(" {r}"))
+                        .unwrap_or_default(),
+                    e.detail
+                );
+            }
+        }
+        s
+    }
+}

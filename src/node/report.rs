@@ -1,0 +1,127 @@
+//! What an extraction met on the way: bad input (counted by reason, with the first few
+//! occurrences named by file, line and resource), resources read, rows excluded and why,
+//! units found and converted per feature. A holder reads it in `ehds-gateway node check`;
+//! none of it is sent to the gateway.
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+/// How many occurrences of each kind of issue are kept with their location.
+pub const EXAMPLES_PER_KIND: usize = 5;
+
+/// Why a line, a resource or a value was not used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IssueKind {
+    /// A line (or a whole file) that is not JSON.
+    MalformedJson,
+    /// JSON that is not a resource the node can read (a field of the wrong type, no type).
+    InvalidResource,
+    /// A resource of a type no part of the specification reads (counted, not an error).
+    TypeNotRead,
+    /// A resource without an `id` where one is needed (a Patient).
+    MissingId,
+    /// The same resource id twice; the later copy is skipped.
+    DuplicateId,
+    /// A resource about a patient the export does not hold.
+    UnresolvedSubject,
+    /// A resource without a subject.
+    NoSubject,
+    /// A date or dateTime that does not parse.
+    BadDate,
+    /// A dated window applies but the resource has no date.
+    Undated,
+    /// A quantity whose unit cannot be converted into the feature's unit.
+    Unit,
+    /// A value of a type the feature's transform cannot read.
+    ValueType,
+    /// A matching Observation without a value.
+    NoValue,
+    /// A medication reference to a Medication the export does not hold.
+    UnresolvedMedication,
+}
+
+impl IssueKind {
+    /// Issues that are normal in any export and say nothing about its quality.
+    pub fn informational(self) -> bool {
+        matches!(self, IssueKind::TypeNotRead | IssueKind::NoValue)
+    }
+}
+
+/// One occurrence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Issue {
+    pub kind: IssueKind,
+    /// File name (without its directory), when the input has files.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// 1-based line of an NDJSON file, or 1-based entry of a Bundle.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+    /// `Type/id` of the resource.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
+    pub detail: String,
+}
+
+/// Units met by one feature (or channel, or label).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct UnitStats {
+    /// The unit the values were converted into, if the feature names one.
+    pub target: Option<String>,
+    /// Source unit -> number of values.
+    pub found: BTreeMap<String, u64>,
+    /// Values converted from another unit.
+    pub converted: u64,
+    /// Values refused because their unit does not convert.
+    pub refused: u64,
+}
+
+/// Everything counted while reading.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct Report {
+    /// Files read, in order.
+    pub files: Vec<String>,
+    /// Non-empty lines (or Bundle entries) read.
+    pub entries: u64,
+    /// Resources read, per type.
+    pub resources: BTreeMap<String, u64>,
+    /// Issues per kind.
+    pub issues: BTreeMap<IssueKind, u64>,
+    /// The first [`EXAMPLES_PER_KIND`] issues of each kind (all of them with
+    /// [`Report::keep_all`]).
+    pub examples: Vec<Issue>,
+    /// Rows the cohort definition excluded, per reason.
+    pub excluded: BTreeMap<String, u64>,
+    /// Per feature, channel or label name.
+    pub units: BTreeMap<String, UnitStats>,
+    #[serde(skip)]
+    pub keep_all: bool,
+}
+
+impl Report {
+    pub fn issue(&mut self, issue: Issue) {
+        let n = self.issues.entry(issue.kind).or_default();
+        *n += 1;
+        if self.keep_all || *n <= EXAMPLES_PER_KIND as u64 {
+            self.examples.push(issue);
+        }
+    }
+
+    pub fn count(&self, kind: IssueKind) -> u64 {
+        self.issues.get(&kind).copied().unwrap_or(0)
+    }
+
+    pub fn exclude(&mut self, reason: &str) {
+        *self.excluded.entry(reason.to_owned()).or_default() += 1;
+    }
+
+    /// Issues that are not merely informational.
+    pub fn bad_inputs(&self) -> u64 {
+        self.issues
+            .iter()
+            .filter(|(k, _)| !k.informational())
+            .map(|(_, n)| n)
+            .sum()
+    }
+}
