@@ -311,6 +311,7 @@ pub fn train_local(
     noise: Option<&mut NoiseRng>,
 ) -> Result<TrainReport> {
     cfg.validate()?;
+    cfg.loss.check_task(data.task(), net.spec().outputs())?;
     if let Some(dp) = &cfg.record_dp {
         let noise = noise.ok_or_else(missing_noise)?;
         let steps = steps_in(cfg.budget, data.len(), cfg.batch_size);
