@@ -139,6 +139,14 @@ impl Simulation {
             return Err(EngineError::ZeroSamples(s.name.clone()));
         }
         config.strategy.check_model(&config.model)?;
+        for d in &data {
+            for split in [&d.train, &d.val, &d.test] {
+                config
+                    .train
+                    .loss
+                    .check_task(split.task(), config.model.outputs())?;
+            }
+        }
         let shared = config.strategy.shared();
         let global = Net::new(&config.model, stream_seed(config.seed, u64::MAX, 0))?
             .parameters()?
