@@ -351,6 +351,54 @@ fn record_level_dp_is_refused_for_cox() {
 }
 
 #[test]
+fn record_level_dp_trains_the_decomposable_losses() {
+    use fl_engine::dp::NoiseRng;
+    use fl_engine::model::{ModelSpec, Net};
+    use fl_engine::train::{train_local, Optimizer};
+    use rand::SeedableRng;
+    let x = vec![0.5, -1.0, 1.0, 0.2, -0.3, 0.8, -1.0, -0.5];
+    let ml = Dataset::multi_label(
+        2,
+        x.clone(),
+        2,
+        &[
+            vec![true, false],
+            vec![true, true],
+            vec![false, true],
+            vec![false, false],
+        ],
+    )
+    .unwrap();
+    let binary = Dataset::new(2, x, vec![1, 1, 0, 0]).unwrap();
+    let focal = LossKind::Focal {
+        gamma: 2.0,
+        alpha: Some(0.25),
+    };
+    let ml_loss = LossKind::MultiLabelBce {
+        pos_weight: Some(vec![2.0, 1.0]),
+    };
+    for (data, loss, outputs) in [(&ml, ml_loss, 2), (&binary, focal, 1)] {
+        let cfg = TrainConfig {
+            optimizer: OptimizerConfig::sgd(0.1),
+            budget: Budget::Steps(3),
+            batch_size: 2,
+            loss,
+            record_dp: Some(RecordDp {
+                clip_norm: 1.0,
+                noise_multiplier: 1.0,
+                sampling_rate: 0.5,
+            }),
+        };
+        let net = Net::new(&ModelSpec::logistic(2, outputs), 0).unwrap();
+        let mut opt = Optimizer::new(cfg.optimizer.clone()).unwrap();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
+        let mut noise = NoiseRng::from_seed_for_reproducible_runs([7; 32]);
+        let r = train_local(&net, &mut opt, data, &cfg, &[], &mut rng, Some(&mut noise)).unwrap();
+        assert_eq!(r.steps, 3);
+    }
+}
+
+#[test]
 fn losses_are_checked_against_the_task() {
     use fl_engine::data::Task;
     assert!(LossKind::Cox.check_task(Task::Survival, 1).is_ok());
@@ -386,4 +434,18 @@ fn serde_names_are_stable() {
         serde_json::to_string(&ThresholdRule::YoudenJ).unwrap(),
         r#""youden_j""#
     );
+}
+
+#[test]
+fn uniform_mean_over_sites_by_hand() {
+    // site A: 4 rows, AUROC 1; site B: 2 rows, one class only (AUROC undefined)
+    let a = MetricSummary::from_scores(1.0, &[0.9, 0.8, 0.2, 0.1], &[1, 1, 0, 0], 1).unwrap();
+    let b = MetricSummary::from_scores(4.0, &[0.9, 0.2], &[1, 1], 1).unwrap();
+    let m = MetricSummary::uniform_mean(&[a, b]).unwrap();
+    assert_eq!(m.n, 6);
+    close(m.loss, (4.0 + 8.0) / 6.0, 1e-12); // example-weighted
+    close(m.accuracy, (1.0 + 0.5) / 2.0, 1e-12); // unweighted over sites
+    close(m.auroc.unwrap(), 1.0, 1e-12); // over the sites where it is defined
+    close(m.predicted_positive_rate.unwrap(), (0.5 + 0.5) / 2.0, 1e-12);
+    assert!(MetricSummary::uniform_mean(&[]).is_none());
 }
