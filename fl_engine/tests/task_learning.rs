@@ -45,6 +45,33 @@ fn survival_sites(seed: u64) -> Vec<SiteData> {
         .collect()
 }
 
+/// Three sites whose label k of a row is `x_k > 0` (k = 0, 1, 2), with 5 % noise per label.
+fn multi_label_sites(seed: u64) -> Vec<SiteData> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    (0..3)
+        .map(|k| {
+            let mut rows = |n: usize| {
+                let x: Vec<f32> = (0..4 * n).map(|_| rng.gen_range(-1.0f32..1.0)).collect();
+                let y: Vec<Vec<bool>> = x
+                    .chunks_exact(4)
+                    .map(|r| {
+                        (0..3)
+                            .map(|l| (r[l] > 0.0) != (rng.gen::<f32>() < 0.05))
+                            .collect()
+                    })
+                    .collect();
+                Dataset::multi_label(4, x, 3, &y).unwrap()
+            };
+            SiteData {
+                name: format!("site-{k}"),
+                train: rows(200),
+                val: rows(50),
+                test: rows(100),
+            }
+        })
+        .collect()
+}
+
 fn config(model: ModelSpec, loss: LossKind, rounds: u64, lr: f64) -> SimulationConfig {
     SimulationConfig {
         study: "synthetic/tasks".into(),
@@ -139,30 +166,7 @@ fn fedavg_learns_a_multiclass_task() {
 
 #[test]
 fn fedavg_learns_a_multi_label_task() {
-    // label k of a row is x_k > 0 (k = 0, 1, 2), with 5 % noise per label
-    let mut rng = ChaCha8Rng::seed_from_u64(11);
-    let sites: Vec<SiteData> = (0..3)
-        .map(|k| {
-            let mut rows = |n: usize| {
-                let x: Vec<f32> = (0..4 * n).map(|_| rng.gen_range(-1.0f32..1.0)).collect();
-                let y: Vec<Vec<bool>> = x
-                    .chunks_exact(4)
-                    .map(|r| {
-                        (0..3)
-                            .map(|l| (r[l] > 0.0) != (rng.gen::<f32>() < 0.05))
-                            .collect()
-                    })
-                    .collect();
-                Dataset::multi_label(4, x, 3, &y).unwrap()
-            };
-            SiteData {
-                name: format!("site-{k}"),
-                train: rows(200),
-                val: rows(50),
-                test: rows(100),
-            }
-        })
-        .collect();
+    let sites = multi_label_sites(11);
     let loss = LossKind::MultiLabelBce { pos_weight: None };
     let mut sim = Simulation::new(config(mlp(4, vec![], 3), loss, 10, 0.05), sites).unwrap();
     sim.run().unwrap();
@@ -204,4 +208,109 @@ fn a_loss_that_does_not_fit_the_task_is_refused() {
         Err(e) => e.to_string(),
     };
     assert!(err.contains("does not fit"), "{err}");
+}
+
+const METHODS: [&str; 26] = [
+    "fedavg",
+    "fedprox",
+    "scaffold",
+    "fedadam",
+    "fedyogi",
+    "fedadagrad",
+    "fednova",
+    "feddyn",
+    "fedexp",
+    "qfedavg",
+    "fedmode",
+    "fedsam",
+    "fedlesam",
+    "fedlc",
+    "feddecorr",
+    "moon",
+    "ditto",
+    "fedper",
+    "fenda_fl",
+    "apfl",
+    "perfcl",
+    "hpfl",
+    "per_fedavg",
+    "pfedme",
+    "fedmap",
+    "silo",
+];
+
+/// Run every method for two rounds on `sites` with `loss` and a model of `outputs` outputs
+/// (the first model family the method accepts); the uniform mean test metrics per method, or
+/// the error.
+fn every_method(
+    sites: impl Fn() -> Vec<SiteData>,
+    loss: LossKind,
+    outputs: usize,
+) -> Vec<(&'static str, fl_engine::Result<MetricSummary>)> {
+    let body = |outputs| MlpConfig {
+        inputs: 4,
+        hidden: vec![8],
+        outputs,
+        dropout: 0.0,
+    };
+    let models = [
+        mlp(4, vec![8], outputs),
+        ModelSpec::HeadNet {
+            body: body(0),
+            outputs,
+        },
+        ModelSpec::Fenda {
+            global: body(0),
+            local: body(0),
+            outputs,
+        },
+        ModelSpec::Apfl {
+            twin: body(outputs),
+            alpha: 0.5,
+        },
+    ];
+    METHODS
+        .iter()
+        .map(|&name| {
+            let strategy = StrategyConfig::named(name).unwrap();
+            let model = models
+                .iter()
+                .find(|m| strategy.check_model(m).is_ok())
+                .unwrap_or_else(|| panic!("{name}: no model fits"))
+                .clone();
+            let mut cfg = config(model, loss.clone(), 2, 0.01);
+            // SCAFFOLD and FedNova train with plain SGD
+            cfg.train.optimizer = OptimizerConfig::sgd(0.05);
+            cfg.strategy = strategy;
+            let result = Simulation::new(cfg, sites()).and_then(|mut s| {
+                s.run()?;
+                s.test(CheckpointKind::Latest)
+            });
+            (
+                name,
+                result.map(|t| MetricSummary::uniform_mean(&t).unwrap()),
+            )
+        })
+        .collect()
+}
+
+/// Every method runs survival (Cox loss) and multi-label studies end to end, except FedLC,
+/// which calibrates class logits by class counts and refuses non-class tasks.
+#[test]
+fn every_method_runs_survival_and_multi_label_studies() {
+    for (name, result) in every_method(|| survival_sites(3), LossKind::Cox, 1) {
+        match (name, result) {
+            ("fedlc", Err(e)) => assert!(e.to_string().contains("classification"), "{e}"),
+            (_, Ok(m)) => assert!(m.c_index.unwrap().is_finite(), "{name}"),
+            (_, Err(e)) => panic!("survival, {name}: {e}"),
+        }
+    }
+    let loss = LossKind::MultiLabelBce { pos_weight: None };
+    for (name, result) in every_method(|| multi_label_sites(5), loss.clone(), 3) {
+        match (name, result) {
+            ("fedlc", Err(e)) => assert!(e.to_string().contains("classification"), "{e}"),
+            (_, Ok(m)) => assert!(m.auroc.unwrap().is_finite(), "{name}"),
+            (_, Err(e)) => panic!("multi-label, {name}: {e}"),
+        }
+    }
 }
