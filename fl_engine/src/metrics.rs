@@ -122,6 +122,7 @@ pub fn expected_calibration_error(probs: &[f64], hits: &[f64]) -> f64 {
 
 /// How [`choose_threshold`] picks a binary decision threshold on validation data.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ThresholdRule {
     /// Maximise F1.

@@ -32,6 +32,7 @@ use crate::error::{EngineError, Result};
 
 /// What the per-row target codes mean (see the module documentation).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Task {
     /// Class indices: binary (one output, labels 0/1) or multi-class softmax.

@@ -41,6 +41,7 @@ fn softplus_neg(z: &Tensor) -> Result<Tensor> {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum LossKind {
     /// One logit per example, labels in {0, 1}.
     BceWithLogits { pos_weight: Option<f32> },
