@@ -20,7 +20,7 @@ pub mod train;
 
 pub use error::{EngineError, Result};
 pub use io::{load_safetensors, save_safetensors, ParameterMetadata};
-pub use metrics::{BinaryMetrics, MetricSummary};
+pub use metrics::{choose_threshold, BinaryMetrics, MetricSummary, SurvivalMetrics, ThresholdRule};
 pub use model::{ModelSpec, Net};
 pub use params::{ParameterSet, Selector, TensorData};
 pub use strategy::{ClientStrategy, FitIns, FitRes, ServerStrategy, StrategyConfig};

@@ -1,6 +1,23 @@
-//! Tabular data held by one site: a dense row-major feature matrix and integer labels,
-//! the site's train / validation / test splits, and standardisation fitted on the site's own
-//! training rows only (so no statistic ever crosses a site boundary).
+//! Tabular data held by one site: a dense row-major feature matrix and one target code per
+//! row, the site's train / validation / test splits, and standardisation fitted on the site's
+//! own training rows only (so no statistic ever crosses a site boundary).
+//!
+//! # Targets
+//!
+//! Every row carries one `u32` target code; the dataset's [`Task`] says how to read it:
+//!
+//! * [`Task::Classification`] (the default, serde `"classification"`): the code is the class
+//!   index. Binary when the model has one output (labels 0/1), multi-class softmax otherwise.
+//! * [`Task::MultiLabel`] (serde `{"multi_label": {"labels": L}}`): the code is a bit mask,
+//!   bit `k` set when label `k` is positive (so at most 32 labels, [`MAX_LABELS`]).
+//! * [`Task::Survival`] (serde `"survival"`): right-censored `(time, event)`. The code is the
+//!   bit pattern of the non-negative `f32` time with the sign bit carrying the event indicator
+//!   ([`encode_survival`] / [`decode_survival`]); the encoding is lossless for every finite
+//!   non-negative `f32` time.
+//!
+//! One code per row keeps batching, shuffling, splitting and every method's step loop (which
+//! pass `&[u32]` targets to the loss) unchanged for every task; the typed views
+//! ([`Dataset::survival`], [`Dataset::label_matrix`]) decode them.
 pub mod heart_disease;
 mod partition;
 
@@ -13,11 +30,51 @@ pub use partition::{dirichlet_label_skew, natural_partition};
 
 use crate::error::{EngineError, Result};
 
+/// What the per-row target codes mean (see the module documentation).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Task {
+    /// Class indices: binary (one output, labels 0/1) or multi-class softmax.
+    #[default]
+    Classification,
+    /// `labels` independent binary labels, one sigmoid output each; codes are bit masks.
+    MultiLabel { labels: u32 },
+    /// Right-censored survival `(time, event)`; the model's single output is the risk score.
+    Survival,
+}
+
+/// Most labels a multi-label task can have (one bit of the `u32` code each).
+pub const MAX_LABELS: u32 = 32;
+
+/// Target code of a right-censored observation: `time` (finite, `>= 0`) with the event flag
+/// in the sign bit.
+pub fn encode_survival(time: f32, event: bool) -> Result<u32> {
+    if !time.is_finite() || time < 0.0 {
+        return Err(EngineError::Data(format!(
+            "survival time {time} is not a finite non-negative number"
+        )));
+    }
+    Ok((time.to_bits() & 0x7fff_ffff) | ((event as u32) << 31))
+}
+
+/// Inverse of [`encode_survival`]: `(time, event)`.
+pub fn decode_survival(code: u32) -> (f32, bool) {
+    (f32::from_bits(code & 0x7fff_ffff), code >> 31 == 1)
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Dataset {
     n_features: usize,
     features: Vec<f32>,
     labels: Vec<u32>,
+    /// Absent in older serialised datasets (read as classification).
+    #[serde(default, skip_serializing_if = "is_classification")]
+    task: Task,
+}
+
+fn is_classification(t: &Task) -> bool {
+    *t == Task::Classification
 }
 
 impl Dataset {
@@ -36,7 +93,87 @@ impl Dataset {
             n_features,
             features,
             labels,
+            task: Task::Classification,
         })
+    }
+
+    /// A multi-label dataset: `targets[i][k]` says whether label `k` is positive for row `i`.
+    pub fn multi_label(
+        n_features: usize,
+        features: Vec<f32>,
+        n_labels: u32,
+        targets: &[Vec<bool>],
+    ) -> Result<Self> {
+        if n_labels == 0 || n_labels > MAX_LABELS {
+            return Err(EngineError::Data(format!(
+                "a multi-label task needs 1 to {MAX_LABELS} labels, got {n_labels}"
+            )));
+        }
+        let mut codes = Vec::with_capacity(targets.len());
+        for (i, row) in targets.iter().enumerate() {
+            if row.len() != n_labels as usize {
+                return Err(EngineError::Data(format!(
+                    "row {i} has {} labels, the task {n_labels}",
+                    row.len()
+                )));
+            }
+            codes.push(
+                row.iter()
+                    .enumerate()
+                    .fold(0u32, |m, (k, &y)| m | ((y as u32) << k)),
+            );
+        }
+        let mut d = Self::new(n_features, features, codes)?;
+        d.task = Task::MultiLabel { labels: n_labels };
+        Ok(d)
+    }
+
+    /// A right-censored survival dataset: observed `time` (finite, `>= 0`) and whether the
+    /// event was observed (`false`: censored at `time`).
+    pub fn survival(
+        n_features: usize,
+        features: Vec<f32>,
+        time: &[f32],
+        event: &[bool],
+    ) -> Result<Self> {
+        if time.len() != event.len() {
+            return Err(EngineError::Data(format!(
+                "{} survival times for {} event indicators",
+                time.len(),
+                event.len()
+            )));
+        }
+        let codes = time
+            .iter()
+            .zip(event)
+            .map(|(&t, &e)| encode_survival(t, e))
+            .collect::<Result<Vec<_>>>()?;
+        let mut d = Self::new(n_features, features, codes)?;
+        d.task = Task::Survival;
+        Ok(d)
+    }
+
+    pub fn task(&self) -> Task {
+        self.task
+    }
+
+    /// Survival times and event indicators (`None` unless the task is survival).
+    pub fn survival_targets(&self) -> Option<(Vec<f32>, Vec<bool>)> {
+        (self.task == Task::Survival)
+            .then(|| self.labels.iter().map(|&c| decode_survival(c)).unzip())
+    }
+
+    /// Row-major `[n, labels]` 0/1 matrix of a multi-label task (`None` otherwise).
+    pub fn label_matrix(&self) -> Option<Vec<u32>> {
+        match self.task {
+            Task::MultiLabel { labels } => Some(
+                self.labels
+                    .iter()
+                    .flat_map(|&c| (0..labels).map(move |k| (c >> k) & 1))
+                    .collect(),
+            ),
+            _ => None,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -55,6 +192,8 @@ impl Dataset {
         &self.features
     }
 
+    /// Per-row target codes: the class indices of a classification task (see the module
+    /// documentation for the other tasks).
     pub fn labels(&self) -> &[u32] {
         &self.labels
     }
@@ -72,6 +211,7 @@ impl Dataset {
             n_features: self.n_features,
             features: x,
             labels: y,
+            task: self.task,
         }
     }
 
@@ -94,12 +234,16 @@ impl Dataset {
             n_features: first.n_features,
             features: vec![],
             labels: vec![],
+            task: first.task,
         };
         for p in parts {
             if p.n_features != first.n_features {
                 return Err(EngineError::Data(
                     "datasets disagree on the number of features".into(),
                 ));
+            }
+            if p.task != first.task {
+                return Err(EngineError::Data("datasets disagree on the task".into()));
             }
             out.features.extend_from_slice(&p.features);
             out.labels.extend_from_slice(&p.labels);
@@ -243,6 +387,41 @@ mod tests {
         let mut all: Vec<f32> = a.features().iter().chain(b.features()).copied().collect();
         all.sort_by(f32::total_cmp);
         assert_eq!(all, (0..10).map(|v| v as f32).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn survival_and_multi_label_targets_round_trip() {
+        let d = Dataset::survival(
+            1,
+            vec![0., 1., 2.],
+            &[0.0, 3.25, 1e30],
+            &[true, false, true],
+        )
+        .unwrap();
+        assert_eq!(d.task(), Task::Survival);
+        let (t, e) = d.survival_targets().unwrap();
+        assert_eq!(t, vec![0.0, 3.25, 1e30]);
+        assert_eq!(e, vec![true, false, true]);
+        let (tr, va) = d.split(0.34, 3).unwrap();
+        assert_eq!((tr.task(), va.task()), (Task::Survival, Task::Survival));
+        assert!(Dataset::survival(1, vec![0.], &[-1.0], &[true]).is_err());
+        assert!(Dataset::survival(1, vec![0.], &[f32::NAN], &[true]).is_err());
+
+        let m = Dataset::multi_label(
+            1,
+            vec![0., 1.],
+            3,
+            &[vec![true, false, true], vec![false; 3]],
+        )
+        .unwrap();
+        assert_eq!(m.labels(), &[0b101, 0]);
+        assert_eq!(m.label_matrix().unwrap(), vec![1, 0, 1, 0, 0, 0]);
+        assert!(Dataset::multi_label(1, vec![0.], 2, &[vec![true]]).is_err());
+        assert!(Dataset::concat(&[&d, &m]).is_err());
+        let json = serde_json::to_string(&m).unwrap();
+        assert!(json.contains("\"multi_label\":{\"labels\":3}"), "{json}");
+        let plain = serde_json::to_string(&Dataset::new(1, vec![0.], vec![1]).unwrap()).unwrap();
+        assert!(!plain.contains("task"));
     }
 
     #[test]

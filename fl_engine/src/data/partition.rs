@@ -42,6 +42,13 @@ pub fn dirichlet_label_skew(
         ));
     }
     let n_classes = labels.iter().max().map_or(0, |m| *m as usize + 1);
+    if n_classes > 1 << 16 {
+        // survival and multi-label target codes are not class indices
+        return Err(EngineError::InvalidConfig(format!(
+            "label skew needs class labels; the largest label is {}",
+            n_classes - 1
+        )));
+    }
     let gamma = Gamma::new(alpha, 1.0).map_err(|e| EngineError::InvalidConfig(e.to_string()))?;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     for _attempt in 0..1000 {

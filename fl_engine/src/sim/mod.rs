@@ -33,17 +33,17 @@ pub use central::pooled_site;
 pub use checkpoint::{CheckpointKind, Checkpoints, GlobalCheckpoint, LocalCheckpoint};
 pub use report::{mean_ci95, RunSummary};
 
-use crate::data::SiteData;
+use crate::data::{SiteData, Task};
 use crate::dp::NoiseRng;
 use crate::error::{EngineError, Result};
-use crate::metrics::MetricSummary;
+use crate::metrics::{choose_threshold, MetricSummary, ThresholdRule};
 use crate::model::{ModelSpec, Net};
 use crate::params::ParameterSet;
 use crate::strategy::{
     Aggregator, ClientStrategy, FitRes, ServerStrategy, Site, SiteSnapshot, StrategyConfig,
     WeightedMean,
 };
-use crate::train::{evaluate, TrainConfig};
+use crate::train::{evaluate_with, predict_scores, EvalOptions, TrainConfig};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SimulationConfig {
@@ -139,6 +139,14 @@ impl Simulation {
             return Err(EngineError::ZeroSamples(s.name.clone()));
         }
         config.strategy.check_model(&config.model)?;
+        for d in &data {
+            for split in [&d.train, &d.val, &d.test] {
+                config
+                    .train
+                    .loss
+                    .check_task(split.task(), config.model.outputs())?;
+            }
+        }
         let shared = config.strategy.shared();
         let global = Net::new(&config.model, stream_seed(config.seed, u64::MAX, 0))?
             .parameters()?
@@ -276,10 +284,16 @@ impl Simulation {
             .map(|(site, client)| {
                 let loss = site.train.loss.clone();
                 let val_data = site.data.val.clone();
+                let train_data = site.data.train.clone();
                 let net = client.evaluation_net(site, global)?;
                 // keep the architecture only where it differs (APFL's per-site alpha)
                 let spec = (net.spec() != model).then(|| net.spec().clone());
-                Ok((evaluate(net, &val_data, &loss)?, net.parameters()?, spec))
+                let opts = EvalOptions {
+                    reference: Some(&train_data),
+                    ..EvalOptions::default()
+                };
+                let m = evaluate_with(net, &val_data, &loss, &opts)?;
+                Ok((m, net.parameters()?, spec))
             })
             .collect::<Result<_>>()?;
         let n: Vec<f64> = self.sites.iter().map(|s| s.data.val.len() as f64).collect();
@@ -336,12 +350,41 @@ impl Simulation {
         }
     }
 
-    /// Test metrics of every site under checkpoint `kind`, each on its own test set.
+    /// Test metrics of every site under checkpoint `kind`, each on its own test set (binary
+    /// threshold 0.5; survival metrics with the site's training data as reference).
     pub fn test(&mut self, kind: CheckpointKind) -> Result<Vec<MetricSummary>> {
+        self.test_with_threshold(kind, None)
+    }
+
+    /// [`Simulation::test`] with, for binary tasks, each site's decision threshold chosen on
+    /// its own validation data by `rule` (0.5 where the validation labels have one class
+    /// only); the summaries report the threshold used. Multi-label and survival tasks ignore
+    /// `rule`. [`MetricSummary::uniform_mean`] of the result is the uniform mean over sites.
+    pub fn test_with_threshold(
+        &mut self,
+        kind: CheckpointKind,
+        rule: Option<ThresholdRule>,
+    ) -> Result<Vec<MetricSummary>> {
         (0..self.sites.len())
             .map(|k| {
                 let net = self.checkpoint_net(kind, k)?;
-                evaluate(&net, &self.sites[k].data.test, &self.sites[k].train.loss)
+                let site = &self.sites[k];
+                let mut threshold = 0.5;
+                if let Some(rule) = rule {
+                    let binary =
+                        site.data.val.task() == Task::Classification && net.spec().outputs() == 1;
+                    if binary && !site.data.val.is_empty() {
+                        let scores = predict_scores(&net, &site.data.val)?;
+                        if let Some(t) = choose_threshold(&scores, site.data.val.labels(), rule)? {
+                            threshold = t;
+                        }
+                    }
+                }
+                let opts = EvalOptions {
+                    threshold,
+                    reference: Some(&site.data.train),
+                };
+                evaluate_with(&net, &site.data.test, &site.train.loss, &opts)
             })
             .collect()
     }

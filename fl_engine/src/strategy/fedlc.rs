@@ -121,6 +121,13 @@ impl FedLcClient {
 impl super::GlobalClient for FedLcClient {
     fn fit(&mut self, site: &mut Site, ins: &FitIns, rng: &mut ChaCha8Rng) -> Result<FitRes> {
         check_train(&self.config, &site.train)?;
+        if site.data.train.task() != crate::data::Task::Classification {
+            return Err(EngineError::InvalidConfig(
+                "FedLC calibrates class logits by the site's class counts: it needs a \
+                 classification task"
+                    .into(),
+            ));
+        }
         let outputs = site.net.spec().outputs();
         let cal = LogitCalibration::new(self.config.tau, site.data.train.labels(), outputs)?;
         sequential_fit(site, ins, rng, &mut |net, opt, loss, batcher, rng| {

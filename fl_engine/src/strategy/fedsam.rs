@@ -120,6 +120,9 @@ pub(crate) fn sequential_fit(
         return Err(EngineError::ZeroSamples(site.name().to_string()));
     }
     site.train.validate()?;
+    site.train
+        .loss
+        .check_task(site.data.train.task(), site.net.spec().outputs())?;
     site.begin_round()?;
     site.net.load(&ins.params)?;
     let cfg = &site.train;

@@ -21,10 +21,10 @@ use serde::{Deserialize, Serialize};
 use super::dp_step::{missing_noise, train_private, RecordDp};
 use super::loss::{scalar, LossKind};
 use super::optim::{Optimizer, OptimizerConfig};
-use crate::data::Dataset;
+use crate::data::{Dataset, Task};
 use crate::dp::NoiseRng;
 use crate::error::{EngineError, Result};
-use crate::metrics::MetricSummary;
+use crate::metrics::{cox_partial_nll, MetricSummary, SurvivalData};
 use crate::model::{ModelOutput, Net};
 use crate::params::ParameterSet;
 
@@ -57,6 +57,12 @@ impl TrainConfig {
                 "batch size must be positive".into(),
             )),
             None => Ok(()),
+            Some(_) if !self.loss.decomposes() => Err(EngineError::InvalidConfig(format!(
+                "record-level DP-SGD clips each example's gradient, and the {:?} loss has no \
+                 per-example loss (each event's risk set is the whole batch, so one record \
+                 changes every other record's term); use client-level DP instead",
+                self.loss
+            ))),
             Some(dp) => {
                 dp.validate()?;
                 match self.budget {
@@ -305,6 +311,7 @@ pub fn train_local(
     noise: Option<&mut NoiseRng>,
 ) -> Result<TrainReport> {
     cfg.validate()?;
+    cfg.loss.check_task(data.task(), net.spec().outputs())?;
     if let Some(dp) = &cfg.record_dp {
         let noise = noise.ok_or_else(missing_noise)?;
         let steps = steps_in(cfg.budget, data.len(), cfg.batch_size);
@@ -324,6 +331,7 @@ pub fn train_local(
 }
 
 /// Positive-class probabilities (binary) or class probabilities, row-major `[n, classes]`.
+/// (For multi-label and survival models use the logits: sigmoid per label, or the risk.)
 pub fn predict_scores(net: &Net, data: &Dataset) -> Result<Vec<f32>> {
     if data.is_empty() {
         return Ok(vec![]);
@@ -331,17 +339,100 @@ pub fn predict_scores(net: &Net, data: &Dataset) -> Result<Vec<f32>> {
     probabilities(&full_forward(net, data)?)
 }
 
-/// Loss and metrics of `net` on `data`.
+/// Loss and metrics of `net` on `data` (binary threshold 0.5; survival without the
+/// integrated Brier score, which needs training data: see [`evaluate_with`]).
 pub fn evaluate(net: &Net, data: &Dataset, loss: &LossKind) -> Result<MetricSummary> {
+    evaluate_with(net, data, loss, &EvalOptions::default())
+}
+
+/// What an evaluation may use beyond the model and the data.
+#[derive(Clone, Copy, Debug)]
+pub struct EvalOptions<'a> {
+    /// Decision threshold of binary and multi-label metrics (positive when `p > threshold`).
+    pub threshold: f32,
+    /// The site's training data: survival tasks fit the Breslow baseline hazard and the
+    /// censoring distribution of the integrated Brier score on it.
+    pub reference: Option<&'a Dataset>,
+}
+
+impl Default for EvalOptions<'_> {
+    fn default() -> Self {
+        Self {
+            threshold: 0.5,
+            reference: None,
+        }
+    }
+}
+
+/// Loss and metrics of `net` on `data` for the data's task.
+pub fn evaluate_with(
+    net: &Net,
+    data: &Dataset,
+    loss: &LossKind,
+    opts: &EvalOptions,
+) -> Result<MetricSummary> {
     if data.is_empty() {
         return Err(EngineError::Data(
             "cannot evaluate on an empty dataset".into(),
         ));
     }
+    let outputs = net.spec().outputs();
+    loss.check_task(data.task(), outputs)?;
     let logits = full_forward(net, data)?;
-    let loss_value = scalar(&loss.compute(&logits, data.labels())?)? as f64;
-    let scores = probabilities(&logits)?;
-    MetricSummary::from_scores(loss_value, &scores, data.labels(), net.spec().outputs())
+    match data.task() {
+        Task::Classification => {
+            let loss_value = scalar(&loss.compute(&logits, data.labels())?)? as f64;
+            let scores = probabilities(&logits)?;
+            MetricSummary::classification(
+                loss_value,
+                &scores,
+                data.labels(),
+                outputs,
+                opts.threshold,
+            )
+        }
+        Task::MultiLabel { labels } => {
+            let loss_value = scalar(&loss.compute(&logits, data.labels())?)? as f64;
+            let scores = candle_nn::ops::sigmoid(&logits)?
+                .flatten_all()?
+                .to_vec1::<f32>()?;
+            MetricSummary::multi_label(loss_value, &scores, data.labels(), labels, opts.threshold)
+        }
+        Task::Survival => {
+            let risk = risks(&logits)?;
+            let (time, event) = data.survival_targets().unwrap_or_default();
+            // the partial likelihood of the whole set, in f64 and O(n log n)
+            let loss_value = cox_partial_nll(&risk, &time, &event).unwrap_or(0.0);
+            let reference = match opts.reference {
+                Some(r) if r.task() == Task::Survival && !r.is_empty() => {
+                    let (t, e) = r.survival_targets().unwrap_or_default();
+                    Some((risks(&full_forward(net, r)?)?, t, e))
+                }
+                _ => None,
+            };
+            let eval = SurvivalData {
+                risk: &risk,
+                time: &time,
+                event: &event,
+            };
+            let reference = reference.as_ref().map(|(r, t, e)| SurvivalData {
+                risk: r,
+                time: t,
+                event: e,
+            });
+            MetricSummary::survival(loss_value, &eval, reference.as_ref())
+        }
+    }
+}
+
+/// Risk scores (the single output) of a survival model, in `f64`.
+fn risks(logits: &Tensor) -> Result<Vec<f64>> {
+    Ok(logits
+        .flatten_all()?
+        .to_vec1::<f32>()?
+        .into_iter()
+        .map(f64::from)
+        .collect())
 }
 
 fn full_forward(net: &Net, data: &Dataset) -> Result<Tensor> {
