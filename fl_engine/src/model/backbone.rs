@@ -225,9 +225,11 @@ impl Backbone {
                 for &h in hidden {
                     positive("hidden width", h)?;
                     if let Norm::Group { groups } = norm {
-                        if *groups == 0 || h % groups != 0 {
+                        // A group of one unit normalises to a constant.
+                        if *groups == 0 || h % groups != 0 || h / groups < 2 {
                             candle_core::bail!(
-                                "GroupNorm groups ({groups}) must divide hidden width {h}"
+                                "GroupNorm groups ({groups}) must divide hidden width {h} into \
+                                 groups of at least 2 units"
                             )
                         }
                     }
@@ -873,20 +875,20 @@ mod tests {
                 columns: vec![ColumnRange { start: 4, end: 6 }],
                 body: Box::new(Backbone::Mlp {
                     inputs: 2,
-                    hidden: vec![3],
+                    hidden: vec![4],
                     dropout: 0.0,
-                    norm: Norm::Group { groups: 3 },
+                    norm: Norm::Group { groups: 2 },
                 }),
             },
             outputs: 1,
         };
         assert_eq!(spec.inputs(), 6);
-        assert_eq!(spec.fenda_widths(), Some((5, 3)));
+        assert_eq!(spec.fenda_widths(), Some((5, 4)));
         let net = Net::new(&spec, 0).unwrap();
         let p = net.parameters().unwrap();
         assert_eq!(p.get("global.fc0.weight").unwrap().shape, vec![5, 4]);
-        assert_eq!(p.get("local.fc0.weight").unwrap().shape, vec![3, 2]);
-        assert_eq!(p.get("head.out.weight").unwrap().shape, vec![1, 8]);
+        assert_eq!(p.get("local.fc0.weight").unwrap().shape, vec![4, 2]);
+        assert_eq!(p.get("head.out.weight").unwrap().shape, vec![1, 9]);
         let row = [0.1f32, 0.2, -0.3, 0.4, 1.0, -1.0];
         let x = Tensor::from_slice(&row, (1, 6), &Device::Cpu).unwrap();
         let f = net.forward_features(&x, None).unwrap();
@@ -915,6 +917,12 @@ mod tests {
                 hidden: vec![5],
                 dropout: 0.0,
                 norm: Norm::Group { groups: 2 },
+            },
+            Backbone::Mlp {
+                inputs: 3,
+                hidden: vec![4],
+                dropout: 0.0,
+                norm: Norm::Group { groups: 4 },
             },
             Backbone::Cnn(CnnConfig {
                 channels: 1,
