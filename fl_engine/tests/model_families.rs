@@ -334,3 +334,24 @@ fn lstm_headnet_resumes_bit_identically() {
         resumed.test(CheckpointKind::Latest).unwrap()
     );
 }
+
+/// A sequence model on rows of the wrong width (e.g. static features) is refused up front.
+#[test]
+fn rows_of_the_wrong_width_are_refused() {
+    let row = |rng: &mut ChaCha8Rng| {
+        let x: Vec<f32> = (0..4).map(|_| rng.gen_range(-1.0f32..1.0)).collect();
+        (x, u32::from(rng.gen_bool(0.5)))
+    };
+    let cfg = study(
+        StrategyConfig::FedAvg(FedAvgConfig {}),
+        ModelSpec::BackboneNet {
+            body: Backbone::Recurrent(seq(Cell::Gru)),
+            outputs: 1,
+        },
+        OptimizerConfig::adam(0.02),
+        1,
+        1,
+    );
+    let err = Simulation::new(cfg, sites(9, 2, row)).err().unwrap();
+    assert!(err.to_string().contains("rows of 24"), "{err}");
+}

@@ -827,6 +827,22 @@ mod tests {
         let x = Tensor::ones((2, 3 * 12 * 10), candle_core::DType::F32, &Device::Cpu).unwrap();
         assert_eq!(net.forward(&x, None).unwrap().dims(), &[2, 3]);
         assert_eq!(Net::new(&spec, 1).unwrap().parameters().unwrap(), p);
+        // the largest images the family is sized for
+        let big = ModelSpec::BackboneNet {
+            body: Backbone::Cnn(CnnConfig {
+                channels: 3,
+                height: 64,
+                width: 64,
+                stages: vec![8, 16, 32],
+                groups: 4,
+            }),
+            outputs: 2,
+        };
+        let x = Tensor::ones((2, big.inputs()), candle_core::DType::F32, &Device::Cpu).unwrap();
+        assert_eq!(
+            Net::new(&big, 0).unwrap().forward(&x, None).unwrap().dims(),
+            &[2, 2]
+        );
     }
 
     #[test]

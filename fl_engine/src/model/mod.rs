@@ -157,6 +157,12 @@ impl ModelSpec {
         Ok(data.values().map(|v| v.elem_count()).sum())
     }
 
+    /// Whether the model can be built (positive widths, norm groups dividing their widths,
+    /// column ranges inside the row, FENDA extractors reading the same row, ...).
+    pub fn validate(&self) -> Result<()> {
+        self.parameter_count().map(|_| ())
+    }
+
     /// A FedPer-style split: extractor `global.`, head `head.` (HPFL, FedPer).
     pub fn is_head_net(&self) -> bool {
         matches!(

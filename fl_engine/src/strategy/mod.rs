@@ -255,6 +255,20 @@ pub struct SiteSnapshot {
 impl Site {
     pub fn new(data: SiteData, spec: &ModelSpec, train: TrainConfig, seed: u64) -> Result<Self> {
         train.validate()?;
+        for (part, d) in [
+            ("train", &data.train),
+            ("val", &data.val),
+            ("test", &data.test),
+        ] {
+            if !d.is_empty() && d.n_features() != spec.inputs() {
+                return Err(crate::EngineError::InvalidConfig(format!(
+                    "site {}: {part} rows have {} values but the model reads rows of {}",
+                    data.name,
+                    d.n_features(),
+                    spec.inputs()
+                )));
+            }
+        }
         let optimizer = Optimizer::new(train.optimizer.clone())?;
         Ok(Self {
             data,
