@@ -8,13 +8,13 @@ use fl_engine::data::{Dataset, SiteData};
 use fl_engine::model::{
     Backbone, Cell, CnnConfig, ColumnRange, MaskLayout, ModelSpec, Norm, Readout, SeqConfig,
 };
-use fl_engine::params::Selector;
+use fl_engine::params::{is_site_local_state, Selector};
 use fl_engine::sim::{CheckpointKind, Simulation, SimulationState};
 use fl_engine::strategy::{
     ApflConfig, FedAvgConfig, FedPerConfig, FedProxConfig, FendaFlConfig, MoonConfig,
     StrategyConfig,
 };
-use fl_engine::train::OptimizerConfig;
+use fl_engine::train::{OptimizerConfig, RecordDp};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -354,4 +354,71 @@ fn rows_of_the_wrong_width_are_refused() {
     );
     let err = Simulation::new(cfg, sites(9, 2, row)).err().unwrap();
     assert!(err.to_string().contains("rows of 24"), "{err}");
+}
+
+/// BatchNorm under FedBN semantics: it learns under FedAvg, FedProx and FedPer; the running
+/// statistics never enter the global (aggregated) model, each site keeps its own, and DP-SGD
+/// refuses the model.
+#[test]
+fn batch_norm_statistics_stay_at_the_site() {
+    // Each site sees the same rule on a different feature shift and scale (feature skew,
+    // FedBN's setting).
+    let mut data = vec![];
+    for k in 0..3u64 {
+        let (shift, scale) = (k as f32 * 2.0, 1.0 + k as f32);
+        let row = move |rng: &mut ChaCha8Rng| {
+            let x: Vec<f32> = (0..4).map(|_| rng.gen_range(-1.0f32..1.0)).collect();
+            let y = u32::from(x[0] - x[1] > 0.0);
+            (x.iter().map(|v| v * scale + shift).collect(), y)
+        };
+        let mut site = sites(20 + k, 1, row).pop().unwrap();
+        site.name = format!("site-{k}");
+        data.push(site);
+    }
+    let body = Backbone::Mlp {
+        inputs: 4,
+        hidden: vec![8],
+        dropout: 0.0,
+        norm: Norm::Batch,
+    };
+    learns("mlp+batchnorm", body.clone(), data.clone(), 4, 0.8);
+
+    let model = ModelSpec::BackboneNet { body, outputs: 1 };
+    let cfg = study(
+        StrategyConfig::FedAvg(FedAvgConfig {}),
+        model.clone(),
+        OptimizerConfig::adam(0.02),
+        2,
+        10,
+    );
+    let mut sim = Simulation::new(cfg.clone(), data.clone()).unwrap();
+    sim.run().unwrap();
+    let state = sim.snapshot().unwrap();
+    assert!(state.global.names().any(|n| n == "body.norm0.weight"));
+    assert!(!state.global.names().any(is_site_local_state));
+    assert!(!Selector::All.matches("body.norm0.bn_stats.running_mean"));
+    let stats = |k: usize| {
+        state.sites[k]
+            .params
+            .get("body.norm0.bn_stats.running_mean")
+            .unwrap()
+            .values
+            .clone()
+    };
+    assert_ne!(stats(0), stats(1));
+    assert!(stats(0).iter().any(|v| *v != 0.0));
+    // the shared weights are the same everywhere after loading the global model
+    assert_eq!(
+        state.sites[0].params.get("body.norm0.weight"),
+        state.sites[1].params.get("body.norm0.weight")
+    );
+
+    let mut dp = cfg;
+    dp.train.record_dp = Some(RecordDp {
+        clip_norm: 1.0,
+        noise_multiplier: 1.0,
+        sampling_rate: 0.1,
+    });
+    let err = Simulation::new(dp, data).err().unwrap();
+    assert!(err.to_string().contains("BatchNorm"), "{err}");
 }

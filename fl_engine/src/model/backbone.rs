@@ -26,8 +26,8 @@
 use candle_core::{Module, Tensor, D};
 use candle_nn::rnn::{GRUConfig, LSTMConfig, LSTMState, RNN};
 use candle_nn::{
-    conv2d_no_bias, group_norm, layer_norm, linear, Conv2d, Conv2dConfig, GroupNorm, LayerNorm,
-    Linear, VarBuilder,
+    conv2d_no_bias, group_norm, layer_norm, linear, BatchNorm, Conv2d, Conv2dConfig, GroupNorm,
+    LayerNorm, Linear, ModuleT, VarBuilder,
 };
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -46,6 +46,14 @@ pub enum Norm {
     Layer,
     /// GroupNorm with `groups` groups over the hidden units (which `groups` must divide).
     Group { groups: usize },
+    /// BatchNorm with FedBN semantics: scale and shift `norm{i}.weight/bias` are trained and
+    /// shared like any weight; the running statistics `norm{i}.bn_stats.running_mean/var` are
+    /// site-local state that no strategy sends (see
+    /// [`SITE_LOCAL_STATE`](crate::params::SITE_LOCAL_STATE)). Training mode normalises with
+    /// the batch statistics and updates the running ones (momentum 0.1; a batch of one row
+    /// uses the running statistics and updates nothing); evaluation uses the running ones.
+    /// Refused under record-level DP (it couples the examples of a batch).
+    Batch,
 }
 
 /// Recurrent cell.
@@ -395,11 +403,25 @@ impl Body {
 enum NormLayer {
     Layer(LayerNorm),
     Group(GroupNorm),
+    Batch(BatchNorm),
+}
+
+fn batch_norm_fedbn(width: usize, vb: VarBuilder) -> candle_core::Result<BatchNorm> {
+    let stats = vb.pp("bn_stats");
+    BatchNorm::new(
+        width,
+        stats.get_with_hints(width, "running_mean", candle_nn::Init::Const(0.0))?,
+        stats.get_with_hints(width, "running_var", candle_nn::Init::Const(1.0))?,
+        vb.get_with_hints(width, "weight", candle_nn::Init::Const(1.0))?,
+        vb.get_with_hints(width, "bias", candle_nn::Init::Const(0.0))?,
+        NORM_EPS,
+    )
 }
 
 impl NormLayer {
-    fn forward(&self, xs: &Tensor) -> candle_core::Result<Tensor> {
+    fn forward(&self, xs: &Tensor, train: bool) -> candle_core::Result<Tensor> {
         match self {
+            NormLayer::Batch(n) => n.forward_t(xs, train && xs.dim(0)? > 1),
             NormLayer::Layer(n) => n.forward(xs),
             // candle's GroupNorm wants `[batch, channels, ...]` of rank >= 3.
             NormLayer::Group(n) => n.forward(&xs.unsqueeze(2)?)?.squeeze(2),
@@ -432,6 +454,7 @@ impl NormMlp {
                 Norm::Group { groups } => {
                     Some(NormLayer::Group(group_norm(groups, h, NORM_EPS, nvb)?))
                 }
+                Norm::Batch => Some(NormLayer::Batch(batch_norm_fedbn(h, nvb)?)),
             };
             layers.push((fc, n));
             width = h;
@@ -444,11 +467,12 @@ impl NormMlp {
         xs: &Tensor,
         mut rng: Option<&mut ChaCha8Rng>,
     ) -> candle_core::Result<Tensor> {
+        let train = rng.is_some();
         let mut h = xs.clone();
         for (fc, norm) in &self.layers {
             h = fc.forward(&h)?;
             if let Some(n) = norm {
-                h = n.forward(&h)?;
+                h = n.forward(&h, train)?;
             }
             h = dropout(&h.relu()?, self.dropout, rng.as_deref_mut())?;
         }
@@ -762,8 +786,9 @@ mod tests {
             ),
             144 + 9 + 8
         );
-        // MLP 3 -> 4 (LayerNorm) -> 1: 16 + 8 + 5; GroupNorm has the same affine parameters
-        for norm in [Norm::Layer, Norm::Group { groups: 2 }] {
+        // MLP 3 -> 4 (LayerNorm) -> 1: 16 + 8 + 5; GroupNorm and BatchNorm have the same affine
+        // parameters (BatchNorm's running statistics are buffers, not counted)
+        for norm in [Norm::Layer, Norm::Group { groups: 2 }, Norm::Batch] {
             let mlp = Backbone::Mlp {
                 inputs: 3,
                 hidden: vec![4],

@@ -144,8 +144,9 @@ impl ModelSpec {
         }
     }
 
-    /// Number of trainable values (every variable the model holds), computed by building the
-    /// model's variables.
+    /// Number of trainable values, as PyTorch's `sum(p.numel() for p in model.parameters())`:
+    /// every variable except site-local state (BatchNorm running statistics, which PyTorch
+    /// keeps as buffers). Computed by building the model's variables.
     pub fn parameter_count(&self) -> Result<usize> {
         let varmap = VarMap::new();
         let vb = VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu);
@@ -154,7 +155,11 @@ impl ModelSpec {
             .data()
             .lock()
             .map_err(|_| EngineError::InvalidConfig("poisoned".into()))?;
-        Ok(data.values().map(|v| v.elem_count()).sum())
+        Ok(data
+            .iter()
+            .filter(|(name, _)| !crate::params::is_site_local_state(name))
+            .map(|(_, v)| v.elem_count())
+            .sum())
     }
 
     /// Whether the model can be built (positive widths, norm groups dividing their widths,
@@ -344,10 +349,17 @@ enum InitRule {
 /// * `*.weight` of rank >= 2 (`nn.Linear` `[out, in]`, `nn.Conv2d` `[out, in, kh, kw]`) and the
 ///   matching `*.bias`: U(+-1/sqrt(fan_in)), fan_in = product of the weight's dims after the
 ///   first;
-/// * `*.weight` of rank 1 and the matching `*.bias` (LayerNorm, GroupNorm): 1 and 0;
+/// * `*.weight` of rank 1 and the matching `*.bias` (LayerNorm, GroupNorm, BatchNorm): 1 and 0;
+///   BatchNorm's `running_mean` 0 and `running_var` 1;
 /// * recurrent `*.weight_ih_l0`, `*.weight_hh_l0`, `*.bias_ih_l0`, `*.bias_hh_l0` (`nn.GRU`,
 ///   `nn.LSTM`): U(+-1/sqrt(hidden)), hidden = the second dim of `weight_hh_l0`.
 fn init_rule(template: &ParameterSet, name: &str) -> Option<InitRule> {
+    if name.ends_with("running_mean") {
+        return Some(InitRule::Const(0.0));
+    }
+    if name.ends_with("running_var") {
+        return Some(InitRule::Const(1.0));
+    }
     for suffix in ["weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"] {
         if let Some(stem) = name.strip_suffix(suffix) {
             let hidden = template
