@@ -11,8 +11,8 @@ use fl_engine::model::{
 use fl_engine::params::{is_site_local_state, Selector};
 use fl_engine::sim::{CheckpointKind, Simulation, SimulationState};
 use fl_engine::strategy::{
-    ApflConfig, FedAvgConfig, FedPerConfig, FedProxConfig, FendaFlConfig, MoonConfig,
-    StrategyConfig,
+    ApflConfig, FedAvgConfig, FedPerConfig, FedProxConfig, FendaFlConfig, HpflConfig, MoonConfig,
+    PerFclConfig, StrategyConfig,
 };
 use fl_engine::train::{OptimizerConfig, RecordDp};
 use rand::{Rng, SeedableRng};
@@ -226,6 +226,64 @@ fn apfl_and_moon_train_over_backbones() {
     for (strategy, model, data) in cases {
         let name = strategy.name();
         let cfg = study(strategy, model, OptimizerConfig::adam(0.02), 4, 15);
+        let (acc, first, last) = run_and_score(cfg, data, CheckpointKind::Latest);
+        assert!(last < first, "{name}: validation loss {first} -> {last}");
+        assert!(acc > 0.7, "{name}: test accuracy {acc}");
+    }
+}
+
+/// HPFL's plug-in heads over the CNN, PerFCL over two GRU extractors and FedAvg under
+/// record-level DP (DP-SGD) over an LSTM train (validation loss falls).
+#[test]
+fn hpfl_perfcl_and_dp_sgd_train_over_backbones() {
+    let gru = series_only(Backbone::Recurrent(seq(Cell::Gru)));
+    let mut dp = study(
+        StrategyConfig::FedAvg(FedAvgConfig {}),
+        ModelSpec::BackboneNet {
+            body: series_only(Backbone::Recurrent(seq(Cell::Lstm))),
+            outputs: 1,
+        },
+        OptimizerConfig::adam(0.02),
+        4,
+        15,
+    );
+    dp.train.record_dp = Some(RecordDp {
+        clip_norm: 1.0,
+        noise_multiplier: 0.5,
+        sampling_rate: 0.1,
+    });
+    let cases = [
+        (
+            study(
+                StrategyConfig::Hpfl(HpflConfig::default()),
+                ModelSpec::BackboneHeadNet {
+                    body: cnn(),
+                    outputs: 1,
+                },
+                OptimizerConfig::adam(0.02),
+                4,
+                15,
+            ),
+            sites(11, 3, image_row),
+        ),
+        (
+            study(
+                StrategyConfig::PerFcl(PerFclConfig::default()),
+                ModelSpec::BackboneFenda {
+                    global: gru.clone(),
+                    local: gru,
+                    outputs: 1,
+                },
+                OptimizerConfig::adam(0.02),
+                4,
+                15,
+            ),
+            sites(12, 3, series_row),
+        ),
+        (dp, sites(13, 3, series_row)),
+    ];
+    for (cfg, data) in cases {
+        let name = cfg.strategy.name();
         let (acc, first, last) = run_and_score(cfg, data, CheckpointKind::Latest);
         assert!(last < first, "{name}: validation loss {first} -> {last}");
         assert!(acc > 0.7, "{name}: test accuracy {acc}");
