@@ -282,6 +282,18 @@ mod tests {
     }
 
     #[test]
+    fn no_selector_matches_site_local_state() {
+        let p = set(&[
+            ("global.norm0.bn_stats.running_mean", vec![1], vec![0.]),
+            ("global.norm0.weight", vec![1], vec![1.]),
+        ]);
+        for sel in [Selector::All, Selector::prefix("global.")] {
+            let names: Vec<_> = p.select(&sel).names().map(str::to_string).collect();
+            assert_eq!(names, vec!["global.norm0.weight"]);
+        }
+    }
+
+    #[test]
     fn selector_picks_prefixes_and_overlay_rejects_strangers() {
         let mut p = set(&[
             ("global.w", vec![1], vec![1.]),
