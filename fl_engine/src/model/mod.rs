@@ -5,10 +5,18 @@
 //! `local.` and `head.` stay at the site. A [`Net`] bundles the `VarMap` with the module
 //! so training, loading a `ParameterSet` and snapshotting all address the same variables.
 //!
-//! Initialisation follows PyTorch's `nn.Linear` default (weights and biases uniform in
-//! +-1/sqrt(fan_in)) but draws from a seeded ChaCha stream in sorted-name order: candle's
-//! own `Init` samples from a thread RNG, which would make runs irreproducible.
+//! Initialisation follows PyTorch's defaults (`nn.Linear` / `nn.Conv2d`: weights and biases
+//! uniform in +-1/sqrt(fan_in); `nn.GRU` / `nn.LSTM`: +-1/sqrt(hidden); norm scales 1, shifts
+//! 0) but draws from a seeded ChaCha stream in sorted-name order: candle's own `Init` samples
+//! from a thread RNG, which would make runs irreproducible.
+//!
+//! The legacy variants (`Mlp`, `HeadNet`, `Fenda`, `Apfl`) are MLPs over `[batch, inputs]`;
+//! the `Backbone*` variants compose any [`Backbone`] (normalised MLP, GRU/LSTM over a masked
+//! series, LSTM + static fusion, ResNet-style CNN, column selections) with the same parameter
+//! groups. Every model reads flat rows; [`ModelSpec::inputs`] is their width.
 mod apfl;
+mod backbone;
+mod compose;
 mod fenda;
 mod mlp;
 
@@ -19,6 +27,8 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 pub use apfl::ApflTwins;
+pub use backbone::{Backbone, Cell, CnnConfig, ColumnRange, MaskLayout, Norm, Readout, SeqConfig};
+pub use compose::{BackboneApfl, BackboneFenda, BackboneHeadNet, BackboneNet};
 pub use fenda::{Fenda, HeadNet};
 pub use mlp::{Mlp, MlpConfig};
 
@@ -77,6 +87,23 @@ pub enum ModelSpec {
     },
     /// Global twin `global.` and local twin `local.`, output mixed by `alpha`.
     Apfl { twin: MlpConfig, alpha: f32 },
+    /// A [`Backbone`] (`body.`) with a linear output layer `out.`.
+    BackboneNet { body: Backbone, outputs: usize },
+    /// FedPer / HPFL over a backbone: extractor `global.`, linear head `head.out.`.
+    BackboneHeadNet { body: Backbone, outputs: usize },
+    /// FENDA-FL over backbones: `global.` and `local.` extractors (which may read different
+    /// columns of the row), linear head `head.out.` on the concatenation.
+    BackboneFenda {
+        global: Backbone,
+        local: Backbone,
+        outputs: usize,
+    },
+    /// APFL twins `global.` and `local.`, each a backbone `body.` with output layer `out.`.
+    BackboneApfl {
+        twin: Backbone,
+        outputs: usize,
+        alpha: f32,
+    },
 }
 
 impl ModelSpec {
@@ -94,7 +121,96 @@ impl ModelSpec {
     pub fn outputs(&self) -> usize {
         match self {
             ModelSpec::Mlp(c) | ModelSpec::Apfl { twin: c, .. } => c.outputs,
-            ModelSpec::HeadNet { outputs, .. } | ModelSpec::Fenda { outputs, .. } => *outputs,
+            ModelSpec::HeadNet { outputs, .. }
+            | ModelSpec::Fenda { outputs, .. }
+            | ModelSpec::BackboneNet { outputs, .. }
+            | ModelSpec::BackboneHeadNet { outputs, .. }
+            | ModelSpec::BackboneFenda { outputs, .. }
+            | ModelSpec::BackboneApfl { outputs, .. } => *outputs,
+        }
+    }
+
+    /// Width of the flat rows the model reads (the dataset's `n_features`).
+    pub fn inputs(&self) -> usize {
+        match self {
+            ModelSpec::Mlp(c)
+            | ModelSpec::HeadNet { body: c, .. }
+            | ModelSpec::Fenda { global: c, .. }
+            | ModelSpec::Apfl { twin: c, .. } => c.inputs,
+            ModelSpec::BackboneNet { body: b, .. }
+            | ModelSpec::BackboneHeadNet { body: b, .. }
+            | ModelSpec::BackboneFenda { global: b, .. }
+            | ModelSpec::BackboneApfl { twin: b, .. } => b.row_width(),
+        }
+    }
+
+    /// Number of trainable values, as PyTorch's `sum(p.numel() for p in model.parameters())`:
+    /// every variable except site-local state (BatchNorm running statistics, which PyTorch
+    /// keeps as buffers). Computed by building the model's variables.
+    pub fn parameter_count(&self) -> Result<usize> {
+        let varmap = VarMap::new();
+        let vb = VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu);
+        self.build(vb)?;
+        let data = varmap
+            .data()
+            .lock()
+            .map_err(|_| EngineError::InvalidConfig("poisoned".into()))?;
+        Ok(data
+            .iter()
+            .filter(|(name, _)| !crate::params::is_site_local_state(name))
+            .map(|(_, v)| v.elem_count())
+            .sum())
+    }
+
+    /// Whether the model can be built (positive widths, norm groups dividing their widths,
+    /// column ranges inside the row, FENDA extractors reading the same row, ...).
+    pub fn validate(&self) -> Result<()> {
+        self.parameter_count().map(|_| ())
+    }
+
+    /// A FedPer-style split: extractor `global.`, head `head.` (HPFL, FedPer).
+    pub fn is_head_net(&self) -> bool {
+        matches!(
+            self,
+            ModelSpec::HeadNet { .. } | ModelSpec::BackboneHeadNet { .. }
+        )
+    }
+
+    /// A FENDA split: `global.` and `local.` extractors, head `head.`.
+    pub fn is_fenda(&self) -> bool {
+        matches!(
+            self,
+            ModelSpec::Fenda { .. } | ModelSpec::BackboneFenda { .. }
+        )
+    }
+
+    /// Feature widths of the global and local extractors of a FENDA split.
+    pub fn fenda_widths(&self) -> Option<(usize, usize)> {
+        match self {
+            ModelSpec::Fenda { global, local, .. } => Some((
+                global.hidden.last().copied().unwrap_or(global.inputs),
+                local.hidden.last().copied().unwrap_or(local.inputs),
+            )),
+            ModelSpec::BackboneFenda { global, local, .. } => {
+                Some((global.features(), local.features()))
+            }
+            _ => None,
+        }
+    }
+
+    /// The same APFL twins with mixing weight `alpha`; `None` for models that are not twins.
+    pub fn with_alpha(&self, alpha: f32) -> Option<ModelSpec> {
+        match self {
+            ModelSpec::Apfl { twin, .. } => Some(ModelSpec::Apfl {
+                twin: twin.clone(),
+                alpha,
+            }),
+            ModelSpec::BackboneApfl { twin, outputs, .. } => Some(ModelSpec::BackboneApfl {
+                twin: twin.clone(),
+                outputs: *outputs,
+                alpha,
+            }),
+            _ => None,
         }
     }
 
@@ -108,6 +224,22 @@ impl ModelSpec {
                 outputs,
             } => Box::new(Fenda::new(global, local, *outputs, vb)?),
             ModelSpec::Apfl { twin, alpha } => Box::new(ApflTwins::new(twin, *alpha, vb)?),
+            ModelSpec::BackboneNet { body, outputs } => {
+                Box::new(BackboneNet::new(body, *outputs, vb)?)
+            }
+            ModelSpec::BackboneHeadNet { body, outputs } => {
+                Box::new(BackboneHeadNet::new(body, *outputs, vb)?)
+            }
+            ModelSpec::BackboneFenda {
+                global,
+                local,
+                outputs,
+            } => Box::new(BackboneFenda::new(global, local, *outputs, vb)?),
+            ModelSpec::BackboneApfl {
+                twin,
+                outputs,
+                alpha,
+            } => Box::new(BackboneApfl::new(twin, *outputs, *alpha, vb)?),
         })
     }
 }
@@ -205,28 +337,67 @@ impl Net {
     }
 }
 
-/// PyTorch `nn.Linear` default: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for `*.weight` of shape
-/// `[out, in]` and for the matching `*.bias`.
+/// How one variable starts.
+enum InitRule {
+    /// U(-bound, bound) from the seeded stream.
+    Uniform(f32),
+    /// A constant (normalisation scales 1, shifts 0); draws nothing.
+    Const(f32),
+}
+
+/// PyTorch's defaults, by name and shape:
+/// * `*.weight` of rank >= 2 (`nn.Linear` `[out, in]`, `nn.Conv2d` `[out, in, kh, kw]`) and the
+///   matching `*.bias`: U(+-1/sqrt(fan_in)), fan_in = product of the weight's dims after the
+///   first;
+/// * `*.weight` of rank 1 and the matching `*.bias` (LayerNorm, GroupNorm, BatchNorm): 1 and 0;
+///   BatchNorm's `running_mean` 0 and `running_var` 1;
+/// * recurrent `*.weight_ih_l0`, `*.weight_hh_l0`, `*.bias_ih_l0`, `*.bias_hh_l0` (`nn.GRU`,
+///   `nn.LSTM`): U(+-1/sqrt(hidden)), hidden = the second dim of `weight_hh_l0`.
+fn init_rule(template: &ParameterSet, name: &str) -> Option<InitRule> {
+    if name.ends_with("running_mean") {
+        return Some(InitRule::Const(0.0));
+    }
+    if name.ends_with("running_var") {
+        return Some(InitRule::Const(1.0));
+    }
+    for suffix in ["weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"] {
+        if let Some(stem) = name.strip_suffix(suffix) {
+            let hidden = template
+                .get(&format!("{stem}weight_hh_l0"))
+                .and_then(|w| w.shape.get(1).copied())?;
+            return Some(InitRule::Uniform(1.0 / (hidden.max(1) as f32).sqrt()));
+        }
+    }
+    let (stem, is_bias) = match name.strip_suffix("bias") {
+        Some(stem) => (stem, true),
+        None => (name.strip_suffix("weight")?, false),
+    };
+    let weight = template.get(&format!("{stem}weight"))?;
+    if weight.shape.len() == 1 {
+        return Some(InitRule::Const(if is_bias { 0.0 } else { 1.0 }));
+    }
+    let fan_in: usize = weight.shape[1..].iter().product();
+    Some(InitRule::Uniform(1.0 / (fan_in.max(1) as f32).sqrt()))
+}
+
+/// Seeded PyTorch-default initialisation (see [`init_rule`]), drawing in sorted-name order.
 fn seeded_init(template: &ParameterSet, seed: u64) -> Result<ParameterSet> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut out = template.clone();
-    let fan_in = |name: &str| -> Option<usize> {
-        let stem = name
-            .strip_suffix("bias")
-            .or_else(|| name.strip_suffix("weight"))?;
-        template
-            .get(&format!("{stem}weight"))
-            .and_then(|w| w.shape.get(1).copied())
-    };
-    let fans: Vec<Option<usize>> = template.names().map(fan_in).collect();
-    for ((name, t), fan) in out.iter_mut().zip(fans) {
-        let fan = fan.ok_or_else(|| {
-            EngineError::InvalidConfig(format!("cannot infer fan-in of `{name}`"))
-        })?;
-        let bound = 1.0 / (fan.max(1) as f32).sqrt();
-        t.values
-            .iter_mut()
-            .for_each(|v| *v = rng.gen_range(-bound..bound));
+    let rules: Vec<Option<InitRule>> = template.names().map(|n| init_rule(template, n)).collect();
+    for ((name, t), rule) in out.iter_mut().zip(rules) {
+        match rule {
+            Some(InitRule::Uniform(bound)) => t
+                .values
+                .iter_mut()
+                .for_each(|v| *v = rng.gen_range(-bound..bound)),
+            Some(InitRule::Const(c)) => t.values.iter_mut().for_each(|v| *v = c),
+            None => {
+                return Err(EngineError::InvalidConfig(format!(
+                    "cannot infer the initialisation of `{name}`"
+                )))
+            }
+        }
     }
     Ok(out)
 }
@@ -319,5 +490,103 @@ mod tests {
         assert_eq!(y, vec![3.5]);
         p.insert("out.bias", vec![1], vec![f32::INFINITY]).unwrap();
         assert!(net.load(&p).is_err());
+    }
+
+    /// The stored forms of the MLP variants (specs kept in studies and sent to nodes) read
+    /// and write unchanged.
+    #[test]
+    fn legacy_json_forms_are_stable() {
+        let mlp = |hidden: Vec<usize>, outputs| MlpConfig {
+            inputs: 13,
+            hidden,
+            outputs,
+            dropout: 0.0,
+        };
+        let cases = [
+            (
+                r#"{"Mlp":{"inputs":13,"hidden":[10],"outputs":1,"dropout":0.0}}"#,
+                ModelSpec::Mlp(mlp(vec![10], 1)),
+            ),
+            (
+                r#"{"HeadNet":{"body":{"inputs":13,"hidden":[10],"outputs":0,"dropout":0.0},"outputs":1}}"#,
+                ModelSpec::HeadNet {
+                    body: mlp(vec![10], 0),
+                    outputs: 1,
+                },
+            ),
+            (
+                r#"{"Fenda":{"global":{"inputs":13,"hidden":[5],"outputs":0,"dropout":0.0},"local":{"inputs":13,"hidden":[5],"outputs":0,"dropout":0.0},"outputs":1}}"#,
+                ModelSpec::Fenda {
+                    global: mlp(vec![5], 0),
+                    local: mlp(vec![5], 0),
+                    outputs: 1,
+                },
+            ),
+            (
+                r#"{"Apfl":{"twin":{"inputs":13,"hidden":[],"outputs":1,"dropout":0.0},"alpha":0.5}}"#,
+                ModelSpec::Apfl {
+                    twin: mlp(vec![], 1),
+                    alpha: 0.5,
+                },
+            ),
+        ];
+        for (json, spec) in cases {
+            assert_eq!(serde_json::from_str::<ModelSpec>(json).unwrap(), spec);
+            assert_eq!(serde_json::to_string(&spec).unwrap(), json);
+        }
+        let counts = [151, 151, 151, 28];
+        let specs = [
+            ModelSpec::Mlp(mlp(vec![10], 1)),
+            ModelSpec::HeadNet {
+                body: mlp(vec![10], 0),
+                outputs: 1,
+            },
+            ModelSpec::Fenda {
+                global: mlp(vec![5], 0),
+                local: mlp(vec![5], 0),
+                outputs: 1,
+            },
+            ModelSpec::Apfl {
+                twin: mlp(vec![], 1),
+                alpha: 0.5,
+            },
+        ];
+        for (spec, n) in specs.iter().zip(counts) {
+            assert_eq!(spec.parameter_count().unwrap(), n, "{spec:?}");
+            assert_eq!(spec.inputs(), 13);
+        }
+    }
+
+    /// The declarative forms of the backbone models, with defaults for the optional fields.
+    #[test]
+    fn backbone_json_forms() {
+        let lstm = r#"{"BackboneHeadNet":{"body":{"kind":"recurrent","cell":"lstm","time":24,"features":5,"hidden":32},"outputs":1}}"#;
+        let spec: ModelSpec = serde_json::from_str(lstm).unwrap();
+        assert_eq!(
+            spec,
+            ModelSpec::BackboneHeadNet {
+                body: Backbone::Recurrent(SeqConfig {
+                    cell: Cell::Lstm,
+                    time: 24,
+                    features: 5,
+                    hidden: 32,
+                    mask: MaskLayout::PerStep,
+                    readout: Readout::Last,
+                }),
+                outputs: 1,
+            }
+        );
+        assert_eq!(spec.inputs(), 24 * 5 + 24);
+        let examples = [
+            r#"{"BackboneNet":{"body":{"kind":"mlp","inputs":13,"hidden":[64,32],"dropout":0.1,"norm":{"kind":"group","groups":4}},"outputs":1}}"#,
+            r#"{"BackboneNet":{"body":{"kind":"fusion","series":{"cell":"gru","time":8,"features":3,"hidden":16,"mask":"per_value","readout":"mean"},"static_inputs":4,"static_hidden":[8]},"outputs":1}}"#,
+            r#"{"BackboneApfl":{"twin":{"kind":"cnn","channels":1,"height":8,"width":8,"stages":[8,16],"groups":4},"outputs":10,"alpha":0.5}}"#,
+            r#"{"BackboneFenda":{"global":{"kind":"columns","inputs":6,"columns":[{"start":0,"end":4}],"body":{"kind":"mlp","inputs":4,"hidden":[8],"dropout":0.0,"norm":{"kind":"layer"}}},"local":{"kind":"columns","inputs":6,"columns":[{"start":4,"end":6}],"body":{"kind":"mlp","inputs":2,"hidden":[4],"dropout":0.0,"norm":{"kind":"none"}}},"outputs":1}}"#,
+        ];
+        for json in examples {
+            let spec: ModelSpec = serde_json::from_str(json).unwrap();
+            assert_eq!(serde_json::to_string(&spec).unwrap(), json);
+            Net::new(&spec, 0).unwrap();
+        }
     }
 }

@@ -35,7 +35,19 @@ impl TensorData {
     }
 }
 
-/// Which parameters a strategy talks about.
+/// Name segment of site-local state: BatchNorm running statistics under FedBN semantics
+/// (Li et al. 2021), e.g. `body.norm0.bn_stats.running_mean`. No [`Selector`] matches such a name,
+/// so it is never sent, aggregated (nor passed through a server optimiser) or overwritten by a
+/// received model; it stays in the site's net, snapshots and checkpoints.
+pub const SITE_LOCAL_STATE: &str = "bn_stats.";
+
+/// Whether `name` is site-local state (see [`SITE_LOCAL_STATE`]).
+pub fn is_site_local_state(name: &str) -> bool {
+    name.contains(SITE_LOCAL_STATE)
+}
+
+/// Which parameters a strategy talks about (never site-local state, see
+/// [`SITE_LOCAL_STATE`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Selector {
     /// Every parameter of the model.
@@ -50,6 +62,9 @@ impl Selector {
     }
 
     pub fn matches(&self, name: &str) -> bool {
+        if is_site_local_state(name) {
+            return false;
+        }
         match self {
             Selector::All => true,
             Selector::Prefixes(ps) => ps.iter().any(|p| name.starts_with(p.as_str())),
@@ -264,6 +279,18 @@ mod tests {
                 found: 1
             })
         ));
+    }
+
+    #[test]
+    fn no_selector_matches_site_local_state() {
+        let p = set(&[
+            ("global.norm0.bn_stats.running_mean", vec![1], vec![0.]),
+            ("global.norm0.weight", vec![1], vec![1.]),
+        ]);
+        for sel in [Selector::All, Selector::prefix("global.")] {
+            let names: Vec<_> = p.select(&sel).names().map(str::to_string).collect();
+            assert_eq!(names, vec!["global.norm0.weight"]);
+        }
     }
 
     #[test]

@@ -49,7 +49,7 @@ use serde::{Deserialize, Serialize};
 use super::methods::check_train;
 use super::{ClientStrategy, FitIns, FitRes, MethodSpec, Site, Support};
 use crate::error::{EngineError, Result};
-use crate::model::{MlpConfig, ModelSpec, Net};
+use crate::model::{ModelSpec, Net};
 use crate::params::{ParameterSet, Selector};
 use crate::train::{apply_gradient, steps_in, Batcher, LossKind, Optimizer, TrainReport};
 
@@ -75,13 +75,13 @@ impl Default for ApflConfig {
     }
 }
 
-fn twin_config(spec: &ModelSpec) -> Result<&MlpConfig> {
-    match spec {
-        ModelSpec::Apfl { twin, .. } => Ok(twin),
-        other => Err(EngineError::InvalidConfig(format!(
-            "APFL needs an Apfl model (global and local twin), got {other:?}"
-        ))),
-    }
+/// The site's twins with mixing weight `alpha`; an error for models that are not twins.
+fn twins_with_alpha(spec: &ModelSpec, alpha: f32) -> Result<ModelSpec> {
+    spec.with_alpha(alpha).ok_or_else(|| {
+        EngineError::InvalidConfig(format!(
+            "APFL needs an Apfl model (global and local twin), got {spec:?}"
+        ))
+    })
 }
 
 /// What one APFL step computed (all at the parameters before the step).
@@ -197,7 +197,7 @@ impl ClientStrategy for ApflClient {
         if site.data.train.is_empty() {
             return Err(EngineError::ZeroSamples(site.name().to_string()));
         }
-        twin_config(site.net.spec())?;
+        twins_with_alpha(site.net.spec(), self.alpha)?;
         site.train.validate()?;
         site.begin_round()?;
         site.net.load(&ins.params)?;
@@ -245,10 +245,7 @@ impl ClientStrategy for ApflClient {
     ) -> Result<&'a Net> {
         site.net.load(global)?;
         site.net.set_mixing(self.alpha);
-        let spec = ModelSpec::Apfl {
-            twin: twin_config(site.net.spec())?.clone(),
-            alpha: self.alpha,
-        };
+        let spec = twins_with_alpha(site.net.spec(), self.alpha)?;
         let net = self
             .eval
             .insert(Net::with_parameters(&spec, &site.net.parameters()?)?);
@@ -310,7 +307,7 @@ impl MethodSpec for ApflConfig {
 
     fn check_model(&self, spec: &ModelSpec) -> Result<()> {
         self.validate()?;
-        twin_config(spec).map(|_| ())
+        twins_with_alpha(spec, 0.5).map(|_| ())
     }
 
     fn client(&self) -> Result<Box<dyn ClientStrategy>> {
@@ -329,6 +326,7 @@ impl MethodSpec for ApflConfig {
 mod tests {
     use super::*;
     use crate::data::{Dataset, SiteData};
+    use crate::model::MlpConfig;
     use crate::train::{Budget, OptimizerConfig, TrainConfig};
     use rand::SeedableRng;
 
@@ -470,10 +468,7 @@ mod tests {
         let eval = client.evaluation_net(&mut site, &res.params).unwrap();
         assert_eq!(
             eval.spec(),
-            &ModelSpec::Apfl {
-                twin: twin_config(&linear_twins()).unwrap().clone(),
-                alpha
-            }
+            &twins_with_alpha(&linear_twins(), alpha).unwrap()
         );
         let eval_params = eval.parameters().unwrap();
         let mut other = ApflClient::new(ApflConfig::default()).unwrap();

@@ -74,7 +74,11 @@ pub fn decorrelation_loss(z: &Tensor) -> Result<Tensor> {
 fn representation(spec: &ModelSpec) -> Option<&'static str> {
     match spec {
         ModelSpec::Mlp(c) if !c.hidden.is_empty() && c.outputs > 0 => Some("hidden"),
-        ModelSpec::HeadNet { .. } | ModelSpec::Fenda { .. } => Some("global"),
+        ModelSpec::HeadNet { .. }
+        | ModelSpec::Fenda { .. }
+        | ModelSpec::BackboneHeadNet { .. }
+        | ModelSpec::BackboneFenda { .. } => Some("global"),
+        ModelSpec::BackboneNet { .. } => Some("hidden"),
         _ => None,
     }
 }

@@ -18,7 +18,7 @@ pub struct FedPerConfig {}
 
 fn check_model(spec: &ModelSpec) -> Result<()> {
     match spec {
-        ModelSpec::HeadNet { .. } => Ok(()),
+        s if s.is_head_net() => Ok(()),
         other => Err(EngineError::InvalidConfig(format!(
             "FedPer needs a HeadNet (global extractor + local head), got {other:?}"
         ))),

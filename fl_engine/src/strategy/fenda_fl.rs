@@ -18,7 +18,7 @@ pub struct FendaFlConfig {}
 
 fn check_model(spec: &ModelSpec) -> Result<()> {
     match spec {
-        ModelSpec::Fenda { .. } => Ok(()),
+        s if s.is_fenda() => Ok(()),
         other => Err(EngineError::InvalidConfig(format!(
             "FENDA-FL needs a Fenda model (global + local extractor, shared head), got {other:?}"
         ))),

@@ -64,7 +64,7 @@ pub struct HpflConfig {
 
 fn check_model(spec: &ModelSpec) -> Result<()> {
     match spec {
-        ModelSpec::HeadNet { .. } => Ok(()),
+        s if s.is_head_net() => Ok(()),
         other => Err(EngineError::InvalidConfig(format!(
             "HPFL needs a HeadNet (backbone + plug-in head), got {other:?}"
         ))),

@@ -255,10 +255,37 @@ pub struct SiteSnapshot {
 impl Site {
     pub fn new(data: SiteData, spec: &ModelSpec, train: TrainConfig, seed: u64) -> Result<Self> {
         train.validate()?;
+        let net = Net::new(spec, seed)?;
+        if train.record_dp.is_some()
+            && net
+                .vars()
+                .iter()
+                .any(|(n, _)| crate::params::is_site_local_state(n))
+        {
+            return Err(crate::EngineError::InvalidConfig(
+                "record-level DP needs per-example gradients, which BatchNorm's batch statistics \
+                 couple: use GroupNorm or LayerNorm"
+                    .into(),
+            ));
+        }
+        for (part, d) in [
+            ("train", &data.train),
+            ("val", &data.val),
+            ("test", &data.test),
+        ] {
+            if !d.is_empty() && d.n_features() != spec.inputs() {
+                return Err(crate::EngineError::InvalidConfig(format!(
+                    "site {}: {part} rows have {} values but the model reads rows of {}",
+                    data.name,
+                    d.n_features(),
+                    spec.inputs()
+                )));
+            }
+        }
         let optimizer = Optimizer::new(train.optimizer.clone())?;
         Ok(Self {
             data,
-            net: Net::new(spec, seed)?,
+            net,
             optimizer,
             train,
             reset_optimizer: false,

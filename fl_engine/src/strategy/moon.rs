@@ -113,7 +113,8 @@ pub(crate) fn feature<'a>(out: &'a ModelOutput, name: &str) -> Result<&'a Tensor
 /// Name of the representation MOON contrasts for this model.
 fn representation(spec: &ModelSpec) -> Result<&'static str> {
     match spec {
-        ModelSpec::HeadNet { .. } => Ok("global"),
+        ModelSpec::HeadNet { .. } | ModelSpec::BackboneHeadNet { .. } => Ok("global"),
+        ModelSpec::BackboneNet { .. } => Ok("hidden"),
         ModelSpec::Mlp(c) if !c.hidden.is_empty() && c.outputs > 0 => Ok("hidden"),
         other => Err(EngineError::InvalidConfig(format!(
             "MOON needs a representation: a HeadNet or an MLP with hidden layers, got {other:?}"

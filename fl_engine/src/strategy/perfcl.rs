@@ -75,12 +75,8 @@ impl Default for PerFclConfig {
 }
 
 fn check_model(spec: &ModelSpec) -> Result<()> {
-    match spec {
-        ModelSpec::Fenda { global, local, .. } => {
-            let (g, l) = (
-                global.hidden.last().copied().unwrap_or(global.inputs),
-                local.hidden.last().copied().unwrap_or(local.inputs),
-            );
+    match spec.fenda_widths() {
+        Some((g, l)) => {
             if g == l {
                 Ok(())
             } else {
@@ -90,8 +86,8 @@ fn check_model(spec: &ModelSpec) -> Result<()> {
                 )))
             }
         }
-        other => Err(EngineError::InvalidConfig(format!(
-            "PerFCL needs a Fenda model (shared + personal extractor, head), got {other:?}"
+        None => Err(EngineError::InvalidConfig(format!(
+            "PerFCL needs a Fenda model (shared + personal extractor, head), got {spec:?}"
         ))),
     }
 }
