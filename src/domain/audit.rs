@@ -108,8 +108,10 @@ impl NewAuditEvent {
         self.detail = detail;
         self
     }
-    /// The detail from a typed value. It is stored as a JSON object with its keys sorted (as
-    /// `detail` always is), so a struct stores the same bytes as the `json!` object it replaces.
+    /// The detail from a typed value. serde_json's `preserve_order` is on in this build (a
+    /// dependency, cedar-policy-core, enables it), so object keys keep the order they were
+    /// written in: a struct stores the same bytes as a `json!` object whose keys are listed in
+    /// the struct's field order, which is how every detail struct replaces its `json!`.
     pub fn details(mut self, detail: &impl Serialize) -> Self {
         self.detail =
             serde_json::to_value(detail).expect("audit details are plain records with string keys");
@@ -132,8 +134,8 @@ pub struct AuditEntry {
     #[serde(skip, default = "stored_canonically")]
     pub timestamp_stored_canonically: bool,
     pub actor: Actor,
-    /// The stored name of an [`AuditAction`] (kept as stored: the hash covers it, and a trail
-    /// may hold names of later versions).
+    // The stored name of an `AuditAction`, kept as stored: the hash covers it, and a trail may
+    // hold names of later versions.
     pub action: String,
     pub outcome: Outcome,
     pub resource_type: String,
@@ -424,10 +426,6 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&typed.detail).unwrap(),
             serde_json::to_string(&untyped).unwrap()
-        );
-        assert_eq!(
-            serde_json::to_string(&typed.detail).unwrap(),
-            r#"{"a":null,"code":"x","z":1}"#
         );
     }
 
