@@ -22,17 +22,17 @@ use super::{
     AppState,
 };
 use crate::{
-    app::studies,
+    app::studies::{self, SubmitError},
     authz::{Action, Resource},
     domain::{
         check::{check, CheckRequest},
         study::{
             Round, RoundPhase, SiteContribution, SiteEvaluation, Study, StudySpec, StudyStatus,
         },
-        study_request::{assess, parse_study, OutputFloor, StudyRefusal, StudyRequest},
+        study_request::{parse_study, OutputFloor, StudyRequest},
         time, PermitId, StudyId,
     },
-    federation::rounds::{close_open_round, initial_checkpoint},
+    federation::rounds::close_open_round,
     store::Tx,
 };
 
@@ -151,11 +151,19 @@ pub async fn create(
     let delta = permit.terms().privacy_budget.delta.value();
     let spec = parse_study(&req, delta, floor, random_seed()?)
         .map_err(|errors| tag(ApiError::invalid(errors)))?;
-    let reserved = studies::reserved_budget(&mut *tx, permit_id).await?;
-    let reasons: Vec<StudyRefusal> =
-        assess(&spec, &permit, reserved, now).map_err(ApiError::internal)?;
-    if !reasons.is_empty() {
-        return Err(tag(ApiError::new(
+    let study = studies::submit(
+        &mut *tx,
+        &state.federation.vault,
+        &permit,
+        spec,
+        caller.principal.organisation.clone(),
+        &caller.principal.sub,
+        &key,
+        now,
+    )
+    .await
+    .map_err(|e| match e {
+        SubmitError::NotPermitted(reasons) => tag(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "study_not_permitted",
             format!(
@@ -163,24 +171,11 @@ pub async fn create(
                 reasons.len()
             ),
         )
-        .with("reasons", json!(reasons))));
-    }
-    let organisation = caller
-        .principal
-        .organisation
-        .clone()
-        .ok_or_else(|| tag(ApiError::forbidden(action)))?;
-    let study = Study::new(organisation, &caller.principal.sub, spec, now);
-    let sealed = state
-        .federation
-        .vault
-        .seal(study.id.to_string().as_bytes(), &key)?;
-    tx.insert_study(&study, &sealed).await?;
-    tx.insert_checkpoint(
-        &initial_checkpoint(&study).map_err(ApiError::internal)?,
-        now,
-    )
-    .await?;
+        .with("reasons", json!(reasons))),
+        SubmitError::NoOrganisation => tag(ApiError::forbidden(action)),
+        SubmitError::Store(e) => e.into(),
+        SubmitError::Internal(e) => ApiError::internal(e),
+    })?;
     let view = StudyView::new(&study);
     tx.append_audit(
         caller
