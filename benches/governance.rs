@@ -422,7 +422,8 @@ async fn store_tx(store: &dyn Store, permit: PermitId, work: StoreWork) -> Resul
         tx.append_audit(
             NewAuditEvent::success(
                 &Actor::system(),
-                "bench.append",
+                // any action: the cost is the append, whatever it records
+                ehds_gateway::domain::audit::AuditAction::PermitRead,
                 "bench",
                 Some(permit.to_string()),
             )

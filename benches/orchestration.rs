@@ -615,7 +615,8 @@ async fn run(
             tx.append_audit(
                 NewAuditEvent::success(
                     &Actor::system(),
-                    "bench.append",
+                    // any action: the cost is the append, whatever it records
+                    ehds_gateway::domain::audit::AuditAction::PermitRead,
                     "bench",
                     Some(small.to_string()),
                 )

@@ -16,6 +16,7 @@ use cedar_policy::{
 use crate::{
     auth::Principal,
     domain::{
+        audit::AuditAction,
         study::{Study, Task},
         Application, Permit,
     },
@@ -92,6 +93,45 @@ impl Action {
             StudyRun => "study.run",
             NodeTasks => "node.tasks",
             NodeTask => "node.task",
+        }
+    }
+}
+
+impl From<Action> for AuditAction {
+    /// The audit entry of a request under this action.
+    fn from(action: Action) -> Self {
+        use Action::*;
+        match action {
+            ApplicationCreate => Self::ApplicationCreate,
+            ApplicationList => Self::ApplicationList,
+            ApplicationRead => Self::ApplicationRead,
+            ApplicationDecide => Self::ApplicationDecide,
+            ApplicationWithdraw => Self::ApplicationWithdraw,
+            PermitList => Self::PermitList,
+            PermitRead => Self::PermitRead,
+            PermitVersions => Self::PermitVersions,
+            PermitSuspend => Self::PermitSuspend,
+            PermitReinstate => Self::PermitReinstate,
+            PermitRevoke => Self::PermitRevoke,
+            PermitAmend => Self::PermitAmend,
+            PermitExtend => Self::PermitExtend,
+            PermitCheck => Self::PermitCheck,
+            OptOutFilter => Self::OptOutFilter,
+            OptOutRegister => Self::OptOutRegister,
+            OptOutWithdraw => Self::OptOutWithdraw,
+            OptOutImport => Self::OptOutImport,
+            OptOutRead => Self::OptOutRead,
+            AuditRead => Self::AuditRead,
+            AuditVerify => Self::AuditVerify,
+            AuditRecords => Self::AuditRecords,
+            StudyCreate => Self::StudyCreate,
+            StudyList => Self::StudyList,
+            StudyRead => Self::StudyRead,
+            StudyCancel => Self::StudyCancel,
+            StudyModel => Self::StudyModel,
+            StudyRun => Self::StudyRun,
+            NodeTasks => Self::NodeTasks,
+            NodeTask => Self::NodeTask,
         }
     }
 }
@@ -269,5 +309,45 @@ mod tests {
     #[test]
     fn the_shipped_policies_validate_against_the_schema() {
         Authorizer::new().expect("policies validate");
+    }
+
+    #[test]
+    fn a_request_is_audited_under_its_action_name() {
+        use Action::*;
+        let all = [
+            ApplicationCreate,
+            ApplicationList,
+            ApplicationRead,
+            ApplicationDecide,
+            ApplicationWithdraw,
+            PermitList,
+            PermitRead,
+            PermitVersions,
+            PermitSuspend,
+            PermitReinstate,
+            PermitRevoke,
+            PermitAmend,
+            PermitExtend,
+            PermitCheck,
+            OptOutFilter,
+            OptOutRegister,
+            OptOutWithdraw,
+            OptOutImport,
+            OptOutRead,
+            AuditRead,
+            AuditVerify,
+            AuditRecords,
+            StudyCreate,
+            StudyList,
+            StudyRead,
+            StudyCancel,
+            StudyModel,
+            StudyRun,
+            NodeTasks,
+            NodeTask,
+        ];
+        for a in all {
+            assert_eq!(AuditAction::from(a).as_str(), a.name());
+        }
     }
 }

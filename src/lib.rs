@@ -14,6 +14,7 @@ pub mod configuration;
 pub mod demo;
 pub mod domain;
 pub mod federation;
+pub mod fhir;
 pub mod http;
 pub mod node;
 pub mod secret;

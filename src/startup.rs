@@ -10,7 +10,7 @@ use crate::{
     authz::Authorizer,
     configuration::Settings,
     domain::{
-        audit::{Actor, NewAuditEvent},
+        audit::{Actor, AuditAction, NewAuditEvent},
         optout::PseudonymKey,
         time,
     },
@@ -177,7 +177,7 @@ pub async fn sweep_expired(store: &dyn Store) -> anyhow::Result<usize> {
             tx.append_audit(
                 NewAuditEvent::success(
                     &Actor::system(),
-                    "permit.expire",
+                    AuditAction::PermitExpire,
                     "permit",
                     Some(permit.id().to_string()),
                 )
@@ -206,8 +206,13 @@ pub async fn seal_stored_noise_keys(store: &dyn Store, vault: &KeyVault) -> anyh
     }
     if sealed > 0 {
         tx.append_audit(
-            NewAuditEvent::success(&Actor::system(), "system.noise_keys_sealed", "study", None)
-                .detail(serde_json::json!({ "studies": sealed })),
+            NewAuditEvent::success(
+                &Actor::system(),
+                AuditAction::SystemNoiseKeysSealed,
+                "study",
+                None,
+            )
+            .detail(serde_json::json!({ "studies": sealed })),
         )
         .await?;
         tracing::warn!(studies = sealed, "sealed study noise keys stored in clear; old database pages may still hold them until the file is vacuumed");

@@ -2,3 +2,5 @@
 //! does one piece of the gateway's work on a transaction the caller owns.
 
 pub mod audit;
+pub mod optouts;
+pub mod studies;

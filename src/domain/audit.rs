@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
+pub use super::audit_action::AuditAction;
 use super::time::{self, Timestamp};
 
 pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -70,8 +71,7 @@ impl Actor {
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewAuditEvent {
     pub actor: Actor,
-    /// Dotted action name, e.g. `permit.revoke`.
-    pub action: String,
+    pub action: AuditAction,
     pub outcome: Outcome,
     pub resource_type: String,
     pub resource_id: Option<String>,
@@ -84,7 +84,7 @@ pub struct NewAuditEvent {
 impl NewAuditEvent {
     pub fn success(
         actor: &Actor,
-        action: &str,
+        action: impl Into<AuditAction>,
         resource_type: &str,
         resource_id: Option<String>,
     ) -> Self {
@@ -108,6 +108,15 @@ impl NewAuditEvent {
         self.detail = detail;
         self
     }
+    /// The detail from a typed value. serde_json's `preserve_order` is on in this build (a
+    /// dependency, cedar-policy-core, enables it), so object keys keep the order they were
+    /// written in: a struct stores the same bytes as a `json!` object whose keys are listed in
+    /// the struct's field order, which is how every detail struct replaces its `json!`.
+    pub fn details(mut self, detail: &impl Serialize) -> Self {
+        self.detail =
+            serde_json::to_value(detail).expect("audit details are plain records with string keys");
+        self
+    }
     pub fn request(mut self, request_id: Option<String>) -> Self {
         self.request_id = request_id;
         self
@@ -125,6 +134,8 @@ pub struct AuditEntry {
     #[serde(skip, default = "stored_canonically")]
     pub timestamp_stored_canonically: bool,
     pub actor: Actor,
+    // The stored name of an `AuditAction`, kept as stored: the hash covers it, and a trail may
+    // hold names of later versions.
     pub action: String,
     pub outcome: Outcome,
     pub resource_type: String,
@@ -169,7 +180,7 @@ impl AuditEntry {
             recorded_at: time::normalise(recorded_at),
             timestamp_stored_canonically: true,
             actor: event.actor,
-            action: event.action,
+            action: event.action.as_str().to_owned(),
             outcome: event.outcome,
             resource_type: event.resource_type,
             resource_id: event.resource_id,
@@ -203,6 +214,11 @@ impl AuditEntry {
             detail: &self.detail,
         })
         .expect("canonical audit encoding cannot fail")
+    }
+
+    /// The action the entry records; `None` for a name this version does not know.
+    pub fn audit_action(&self) -> Option<AuditAction> {
+        AuditAction::parse(&self.action)
     }
 
     pub fn compute_hash(&self) -> String {
@@ -317,7 +333,7 @@ mod tests {
                 let e = AuditEntry::seal(
                     NewAuditEvent::success(
                         &Actor::system(),
-                        "test.event",
+                        AuditAction::PermitExpire,
                         "test",
                         Some(seq.to_string()),
                     )
@@ -388,6 +404,28 @@ mod tests {
                 seq: 2,
                 problem: ChainProblem::BrokenLink
             })
+        );
+    }
+
+    #[test]
+    fn a_typed_detail_stores_the_same_json_as_the_object_it_replaces() {
+        #[derive(Serialize)]
+        struct Detail<'a> {
+            z: u32,
+            code: &'a str,
+            a: Option<f64>,
+        }
+        let typed = NewAuditEvent::success(&Actor::system(), AuditAction::PermitExpire, "t", None)
+            .details(&Detail {
+                z: 1,
+                code: "x",
+                a: None,
+            });
+        let untyped = serde_json::json!({"z": 1, "code": "x", "a": null});
+        assert_eq!(typed.detail, untyped);
+        assert_eq!(
+            serde_json::to_string(&typed.detail).unwrap(),
+            serde_json::to_string(&untyped).unwrap()
         );
     }
 

@@ -4,6 +4,7 @@
 
 pub mod application;
 pub mod audit;
+pub mod audit_action;
 pub mod budget;
 pub mod category;
 pub mod check;

@@ -13,7 +13,7 @@ use crate::{
     authz::Authorizer,
     configuration::FederationSettings,
     domain::{
-        audit::{Actor, NewAuditEvent, Outcome},
+        audit::{Actor, AuditAction, NewAuditEvent, Outcome},
         time, StudyId,
     },
     store::{Store, StoreError},
@@ -111,7 +111,7 @@ impl Federation {
         tx.update_study(&study, version).await?;
         let mut event = NewAuditEvent::success(
             &Actor::system(),
-            "study.fail",
+            AuditAction::StudyFail,
             "study",
             Some(id.to_string()),
         )

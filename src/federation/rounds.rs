@@ -31,8 +31,8 @@ use crate::{
     auth::{Principal, Role},
     authz::{Action, Resource},
     domain::{
-        audit::{Actor, NewAuditEvent, Outcome},
-        check::{check, CheckRequest},
+        audit::{Actor, AuditAction, NewAuditEvent, Outcome},
+        check::{check, CheckRequest, DenyReason},
         study::{
             Checkpoint, DpLevel, Round, RoundPhase, RoundSummary, SiteContribution, Study,
             StudyStatus, Task, TaskKind, TaskStatus,
@@ -54,7 +54,44 @@ pub enum Step {
     Done,
 }
 
-fn system_event(action: &str, study: &Study) -> NewAuditEvent {
+/// Why the gateway refuses to open a round: stored, as JSON, in the `reasons` of the
+/// `study.round.refuse` entry.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(untagged)]
+pub enum RoundRefusal {
+    /// The permit no longer covers the round (its `code` is the check's).
+    Permit(DenyReason),
+    Round(RoundReason),
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(tag = "code", rename_all = "snake_case")]
+pub enum RoundReason {
+    /// The policies no longer let the submitter run the study; `action` is `study.run`.
+    PolicyDenied { action: &'static str },
+    /// An amendment left fewer permitted holders than the study needs.
+    QuorumImpossible {
+        permitted_holders: usize,
+        min_sites: usize,
+    },
+}
+
+/// The detail of a `study.round.refuse` entry.
+#[derive(serde::Serialize)]
+struct RefusedRound<'a> {
+    round: u64,
+    reason: &'a str,
+    reasons: &'a [RoundRefusal],
+}
+
+impl RoundRefusal {
+    /// Whether only the privacy budget stands in the way (the permit covers the study otherwise).
+    fn is_budget(&self) -> bool {
+        matches!(self, Self::Permit(DenyReason::BudgetExceeded { .. }))
+    }
+}
+
+fn system_event(action: AuditAction, study: &Study) -> NewAuditEvent {
     NewAuditEvent::success(
         &Actor::system(),
         action,
@@ -105,9 +142,9 @@ pub async fn advance(fed: &Federation, id: StudyId) -> anyhow::Result<Step> {
         }
         tx.update_study(&study, version).await?;
         let action = if to == StudyStatus::Suspended {
-            "study.suspend"
+            AuditAction::StudySuspend
         } else {
-            "study.stop"
+            AuditAction::StudyStop
         };
         tx.append_audit(system_event(action, &study).detail(json!({
             "reason": reason, "discarded_round": discarded, "rounds_done": study.rounds_done,
@@ -124,7 +161,7 @@ pub async fn advance(fed: &Federation, id: StudyId) -> anyhow::Result<Step> {
         study.resume(now)?;
         tx.update_study(&study, version).await?;
         tx.append_audit(
-            system_event("study.resume", &study)
+            system_event(AuditAction::StudyResume, &study)
                 .detail(json!({ "next_round": study.rounds_done + 1 })),
         )
         .await?;
@@ -189,7 +226,7 @@ fn governance(
     participants: &[crate::domain::OrgId],
     epsilon: Option<Epsilon>,
     now: Timestamp,
-) -> anyhow::Result<Vec<serde_json::Value>> {
+) -> anyhow::Result<Vec<RoundRefusal>> {
     let outcome = check(
         permit,
         &CheckRequest {
@@ -200,17 +237,19 @@ fn governance(
         },
         now,
     );
-    let mut reasons: Vec<serde_json::Value> = outcome
+    let mut reasons: Vec<RoundRefusal> = outcome
         .reasons
-        .iter()
-        .map(serde_json::to_value)
-        .collect::<Result<_, _>>()?;
+        .into_iter()
+        .map(RoundRefusal::Permit)
+        .collect();
     if !fed.authz.is_allowed(
         &submitter(study),
         Action::StudyRun,
         &Resource::Permit(permit),
     )? {
-        reasons.push(json!({ "code": "policy_denied", "action": Action::StudyRun.name() }));
+        reasons.push(RoundRefusal::Round(RoundReason::PolicyDenied {
+            action: Action::StudyRun.name(),
+        }));
     }
     Ok(reasons)
 }
@@ -220,11 +259,11 @@ async fn refuse(
     mut tx: Box<dyn Tx>,
     mut study: Study,
     round: u64,
-    reasons: Vec<serde_json::Value>,
+    reasons: Vec<RoundRefusal>,
     now: Timestamp,
 ) -> anyhow::Result<Step> {
     let version = study.row_version;
-    let budget_only = reasons.iter().all(|r| r["code"] == "budget_exceeded");
+    let budget_only = reasons.iter().all(RoundRefusal::is_budget);
     let reason = if budget_only {
         "the privacy budget cannot pay for another round".to_owned()
     } else {
@@ -232,8 +271,11 @@ async fn refuse(
     };
     study.stop(reason.clone(), now)?;
     tx.update_study(&study, version).await?;
-    let mut event = system_event("study.round.refuse", &study)
-        .detail(json!({ "round": round, "reason": reason, "reasons": reasons }));
+    let mut event = system_event(AuditAction::StudyRoundRefuse, &study).details(&RefusedRound {
+        round,
+        reason: &reason,
+        reasons: &reasons,
+    });
     event.outcome = Outcome::Denied;
     tx.append_audit(event).await?;
     tx.commit().await?;
@@ -274,10 +316,10 @@ async fn start_round(
         .collect();
     let mut reasons = governance(fed, &study, &permit, &participants, Some(epsilon), now)?;
     if participants.len() < study.spec.min_sites {
-        reasons.push(
-            json!({ "code": "quorum_impossible", "permitted_holders": participants.len(),
-                             "min_sites": study.spec.min_sites }),
-        );
+        reasons.push(RoundRefusal::Round(RoundReason::QuorumImpossible {
+            permitted_holders: participants.len(),
+            min_sites: study.spec.min_sites,
+        }));
     }
     if !reasons.is_empty() {
         return refuse(fed, tx, study, r, reasons, now).await;
@@ -321,11 +363,13 @@ async fn start_round(
     let version = study.row_version;
     study.touch(now);
     tx.update_study(&study, version).await?;
-    tx.append_audit(system_event("study.round.start", &study).detail(json!({
-        "round": r, "attempt": round.attempt, "participants": participants,
-        "registry_version": registry_version, "epsilon_round": cost,
-        "epsilon_remaining": permit.epsilon_remaining(), "deadline": round.deadline,
-    })))
+    tx.append_audit(
+        system_event(AuditAction::StudyRoundStart, &study).detail(json!({
+            "round": r, "attempt": round.attempt, "participants": participants,
+            "registry_version": registry_version, "epsilon_round": cost,
+            "epsilon_remaining": permit.epsilon_remaining(), "deadline": round.deadline,
+        })),
+    )
     .await?;
     tx.commit().await?;
     fed.tasks_changed.notify_waiters();
@@ -382,7 +426,7 @@ async fn collect(
             study.touch(now);
         }
         tx.update_study(&study, version).await?;
-        let mut event = system_event("study.round.fail", &study).detail(json!({
+        let mut event = system_event(AuditAction::StudyRoundFail, &study).detail(json!({
             "round": round.round, "attempt": round.attempt, "reason": round.reason,
             "study_status": study.status().as_str(),
         }));
@@ -502,7 +546,7 @@ async fn aggregate(
         let version = study.row_version;
         study.stop(reason.clone(), now)?;
         tx.update_study(&study, version).await?;
-        let mut event = system_event("study.round.refuse", &study)
+        let mut event = system_event(AuditAction::StudyRoundRefuse, &study)
             .detail(json!({ "reason": reason, "epsilon_round": cost }));
         event.outcome = Outcome::Denied;
         tx.append_audit(event).await?;
@@ -537,13 +581,15 @@ async fn aggregate(
     let version = study.row_version;
     study.record_round(round.round, total, now)?;
     tx.update_study(&study, version).await?;
-    tx.append_audit(system_event("study.round.aggregate", &study).detail(json!({
-        "round": round.round, "attempt": round.attempt, "contributors": results.len(),
-        "missing": failures, "samples": results.iter().map(|r| r.num_examples).sum::<usize>(),
-        "epsilon_round": cost, "epsilon_total": total,
-        "permit_epsilon_spent": permit.record().epsilon_spent,
-        "clipped_updates": round.summary.clipped_updates, "model_digest": digest,
-    })))
+    tx.append_audit(
+        system_event(AuditAction::StudyRoundAggregate, &study).detail(json!({
+            "round": round.round, "attempt": round.attempt, "contributors": results.len(),
+            "missing": failures, "samples": results.iter().map(|r| r.num_examples).sum::<usize>(),
+            "epsilon_round": cost, "epsilon_total": total,
+            "permit_epsilon_spent": permit.record().epsilon_spent,
+            "clipped_updates": round.summary.clipped_updates, "model_digest": digest,
+        })),
+    )
     .await?;
     tx.commit().await?;
     fed.tasks_changed.notify_waiters();
@@ -589,9 +635,11 @@ async fn evaluate_and_complete(
         }
         study.touch(now);
         tx.update_study(&study, version).await?;
-        tx.append_audit(system_event("study.evaluate.start", &study).detail(json!({
-            "round": last.round, "participants": last.participants, "deadline": deadline,
-        })))
+        tx.append_audit(
+            system_event(AuditAction::StudyEvaluateStart, &study).detail(json!({
+                "round": last.round, "participants": last.participants, "deadline": deadline,
+            })),
+        )
         .await?;
         tx.commit().await?;
         fed.tasks_changed.notify_waiters();
@@ -614,10 +662,12 @@ async fn evaluate_and_complete(
     }
     study.complete(now)?;
     tx.update_study(&study, version).await?;
-    tx.append_audit(system_event("study.complete", &study).detail(json!({
-        "rounds": study.rounds_done, "epsilon_spent": study.epsilon_spent,
-        "evaluations": evaluations.len() - pending, "missing_evaluations": pending,
-    })))
+    tx.append_audit(
+        system_event(AuditAction::StudyComplete, &study).detail(json!({
+            "rounds": study.rounds_done, "epsilon_spent": study.epsilon_spent,
+            "evaluations": evaluations.len() - pending, "missing_evaluations": pending,
+        })),
+    )
     .await?;
     tx.commit().await?;
     Ok(Step::Done)

@@ -86,7 +86,7 @@ pub async fn create(
     ApiJson(req): ApiJson<ApplicationRequest>,
 ) -> ApiResult<impl IntoResponse> {
     state.authorize(&caller, Action::ApplicationCreate, &Resource::Service)?;
-    let action = Action::ApplicationCreate.name();
+    let action = Action::ApplicationCreate;
     let org = caller.principal.organisation.clone().ok_or_else(|| {
         ApiError::new(
             StatusCode::FORBIDDEN,
@@ -180,7 +180,7 @@ async fn load(
 ) -> ApiResult<Application> {
     tx.get_application(id).await?.ok_or_else(|| {
         ApiError::not_found("application", id)
-            .action(action.name())
+            .action(action)
             .on("application", id)
     })
 }
@@ -242,7 +242,7 @@ pub async fn decide(
     .collect();
     if !lengths.is_empty() {
         return Err(ApiError::invalid(lengths)
-            .action(action.name())
+            .action(action)
             .on("application", id));
     }
     let reason = req
@@ -252,7 +252,7 @@ pub async fn decide(
     let refused = |e: crate::domain::application::ApplicationTransitionError| {
         ApiError::new(StatusCode::CONFLICT, "invalid_transition", e.to_string())
             .with("current_state", json!(e.current.as_str()))
-            .action(action.name())
+            .action(action)
             .on("application", id)
     };
     let by = caller.principal.sub.clone();
@@ -264,7 +264,7 @@ pub async fn decide(
                     "reason_required",
                     "a rejection must state its reasons (Art. 68(9))",
                 )
-                .action(action.name())
+                .action(action)
                 .on("application", id)
             })?;
             app.reject(&by, reason, now).map_err(refused)?;
@@ -277,7 +277,7 @@ pub async fn decide(
                     "optout_exception_not_requested",
                     "the application did not ask for the Art. 71(4) exception",
                 )
-                .action(action.name())
+                .action(action)
                 .on("application", id));
             }
             if app.request.period_end <= now {
@@ -286,7 +286,7 @@ pub async fn decide(
                     "period_in_past",
                     "the requested period has already ended",
                 )
-                .action(action.name())
+                .action(action)
                 .on("application", id));
             }
             let permit = Permit::issue(
@@ -340,7 +340,7 @@ pub async fn withdraw(
         .map_err(|e| {
             ApiError::new(StatusCode::CONFLICT, "invalid_transition", e.to_string())
                 .with("current_state", json!(e.current.as_str()))
-                .action(action.name())
+                .action(action)
                 .on("application", id)
         })?;
     tx.update_application(&app).await?;

@@ -25,6 +25,7 @@ use crate::{
         audit::{AuditEntry, Outcome, VerifyReport},
         time, DataCategory, Permit,
     },
+    fhir::audit_event,
     store::{AuditFilter, Page, Scope},
 };
 
@@ -82,7 +83,7 @@ pub async fn events(
             "invalid_query",
             format!("limit must be within 1-{MAX_EXPORT} and `from` before `to`"),
         )
-        .action(action.name()));
+        .action(action));
     }
     let filter = AuditFilter {
         from: q.from.map(time::normalise),
@@ -245,7 +246,7 @@ impl ExportPages {
                         &mut out,
                         &json!({
                             "fullUrl": format!("urn:uuid:{}", e.id),
-                            "resource": fhir_audit_event(e, &self.public_url),
+                            "resource": audit_event::from_entry(e, &self.public_url),
                         }),
                     )?;
                 }
@@ -280,115 +281,6 @@ fn csv_row(e: &AuditEntry) -> anyhow::Result<String> {
     ])?;
     let bytes = w.into_inner().map_err(|e| anyhow::anyhow!("csv: {e}"))?;
     Ok(String::from_utf8(bytes)?)
-}
-
-/// FHIR AuditEvent.action: C/R/U/D/E, following the mapping of the IHE BALP profile.
-fn fhir_action(action: &str) -> &'static str {
-    // federated rounds and the nodes' work on them execute processing (BALP: action E)
-    if is_round_work(action) {
-        return "E";
-    }
-    if action == "study.model" {
-        return "R";
-    }
-    match action.rsplit('.').next().unwrap_or("") {
-        "create" | "register" | "import" => "C",
-        "read" | "list" | "versions" | "verify" | "records" => "R",
-        "check" | "filter" => "E",
-        _ if action.starts_with("http.") => "E",
-        _ => "U",
-    }
-}
-
-fn is_round_work(action: &str) -> bool {
-    action.starts_with("study.round.")
-        || action.starts_with("study.evaluate.")
-        || action.starts_with("node.task")
-}
-
-/// One entry as a FHIR R4 AuditEvent (IHE BALP shape): the caller is the requesting agent,
-/// the gateway the observer, the permit the governing policy.
-pub fn fhir_audit_event(e: &AuditEntry, public_url: &str) -> Value {
-    let outcome = match e.outcome {
-        Outcome::Success => "0",
-        Outcome::Denied => "4",
-        Outcome::Failure => "8",
-    };
-    let (type_code, type_display, subtype) = match e.action.as_str() {
-        "optout.filter" => (
-            "110113",
-            "Security Alert",
-            json!({"system": "http://dicom.nema.org/resources/ontology/DCM", "code": "110113", "display": "AuthZconsent"}),
-        ),
-        // the release of a model out of the processing environment: a privacy disclosure
-        "study.model" => (
-            "110106",
-            "Export",
-            json!({"system": "http://dicom.nema.org/resources/ontology/DCM", "code": "110106", "display": "Export"}),
-        ),
-        _ => (
-            "rest",
-            "RESTful Operation",
-            json!({"system": "urn:ehds-gateway:audit-action", "code": e.action}),
-        ),
-    };
-    let type_system = if type_code == "rest" {
-        "http://terminology.hl7.org/CodeSystem/audit-event-type"
-    } else {
-        "http://dicom.nema.org/resources/ontology/DCM"
-    };
-    let roles: Vec<Value> = e
-        .actor
-        .roles
-        .iter()
-        .map(|r| json!({"coding": [{"system": "urn:ehds-gateway:role", "code": r}]}))
-        .collect();
-    let mut agent = json!({
-        "type": {"coding": [{"system": "http://terminology.hl7.org/CodeSystem/v3-ParticipationType", "code": "IRCP", "display": "information recipient"}]},
-        "who": {"identifier": {"system": "urn:ehds-gateway:subject", "value": e.actor.sub}},
-        "requestor": true,
-        "role": roles,
-    });
-    if let Some(p) = &e.permit_id {
-        agent["policy"] = json!([format!("{public_url}/v1/permits/{p}")]);
-    }
-    let mut entities = vec![json!({
-        "what": {"identifier": {"system": "urn:ehds-gateway:audit-chain", "value": e.seq.to_string()}},
-        "type": {"system": "http://terminology.hl7.org/CodeSystem/audit-entity-type", "code": "4", "display": "Other"},
-        "detail": [
-            {"type": "hash", "valueString": e.hash},
-            {"type": "prev_hash", "valueString": e.prev_hash},
-            {"type": "detail", "valueString": e.detail.to_string()},
-        ],
-    })];
-    if let Some(id) = &e.resource_id {
-        // a federated round is a job the gateway runs (audit-entity-type 20)
-        let (code, display) = if is_round_work(&e.action) {
-            ("20", "Job")
-        } else {
-            ("2", "System Object")
-        };
-        entities.push(json!({
-            "what": {"identifier": {"system": format!("urn:ehds-gateway:{}", e.resource_type), "value": id}},
-            "type": {"system": "http://terminology.hl7.org/CodeSystem/audit-entity-type", "code": code, "display": display},
-        }));
-    }
-    json!({
-        "resourceType": "AuditEvent",
-        "id": e.id.to_string(),
-        "type": {"system": type_system, "code": type_code, "display": type_display},
-        "subtype": [subtype],
-        "action": fhir_action(&e.action),
-        "recorded": time::canonical(&e.recorded_at),
-        "outcome": outcome,
-        "outcomeDesc": e.detail.get("detail").and_then(Value::as_str).unwrap_or(e.outcome.as_str()),
-        "agent": [agent],
-        "source": {
-            "observer": {"display": "ehds-gateway"},
-            "type": [{"system": "http://terminology.hl7.org/CodeSystem/security-source-type", "code": "4", "display": "Application Server"}],
-        },
-        "entity": entities,
-    })
 }
 
 /// Verify the whole hash chain.

@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 
 use crate::{
     auth::AuthError,
-    domain::{permit::TransitionError, FieldError},
+    domain::{audit::AuditAction, permit::TransitionError, FieldError},
     store::StoreError,
 };
 
@@ -18,7 +18,7 @@ use crate::{
 pub struct ProblemInfo {
     pub code: &'static str,
     pub detail: String,
-    pub action: Option<&'static str>,
+    pub action: Option<AuditAction>,
     pub resource_type: Option<&'static str>,
     pub resource_id: Option<String>,
     pub permit_id: Option<String>,
@@ -31,7 +31,7 @@ pub struct ApiError {
     pub detail: String,
     pub errors: Vec<FieldError>,
     pub extra: Map<String, Value>,
-    pub action: Option<&'static str>,
+    pub action: Option<AuditAction>,
     pub resource: Option<(&'static str, String)>,
     pub permit_id: Option<String>,
     headers: Vec<(header::HeaderName, HeaderValue)>,
@@ -103,7 +103,8 @@ impl ApiError {
         )
     }
 
-    pub fn forbidden(action: &'static str) -> Self {
+    pub fn forbidden(action: impl Into<AuditAction>) -> Self {
+        let action = action.into();
         Self::new(
             StatusCode::FORBIDDEN,
             "forbidden",
@@ -134,8 +135,8 @@ impl ApiError {
         }
     }
 
-    pub fn action(mut self, action: &'static str) -> Self {
-        self.action = Some(action);
+    pub fn action(mut self, action: impl Into<AuditAction>) -> Self {
+        self.action = Some(action.into());
         self
     }
 

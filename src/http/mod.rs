@@ -40,7 +40,7 @@ use crate::{
     authz::{Action, Authorizer, Resource},
     configuration::Settings,
     domain::{
-        audit::{Actor, NewAuditEvent, Outcome},
+        audit::{Actor, AuditAction, NewAuditEvent, Outcome},
         optout::PseudonymKey,
     },
     federation::Federation,
@@ -78,10 +78,10 @@ impl AppState {
         // be probed; the refusal is audited like any other.
         if let Some((read, kind, id)) = visibility(resource) {
             if read == action || !self.authz.is_allowed(&caller.principal, read, resource)? {
-                return Err(ApiError::not_found(kind, id).action(action.name()));
+                return Err(ApiError::not_found(kind, id).action(action));
             }
         }
-        Err(ApiError::forbidden(action.name()))
+        Err(ApiError::forbidden(action))
     }
 
     pub fn allows(
@@ -115,13 +115,8 @@ impl Caller {
         resource_type: &str,
         resource_id: Option<String>,
     ) -> NewAuditEvent {
-        NewAuditEvent::success(
-            &self.principal.actor(),
-            action.name(),
-            resource_type,
-            resource_id,
-        )
-        .request(self.request_id.clone())
+        NewAuditEvent::success(&self.principal.actor(), action, resource_type, resource_id)
+            .request(self.request_id.clone())
     }
 }
 
@@ -203,7 +198,7 @@ pub async fn record_refusal_summary(state: &AppState) -> anyhow::Result<()> {
     let mut tx = state.store.begin().await?;
     tx.append_audit(NewAuditEvent {
         actor: Actor::anonymous(),
-        action: "http.refusals_summarised".into(),
+        action: AuditAction::HttpRefusalsSummarised,
         outcome: Outcome::Denied,
         resource_type: "request".into(),
         resource_id: None,
@@ -324,6 +319,15 @@ async fn authenticate(State(state): State<AppState>, mut req: Request, next: Nex
 
 /// Appends an audit entry for every refused request (4xx and 5xx problems): the change the
 /// request attempted was rolled back, but the attempt itself is on the record.
+/// The detail of a refused request's audit entry.
+#[derive(serde::Serialize)]
+struct RefusalDetail<'a> {
+    code: &'a str,
+    detail: String,
+    method: &'a str,
+    path: String,
+}
+
 async fn audit_refusals(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let method = req.method().clone();
     let path = req
@@ -355,8 +359,7 @@ async fn audit_refusals(State(state): State<AppState>, req: Request, next: Next)
         actor,
         action: problem
             .action
-            .map(str::to_owned)
-            .unwrap_or_else(|| format!("http.{}", method.as_str().to_lowercase())),
+            .unwrap_or_else(|| AuditAction::refused_request(method.as_str())),
         outcome: if status.is_server_error() {
             Outcome::Failure
         } else {
@@ -367,13 +370,14 @@ async fn audit_refusals(State(state): State<AppState>, req: Request, next: Next)
         permit_id: problem.permit_id,
         request_id: rid,
         http_status: Some(status.as_u16()),
-        detail: serde_json::json!({
-            "code": problem.code,
-            "detail": error::bounded(&problem.detail, error::MAX_STORED_DETAIL),
-            "method": method.as_str(),
-            "path": error::bounded(&path, error::MAX_STORED_PATH),
-        }),
-    };
+        detail: serde_json::Value::Null,
+    }
+    .details(&RefusalDetail {
+        code: problem.code,
+        detail: error::bounded(&problem.detail, error::MAX_STORED_DETAIL),
+        method: method.as_str(),
+        path: error::bounded(&path, error::MAX_STORED_PATH),
+    });
     let recorded = async {
         let mut tx = state.store.begin().await?;
         tx.append_audit(event).await?;

@@ -25,6 +25,7 @@ use super::{
 use crate::{
     authz::{Action, Resource},
     domain::{
+        audit::AuditAction,
         study::{Study, StudyStatus, Task, TaskKind, TaskReport, TaskStatus},
         time, PermitState, StudyId, TaskId,
     },
@@ -84,7 +85,7 @@ pub async fn fetch(
         .principal
         .organisation
         .clone()
-        .ok_or_else(|| ApiError::forbidden(action.name()))?;
+        .ok_or_else(|| ApiError::forbidden(action))?;
     let limit = params.limit.unwrap_or(10);
     if !(1..=100).contains(&limit) {
         return Err(ApiError::new(
@@ -92,7 +93,7 @@ pub async fn fetch(
             "invalid_query",
             "limit must be within 1-100",
         )
-        .action(action.name()));
+        .action(action));
     }
     let wait = params
         .wait
@@ -169,11 +170,11 @@ async fn assigned_task(
     caller: &Caller,
     tx: &mut dyn Tx,
     id: TaskId,
-    action: &'static str,
+    action: AuditAction,
 ) -> ApiResult<Task> {
     let task = tx.get_task(id).await?.ok_or_else(|| {
         ApiError::not_found("task", id)
-            .action(action)
+            .action(action.clone())
             .on("task", id)
     })?;
     state
@@ -182,7 +183,7 @@ async fn assigned_task(
     Ok(task)
 }
 
-fn closed(task: &Task, action: &'static str) -> Option<ApiError> {
+fn closed(task: &Task, action: AuditAction) -> Option<ApiError> {
     let (code, detail) = match task.status {
         TaskStatus::Pending if time::now() >= task.deadline => (
             "task_deadline_passed",
@@ -248,7 +249,7 @@ pub async fn parameters(
     caller: Caller,
     ApiPath(id): ApiPath<TaskId>,
 ) -> ApiResult<Response> {
-    const ACTION: &str = "node.task.parameters";
+    const ACTION: AuditAction = AuditAction::NodeTaskParameters;
     let mut tx = state.store.begin().await?;
     let task = assigned_task(&state, &caller, &mut *tx, id, ACTION).await?;
     if let Some(e) = closed(&task, ACTION) {
@@ -287,11 +288,11 @@ pub async fn parameters(
 /// A success entry for a node's work on one task, under the name of what it did.
 fn task_event(
     caller: &Caller,
-    action: &'static str,
+    action: AuditAction,
     id: TaskId,
 ) -> crate::domain::audit::NewAuditEvent {
     let mut event = caller.audit(Action::NodeTask, "task", Some(id.to_string()));
-    event.action = action.to_owned();
+    event.action = action;
     event
 }
 
@@ -332,7 +333,7 @@ pub async fn result(
     ApiPath(id): ApiPath<TaskId>,
     ApiJson(body): ApiJson<TaskResultBody>,
 ) -> ApiResult<Json<serde_json::Value>> {
-    const ACTION: &str = "node.task.result";
+    const ACTION: AuditAction = AuditAction::NodeTaskResult;
     let tag = |e: ApiError| e.action(ACTION).on("task", id);
     let now = time::now();
     let mut tx = state.store.begin().await?;

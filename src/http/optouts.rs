@@ -1,7 +1,7 @@
 //! The Art. 71 opt-out registry: registration, withdrawal (history kept), bulk import from NDJSON
 //! or a FHIR R4 Bundle of Consent resources, and the filter data holders run before training.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use axum::{
     body::Bytes,
@@ -12,8 +12,7 @@ use axum::{
 };
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
-use uuid::Uuid;
+use serde_json::json;
 
 use super::{
     error::{ApiError, ApiResult, Problem},
@@ -21,21 +20,22 @@ use super::{
     permits::load_permit,
     AppState,
 };
+pub use crate::app::optouts::ImportReport;
 use crate::{
+    app::optouts,
     authz::{Action, Resource},
     domain::{
-        optout::{is_excluded, NewOptOutEvent, OptOutEvent, OptOutEventKind},
+        optout::{NewOptOutEvent, OptOutEvent, OptOutEventKind},
         time::{self},
         DataCategory, Errors, FieldError, MemberState, OptOutId, PermitState, SubjectPseudonym,
     },
     federation::wire::{FilterRequest, FilterResponse},
+    fhir::consent,
     store::Tx,
 };
 
 /// Bulk imports and filters carry whole cohorts.
 const BULK_BODY_LIMIT: usize = 64 * 1024 * 1024;
-/// Record ids of imported opt-outs derive from their source id, so re-importing is idempotent.
-const IMPORT_NAMESPACE: Uuid = Uuid::from_u128(0x6568_6473_2d6f_7074_2d6f_7574_2d69_6d70);
 
 pub fn router(_default_limit: usize) -> Router<AppState> {
     Router::new()
@@ -137,7 +137,7 @@ pub async fn register(
         .map_err(|f| e.0.push(f))
         .ok();
     if !e.0.is_empty() {
-        return Err(ApiError::invalid(e.0).action(action.name()));
+        return Err(ApiError::invalid(e.0).action(action));
     }
     let record_id = OptOutId::new();
     let event = NewOptOutEvent {
@@ -166,7 +166,7 @@ async fn load_record(tx: &mut dyn Tx, id: OptOutId, action: Action) -> ApiResult
     let events = tx.optout_record(id).await?;
     if events.is_empty() {
         return Err(ApiError::not_found("opt-out", id)
-            .action(action.name())
+            .action(action)
             .on("opt_out", id));
     }
     Ok(events)
@@ -211,7 +211,7 @@ pub async fn withdraw(
 ) -> ApiResult<Json<OptOutRecordView>> {
     let action = Action::OptOutWithdraw;
     state.authorize(&caller, action, &Resource::OptOutRegistry)?;
-    let tag = |e: ApiError| e.action(action.name()).on("opt_out", id);
+    let tag = |e: ApiError| e.action(action).on("opt_out", id);
     let channel =
         channel(req.channel.as_deref(), "api").map_err(|f| tag(ApiError::invalid(vec![f])))?;
     let now = time::now();
@@ -248,203 +248,6 @@ pub async fn withdraw(
     Ok(Json(OptOutRecordView::new(id, events)))
 }
 
-/// One opt-out or withdrawal parsed from an import.
-struct ImportItem {
-    record_id: Option<OptOutId>,
-    subject: SubjectPseudonym,
-    member_state: MemberState,
-    effective_at: Option<chrono::DateTime<chrono::Utc>>,
-    withdrawn: bool,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NdjsonLine {
-    subject_pseudonym: String,
-    member_state: Option<String>,
-    effective_from: Option<DateTime<Utc>>,
-    #[serde(default)]
-    withdrawn: bool,
-    /// The source system's id of the opt-out; makes re-imports idempotent.
-    id: Option<String>,
-}
-
-fn import_id(source: &str) -> OptOutId {
-    OptOutId(Uuid::new_v5(&IMPORT_NAMESPACE, source.as_bytes()))
-}
-
-fn parse_ndjson(body: &str, default_state: &str) -> Result<Vec<ImportItem>, Vec<FieldError>> {
-    let mut errors = Errors::default();
-    let mut items = Vec::new();
-    for (n, line) in body
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-    {
-        let field = format!("line {}", n + 1);
-        let parsed: NdjsonLine = match serde_json::from_str(line) {
-            Ok(v) => v,
-            Err(e) => {
-                errors.push(&field, "invalid_line", e.to_string());
-                continue;
-            }
-        };
-        let subject = errors.take(
-            format!("{field}: subject_pseudonym"),
-            SubjectPseudonym::parse(&parsed.subject_pseudonym),
-        );
-        let state = errors.take(
-            format!("{field}: member_state"),
-            MemberState::parse(parsed.member_state.as_deref().unwrap_or(default_state)),
-        );
-        if let (Some(subject), Some(member_state)) = (subject, state) {
-            items.push(ImportItem {
-                record_id: parsed.id.as_deref().map(import_id),
-                subject,
-                member_state,
-                effective_at: parsed.effective_from.map(time::normalise),
-                withdrawn: parsed.withdrawn,
-            });
-        }
-    }
-    errors.into_result(|| items)
-}
-
-/// Reads a FHIR R4 Bundle of Consent resources: `provision.type` deny is an opt-out, status
-/// `inactive` its withdrawal, `provision.period.start` its effective time.
-fn parse_consent_bundle(
-    body: &[u8],
-    default_state: &str,
-) -> Result<Vec<ImportItem>, Vec<FieldError>> {
-    let bundle: Value = serde_json::from_slice(body)
-        .map_err(|e| vec![FieldError::new("", "malformed_json", e.to_string())])?;
-    if bundle.get("resourceType").and_then(Value::as_str) != Some("Bundle") {
-        return Err(vec![FieldError::new(
-            "resourceType",
-            "not_a_bundle",
-            "expected a FHIR Bundle",
-        )]);
-    }
-    let mut errors = Errors::default();
-    let mut items = Vec::new();
-    let entries = bundle
-        .get("entry")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    for (i, entry) in entries.iter().enumerate() {
-        let field = format!("entry[{i}]");
-        let Some(consent) = entry.get("resource") else {
-            errors.push(&field, "missing_resource", "bundle entry has no resource");
-            continue;
-        };
-        if consent.get("resourceType").and_then(Value::as_str) != Some("Consent") {
-            errors.push(
-                &field,
-                "not_a_consent",
-                "only Consent resources can be imported",
-            );
-            continue;
-        }
-        let withdrawn = match consent.get("status").and_then(Value::as_str) {
-            Some("active") => false,
-            Some("inactive") => true,
-            other => {
-                errors.push(
-                    format!("{field}.status"),
-                    "unsupported_consent_status",
-                    format!("status {other:?} is neither `active` nor `inactive`"),
-                );
-                continue;
-            }
-        };
-        let provision = consent.get("provision");
-        if provision
-            .and_then(|p| p.get("type"))
-            .and_then(Value::as_str)
-            != Some("deny")
-        {
-            errors.push(
-                format!("{field}.provision.type"),
-                "not_an_opt_out",
-                "an opt-out is a Consent with provision.type `deny`",
-            );
-            continue;
-        }
-        let policy_ok = consent
-            .get("policyRule")
-            .and_then(|r| r.get("coding"))
-            .and_then(Value::as_array)
-            .is_none_or(|codes| {
-                codes
-                    .iter()
-                    .any(|c| c.get("code").and_then(Value::as_str) == Some("OPTOUT"))
-            });
-        if !policy_ok {
-            errors.push(
-                format!("{field}.policyRule"),
-                "not_an_opt_out",
-                "policyRule must be OPTOUT",
-            );
-            continue;
-        }
-        let patient = consent.get("patient");
-        let pseudonym = patient
-            .and_then(|p| p.get("identifier"))
-            .and_then(|i| i.get("value"))
-            .and_then(Value::as_str)
-            .or_else(|| {
-                patient
-                    .and_then(|p| p.get("reference"))
-                    .and_then(Value::as_str)
-                    .and_then(|r| r.strip_prefix("Patient/"))
-            });
-        let Some(subject) = pseudonym
-            .and_then(|p| errors.take(format!("{field}.patient"), SubjectPseudonym::parse(p)))
-        else {
-            if pseudonym.is_none() {
-                errors.push(
-                    format!("{field}.patient"),
-                    "missing_patient",
-                    "Consent.patient must name the subject's pseudonym",
-                );
-            }
-            continue;
-        };
-        let start = provision
-            .and_then(|p| p.get("period"))
-            .and_then(|p| p.get("start"))
-            .and_then(Value::as_str);
-        let effective_at = match start.map(DateTime::parse_from_rfc3339) {
-            None => None,
-            Some(Ok(t)) => Some(time::normalise(t.with_timezone(&Utc))),
-            Some(Err(e)) => {
-                errors.push(
-                    format!("{field}.provision.period.start"),
-                    "invalid_date",
-                    e.to_string(),
-                );
-                continue;
-            }
-        };
-        let Some(member_state) = errors.take(field.clone(), MemberState::parse(default_state))
-        else {
-            continue;
-        };
-        items.push(ImportItem {
-            record_id: consent
-                .get("id")
-                .and_then(Value::as_str)
-                .map(|id| import_id(&format!("Consent/{id}"))),
-            subject,
-            member_state,
-            effective_at,
-            withdrawn,
-        });
-    }
-    errors.into_result(|| items)
-}
-
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 pub struct ImportParams {
@@ -452,15 +255,6 @@ pub struct ImportParams {
     pub member_state: Option<String>,
     /// Channel recorded for the imported rows.
     pub channel: Option<String>,
-}
-
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct ImportReport {
-    pub registered: usize,
-    pub withdrawn: usize,
-    /// Rows already in the registry (re-imports of the same source ids).
-    pub unchanged: usize,
-    pub registry_version: i64,
 }
 
 /// Bulk import, all or nothing: NDJSON (`application/x-ndjson`) or a FHIR R4 Bundle of Consent
@@ -477,7 +271,7 @@ pub async fn import(
 ) -> ApiResult<Json<ImportReport>> {
     let action = Action::OptOutImport;
     state.authorize(&caller, action, &Resource::OptOutRegistry)?;
-    let tag = |e: ApiError| e.action(action.name()).on("opt_out_registry", "import");
+    let tag = |e: ApiError| e.action(action).on("opt_out_registry", "import");
     let body = body.map_err(|e| {
         tag(if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::new(
@@ -509,9 +303,11 @@ pub async fn import(
                     "NDJSON must be UTF-8",
                 ))
             })?;
-            parse_ndjson(text, &default_state)
+            optouts::parse_ndjson(text, &default_state)
         }
-        "application/fhir+json" | "application/json" => parse_consent_bundle(&body, &default_state),
+        "application/fhir+json" | "application/json" => {
+            consent::parse_opt_out_bundle(&body, &default_state)
+        }
         _ => {
             return Err(tag(ApiError::new(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -522,73 +318,9 @@ pub async fn import(
     }
     .map_err(|e| tag(ApiError::invalid(e)))?;
 
-    let now = time::now();
     let mut tx = state.store.begin().await?;
-    let mut report = ImportReport {
-        registered: 0,
-        withdrawn: 0,
-        unchanged: 0,
-        registry_version: 0,
-    };
-    for item in items {
-        let subject_key = state.pseudonym_key.subject_key(&item.subject);
-        let history = tx
-            .optout_events_for(std::slice::from_ref(&subject_key), i64::MAX)
-            .await?;
-        let mut open: BTreeMap<Uuid, bool> = BTreeMap::new();
-        for e in &history {
-            open.insert(e.record_id.0, e.kind == OptOutEventKind::Registered);
-        }
-        let targets: Vec<OptOutId> = if item.withdrawn {
-            match item.record_id {
-                Some(id) => open
-                    .get(&id.0)
-                    .filter(|o| **o)
-                    .map(|_| vec![id])
-                    .unwrap_or_default(),
-                None => open
-                    .iter()
-                    .filter(|(_, o)| **o)
-                    .map(|(id, _)| OptOutId(*id))
-                    .collect(),
-            }
-        } else {
-            match item.record_id {
-                Some(id) if open.contains_key(&id.0) => vec![],
-                Some(id) => vec![id],
-                None => vec![OptOutId::new()],
-            }
-        };
-        if targets.is_empty() {
-            report.unchanged += 1;
-        }
-        for record_id in targets {
-            let stored = tx
-                .append_optout(NewOptOutEvent {
-                    record_id,
-                    subject_key: subject_key.clone(),
-                    kind: if item.withdrawn {
-                        OptOutEventKind::Withdrawn
-                    } else {
-                        OptOutEventKind::Registered
-                    },
-                    member_state: item.member_state.clone(),
-                    effective_at: item.effective_at.unwrap_or(now),
-                    recorded_at: now,
-                    channel: channel.clone(),
-                })
-                .await?;
-            report.registry_version = stored.seq;
-            if item.withdrawn {
-                report.withdrawn += 1
-            } else {
-                report.registered += 1
-            }
-        }
-    }
-    if report.registry_version == 0 {
-        report.registry_version = tx.optout_registry_version().await?;
-    }
+    let report =
+        optouts::import(&mut *tx, &state.pseudonym_key, items, &channel, time::now()).await?;
     tx.append_audit(caller.audit(action, "opt_out_registry", Some("import".into()))
         .detail(json!({ "format": media, "registered": report.registered, "withdrawn": report.withdrawn,
                         "unchanged": report.unchanged, "registry_version": report.registry_version }))).await?;
@@ -606,7 +338,7 @@ pub async fn filter(
     ApiJson(req): ApiJson<FilterRequest>,
 ) -> ApiResult<Json<FilterResponse>> {
     let action = Action::OptOutFilter;
-    let tag = |e: ApiError| e.action(action.name()).on("permit", req.permit_id);
+    let tag = |e: ApiError| e.action(action).on("permit", req.permit_id);
     let mut tx = state.store.begin().await?;
     let permit = load_permit(&mut *tx, req.permit_id, action).await?;
     state
@@ -655,36 +387,23 @@ pub async fn filter(
         .principal
         .organisation
         .clone()
-        .ok_or_else(|| tag(ApiError::forbidden(action.name())))?;
-    let reference_time = permit.optout_reference_time(&holder, &categories);
-    let exception_applied = permit.terms().optout_exception.is_some();
-    let mut exclude = Vec::new();
-    if !exception_applied {
-        let keys: Vec<(String, String)> = subjects
-            .iter()
-            .map(|s| {
-                (
-                    state
-                        .pseudonym_key
-                        .subject_key(&SubjectPseudonym::parse(s).expect("parsed above")),
-                    s.clone(),
-                )
-            })
-            .collect();
-        let key_list: Vec<String> = keys.iter().map(|(k, _)| k.clone()).collect();
-        let mut by_key: BTreeMap<String, Vec<OptOutEvent>> = BTreeMap::new();
-        for ev in tx.optout_events_for(&key_list, version).await? {
-            by_key.entry(ev.subject_key.clone()).or_default().push(ev);
-        }
-        for (key, subject) in keys {
-            if by_key
-                .get(&key)
-                .is_some_and(|evs| is_excluded(evs, reference_time, now, req.policy))
-            {
-                exclude.push(subject);
-            }
-        }
-    }
+        .ok_or_else(|| tag(ApiError::forbidden(action)))?;
+    let optouts::Exclusions {
+        reference_time,
+        exception_applied,
+        exclude,
+    } = optouts::exclusions(
+        &mut *tx,
+        &state.pseudonym_key,
+        &permit,
+        &holder,
+        &categories,
+        &subjects,
+        version,
+        req.policy,
+        now,
+    )
+    .await?;
     tx.append_audit(caller.audit(action, "permit", Some(req.permit_id.to_string())).permit(req.permit_id)
         .detail(json!({ "registry_version": version, "reference_time": reference_time, "policy": req.policy,
                         "exception_applied": exception_applied, "checked": subjects.len(), "excluded": exclude.len() })))

@@ -119,7 +119,7 @@ fn with_etag(p: &Permit, body: impl Serialize) -> Response {
 pub async fn load_permit(tx: &mut dyn Tx, id: PermitId, action: Action) -> ApiResult<Permit> {
     tx.get_permit(id).await?.ok_or_else(|| {
         ApiError::not_found("permit", id)
-            .action(action.name())
+            .action(action)
             .on("permit", id)
     })
 }
@@ -235,7 +235,7 @@ async fn transition(
 ) -> ApiResult<Response> {
     let mut tx = state.store.begin().await?;
     let mut permit = load_permit(&mut *tx, id, action).await?;
-    let tag = |e: ApiError| e.action(action.name()).on("permit", id);
+    let tag = |e: ApiError| e.action(action).on("permit", id);
     state
         .authorize(caller, action, &Resource::Permit(&permit))
         .map_err(tag)?;
@@ -505,7 +505,7 @@ pub async fn check_permit(
     let action = Action::PermitCheck;
     let mut tx = state.store.begin().await?;
     let permit = load_permit(&mut *tx, id, action).await?;
-    let tag = |e: ApiError| e.action(action.name()).on("permit", id);
+    let tag = |e: ApiError| e.action(action).on("permit", id);
     state
         .authorize(&caller, action, &Resource::Permit(&permit))
         .map_err(tag)?;

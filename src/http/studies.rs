@@ -22,17 +22,17 @@ use super::{
     AppState,
 };
 use crate::{
+    app::studies::{self, SubmitError},
     authz::{Action, Resource},
     domain::{
         check::{check, CheckRequest},
         study::{
-            OutputCheck, Round, RoundPhase, SiteContribution, SiteEvaluation, Study, StudySpec,
-            StudyStatus,
+            Round, RoundPhase, SiteContribution, SiteEvaluation, Study, StudySpec, StudyStatus,
         },
-        study_request::{assess, parse_study, OutputFloor, StudyRefusal, StudyRequest},
+        study_request::{parse_study, OutputFloor, StudyRequest},
         time, PermitId, StudyId,
     },
-    federation::rounds::{close_open_round, initial_checkpoint},
+    federation::rounds::close_open_round,
     store::Tx,
 };
 
@@ -134,8 +134,8 @@ pub async fn create(
     let action = Action::StudyCreate;
     state.authorize(&caller, action, &Resource::Service)?;
     let permit_id = PermitId::parse(&req.permit_id)
-        .map_err(|(code, msg)| ApiError::field("permit_id", code, msg).action(action.name()))?;
-    let tag = |e: ApiError| e.action(action.name()).on("permit", permit_id);
+        .map_err(|(code, msg)| ApiError::field("permit_id", code, msg).action(action))?;
+    let tag = |e: ApiError| e.action(action).on("permit", permit_id);
     let now = time::now();
     let mut tx = state.store.begin().await?;
     let permit = load_permit(&mut *tx, permit_id, action).await?;
@@ -151,20 +151,19 @@ pub async fn create(
     let delta = permit.terms().privacy_budget.delta.value();
     let spec = parse_study(&req, delta, floor, random_seed()?)
         .map_err(|errors| tag(ApiError::invalid(errors)))?;
-    // Plans accepted earlier hold their unspent budget: a later study cannot count on it.
-    let mut reserved = 0.0;
-    for other in tx.live_studies_for_permit(permit_id).await? {
-        let planned = other
-            .spec
-            .dp
-            .epsilon_for_rounds(other.spec.rounds)
-            .map_err(ApiError::internal)?;
-        reserved += (planned - other.epsilon_spent).max(0.0);
-    }
-    let reasons: Vec<StudyRefusal> =
-        assess(&spec, &permit, reserved, now).map_err(ApiError::internal)?;
-    if !reasons.is_empty() {
-        return Err(tag(ApiError::new(
+    let study = studies::submit(
+        &mut *tx,
+        &state.federation.vault,
+        &permit,
+        spec,
+        caller.principal.organisation.clone(),
+        &caller.principal.sub,
+        &key,
+        now,
+    )
+    .await
+    .map_err(|e| match e {
+        SubmitError::NotPermitted(reasons) => tag(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "study_not_permitted",
             format!(
@@ -172,24 +171,11 @@ pub async fn create(
                 reasons.len()
             ),
         )
-        .with("reasons", json!(reasons))));
-    }
-    let organisation = caller
-        .principal
-        .organisation
-        .clone()
-        .ok_or_else(|| tag(ApiError::forbidden(action.name())))?;
-    let study = Study::new(organisation, &caller.principal.sub, spec, now);
-    let sealed = state
-        .federation
-        .vault
-        .seal(study.id.to_string().as_bytes(), &key)?;
-    tx.insert_study(&study, &sealed).await?;
-    tx.insert_checkpoint(
-        &initial_checkpoint(&study).map_err(ApiError::internal)?,
-        now,
-    )
-    .await?;
+        .with("reasons", json!(reasons))),
+        SubmitError::NoOrganisation => tag(ApiError::forbidden(action)),
+        SubmitError::Store(e) => e.into(),
+        SubmitError::Internal(e) => ApiError::internal(e),
+    })?;
     let view = StudyView::new(&study);
     tx.append_audit(
         caller
@@ -212,7 +198,7 @@ pub async fn create(
 async fn load_study(tx: &mut dyn Tx, id: StudyId, action: Action) -> ApiResult<Study> {
     tx.get_study(id).await?.ok_or_else(|| {
         ApiError::not_found("study", id)
-            .action(action.name())
+            .action(action)
             .on("study", id)
     })
 }
@@ -424,7 +410,7 @@ pub async fn cancel(
     ApiJson(req): ApiJson<CancelRequest>,
 ) -> ApiResult<Json<StudyView>> {
     let action = Action::StudyCancel;
-    let tag = |e: ApiError| e.action(action.name()).on("study", id);
+    let tag = |e: ApiError| e.action(action).on("study", id);
     let now = time::now();
     let mut tx = state.store.begin().await?;
     let mut study = authorized_study(&state, &caller, &mut *tx, id, action).await?;
@@ -470,31 +456,6 @@ pub async fn cancel(
     Ok(Json(StudyView::new(&study)))
 }
 
-/// Why the output check refused a release.
-fn output_check(check: &OutputCheck, last: &Round) -> Vec<serde_json::Value> {
-    let contributed: Vec<&SiteContribution> = last
-        .summary
-        .sites
-        .iter()
-        .filter(|s| s.contributed)
-        .collect();
-    let mut reasons = Vec::new();
-    if contributed.len() < check.min_sites {
-        reasons.push(json!({ "code": "too_few_sites", "sites": contributed.len(),
-                             "min_sites": check.min_sites }));
-    }
-    let small = contributed
-        .iter()
-        .filter(|s| s.samples < check.min_samples_per_site)
-        .count();
-    if small > 0 {
-        // how many, not which: naming a small site would itself disclose something
-        reasons.push(json!({ "code": "site_below_min_samples", "sites": small,
-                             "min_samples_per_site": check.min_samples_per_site }));
-    }
-    reasons
-}
-
 /// The final aggregate as safetensors: only for a completed study, while the permit is active
 /// and covers the study's purpose, and only after the output check (minimum sites and samples
 /// per site). The release is audited.
@@ -508,7 +469,7 @@ pub async fn model(
     ApiPath(id): ApiPath<StudyId>,
 ) -> ApiResult<Response> {
     let action = Action::StudyModel;
-    let tag = |e: ApiError| e.action(action.name()).on("study", id);
+    let tag = |e: ApiError| e.action(action).on("study", id);
     let now = time::now();
     let mut tx = state.store.begin().await?;
     let study = authorized_study(&state, &caller, &mut *tx, id, action).await?;
@@ -554,7 +515,7 @@ pub async fn model(
                 "no round was aggregated",
             ))
         })?;
-    let reasons = output_check(&study.spec.output_check, &last);
+    let reasons = studies::output_check(&study.spec.output_check, &last);
     if !reasons.is_empty() {
         return Err(tag(ApiError::new(
             StatusCode::CONFLICT,
