@@ -2,7 +2,8 @@
 //!
 //! hash_n = SHA-256(prev_hash_n || 0x0a || canonical_n), where canonical_n is the entry's JSON
 //! with fields in a fixed order, timestamps in RFC 3339 with microseconds, and `detail` with its
-//! keys sorted. The first entry's prev_hash is 64 zeros. Editing, deleting or reordering any
+//! keys in the order they were written (stored as text and read back in that order: serde_json's
+//! `preserve_order` is on in this build, through cedar-policy). The first entry's prev_hash is 64 zeros. Editing, deleting or reordering any
 //! entry breaks the chain at that entry, and so does rewriting a stored timestamp into another
 //! form of the same instant.
 //!
@@ -196,7 +197,8 @@ impl AuditEntry {
     }
 
     pub fn canonical_bytes(&self) -> Vec<u8> {
-        // serde_json::Value keeps object keys sorted (no `preserve_order`), so `detail` is canonical.
+        // `detail` keeps its keys in written order (`preserve_order` is on, and both stores keep
+        // the text as written), so the bytes hashed at append are the bytes hashed at verify.
         serde_json::to_vec(&Canonical {
             seq: self.seq,
             id: self.id.to_string(),
