@@ -461,6 +461,22 @@ fn bad_input_is_counted_with_its_location() {
             patient("b"),
             "{not json".into(),
             r#"{"resourceType":"Procedure","id":"x"}"#.into(),
+            r#"{"resourceType":"NoSuchFhirType","id":"y"}"#.into(),
+        ]
+        .join("\n"),
+    )
+    .unwrap();
+    let ckd = |id: &str, p: &str, when: &str| {
+        format!(
+            r#"{{"resourceType":"Condition","id":"{id}","code":{{"coding":[{{"system":"http://snomed.info/sct","code":"709044004"}}]}},"subject":{{"reference":"Patient/{p}"}},"onsetDateTime":"{when}"}}"#
+        )
+    };
+    std::fs::write(
+        d.join("Condition.ndjson"),
+        [
+            ckd("c1", "a", "2023-05-01"),
+            ckd("c2", "nobody", "2023-05-01"),
+            ckd("c3", "b", "2023-02-30"),
         ]
         .join("\n"),
     )
@@ -478,6 +494,7 @@ fn bad_input_is_counted_with_its_location() {
         hr("o1", "a", "2024-01-01T07:00:00Z", "/min"),
         hr("o5", "b", "2024-01-01T02:00:00Z", "bpm"),
         r#"{"resourceType":"Observation","id":"o6","status":"final","code":{"coding":[{"system":"http://loinc.org","code":"8867-4"}]},"subject":{"reference":"Patient/b"},"valueQuantity":{"value":"ninety"}}"#.into(),
+        r#"{"resourceType":"Observation","id":"o7","status":"final","code":{"coding":[{"system":"http://loinc.org","code":"8867-4"}]},"effectiveDateTime":"2024-01-01T05:00:00Z","valueQuantity":{"value":80,"unit":"/min"}}"#.into(),
     ];
     // gzipped, as exports are
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
@@ -495,17 +512,51 @@ fn bad_input_is_counted_with_its_location() {
         ),
         (Some("Patient.ndjson"), Some(3))
     );
-    assert_eq!(r.count(IssueKind::TypeNotRead), 1);
-    assert_eq!(r.count(IssueKind::UnresolvedSubject), 1);
-    assert!(at(IssueKind::UnresolvedSubject)
+    // a type the specification does not read and a type FHIR does not have: counted, skipped
+    assert_eq!(r.count(IssueKind::TypeNotRead), 2);
+    let not_read: Vec<_> = r
+        .examples
+        .iter()
+        .filter(|e| e.kind == IssueKind::TypeNotRead)
+        .map(|e| (e.line, e.detail.contains("NoSuchFhirType")))
+        .collect();
+    assert!(not_read.contains(&(Some(5), true)), "{not_read:?}");
+    // references to patients the export does not hold, from any resource type
+    assert_eq!(r.count(IssueKind::UnresolvedSubject), 2);
+    let unresolved = |rid: &str| {
+        r.examples
+            .iter()
+            .find(|e| e.kind == IssueKind::UnresolvedSubject && e.resource.as_deref() == Some(rid))
+            .unwrap_or_else(|| panic!("{rid}: {:?}", r.examples))
+    };
+    assert!(unresolved("Observation/o2")
         .detail
         .contains("Patient/ghost"));
+    let c2 = unresolved("Condition/c2");
+    assert!(c2.detail.contains("Patient/nobody"));
     assert_eq!(
-        at(IssueKind::UnresolvedSubject).resource.as_deref(),
-        Some("Observation/o2")
+        (c2.file.as_deref(), c2.line),
+        (Some("Condition.ndjson"), Some(2))
     );
-    assert_eq!(r.count(IssueKind::BadDate), 1);
+    // a resource without a subject
+    assert_eq!(r.count(IssueKind::NoSubject), 1);
+    assert_eq!(
+        at(IssueKind::NoSubject).resource.as_deref(),
+        Some("Observation/o7")
+    );
+    // dates that do not parse: free text, and a day February does not have
+    assert_eq!(r.count(IssueKind::BadDate), 2);
     assert_eq!(at(IssueKind::BadDate).line, Some(3));
+    let bad_dates: Vec<_> = r
+        .examples
+        .iter()
+        .filter(|e| e.kind == IssueKind::BadDate)
+        .map(|e| (e.file.as_deref(), e.resource.as_deref()))
+        .collect();
+    assert!(
+        bad_dates.contains(&(Some("Condition.ndjson"), Some("Condition/c3"))),
+        "{bad_dates:?}"
+    );
     assert_eq!(r.count(IssueKind::Unit), 1);
     assert_eq!(
         at(IssueKind::Unit).resource.as_deref(),
@@ -529,6 +580,17 @@ fn bad_input_is_counted_with_its_location() {
     std::fs::write(d.join("Observation.ndjson.gz"), &bytes[..bytes.len() - 12]).unwrap();
     let err = load(&s, d, None).unwrap_err();
     assert!(err.to_string().contains("Observation.ndjson.gz"), "{err}");
+    // two Patients with the same id cannot be told apart: the read stops with an error that
+    // names the id, and no rows exist to be trained on or uploaded
+    std::fs::write(d.join("Observation.ndjson.gz"), &bytes).unwrap();
+    assert!(load(&s, d, None).is_ok());
+    std::fs::write(
+        d.join("Patient.ndjson"),
+        [patient("a"), patient("b"), patient("a")].join("\n"),
+    )
+    .unwrap();
+    let err = load(&s, d, None).unwrap_err();
+    assert_eq!(err.to_string(), "patient `a` appears twice");
 }
 
 #[test]

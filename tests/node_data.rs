@@ -305,3 +305,94 @@ fn malformed_bundles_are_typed_errors() {
         Err(SourceError::Io(_))
     ));
 }
+
+/// Every `json` block of the federation README's "Writing a feature specification" section
+/// parses with the node's own parsers, so the worked examples cannot drift from the code.
+#[test]
+fn readme_specification_examples_parse() {
+    use ehds_gateway::node::codemap::CodeMap;
+    use serde_json::{json, Map, Value};
+
+    let text = std::fs::read_to_string(federation().join("README.md")).unwrap();
+    let blocks: Vec<&str> = text
+        .split("```json\n")
+        .skip(1)
+        .map(|b| b.split("```").next().unwrap())
+        .collect();
+    let base = json!({
+        "name": "readme",
+        "cohort": { "unit": "encounter", "index": "admission", "category": "ehr_data" },
+        "features": [ { "name": "age", "category": "ehr_data", "source": { "patient": "age" },
+                        "transform": { "kind": "number", "unit": "a" } } ],
+        "label": { "name": "death_30d", "category": "ehr_data",
+                   "source": { "death": { "within": "30d" } } }
+    });
+    let parse = |v: &Value, block: &str| -> FeatureSpec {
+        FeatureSpec::from_json(&v.to_string())
+            .unwrap_or_else(|e| panic!("README example does not parse: {e}\n{block}"))
+    };
+    let key = |v: &Value| -> String {
+        v.as_object()
+            .and_then(|o| o.keys().next().cloned())
+            .unwrap_or_default()
+    };
+    let (mut shown, mut maps) = (BTreeSet::new(), 0);
+    for block in &blocks {
+        let t = block.trim();
+        let mut spec = base.clone();
+        if t.starts_with('"') {
+            // members of the specification object
+            let members: Map<String, Value> = serde_json::from_str(&format!("{{{t}}}"))
+                .unwrap_or_else(|e| panic!("README block is not JSON members: {e}\n{t}"));
+            assert_eq!(members.len(), 1, "one member per block:\n{t}");
+            for (k, v) in members {
+                match k.as_str() {
+                    "label" => shown.insert(format!("label:{}", key(&v["source"]))),
+                    "cohort" => shown.insert(format!("cohort:{}", v["unit"].as_str().unwrap())),
+                    other => shown.insert(other.to_owned()),
+                };
+                spec[k] = v;
+            }
+            parse(&spec, t);
+        } else if t.starts_with("{ \"codes\"") {
+            let spec = parse(&spec, t);
+            let map = CodeMap::from_json(t, &spec)
+                .unwrap_or_else(|e| panic!("README code map does not parse: {e}\n{t}"));
+            assert!(!map.codes.is_empty() && !map.units.is_empty());
+            assert_eq!(map.private_features.len(), 1);
+            maps += 1;
+        } else {
+            // one or more features
+            let features: Vec<Value> = serde_json::from_str(&format!("[{t}]"))
+                .unwrap_or_else(|e| panic!("README block is not features: {e}\n{t}"));
+            for f in &features {
+                shown.insert(format!("feature:{}", key(&f["source"])));
+                if f.get("missing").is_some() {
+                    shown.insert("missing".into());
+                }
+            }
+            spec["features"] = Value::Array(features);
+            parse(&spec, t);
+        }
+    }
+    assert_eq!(maps, 1);
+    let want: BTreeSet<String> = [
+        "cohort:encounter",
+        "cohort:patient",
+        "feature:patient",
+        "feature:observation",
+        "feature:condition",
+        "feature:medication",
+        "missing",
+        "time_series",
+        "label:condition",
+        "label:medication",
+        "label:death",
+        "label:observation",
+        "label:survival",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    assert_eq!(shown, want, "one worked example per source kind");
+}

@@ -165,6 +165,22 @@ fn every_example_extracts_or_is_skipped_with_a_reason() {
     assert_eq!(r.excluded["died at or before the index"], 1);
     assert_eq!(r.excluded["deceased without a date of death"], 1);
     assert_eq!(rows.rows.len(), 20);
+    // patient by patient: every Patient example is a row, except exactly the two excluded
+    let ids: std::collections::BTreeSet<String> =
+        std::fs::read_to_string(corpus().join("Patient.ndjson"))
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                v["id"].as_str().unwrap().to_owned()
+            })
+            .collect();
+    assert_eq!(ids.len(), 22);
+    let in_rows: std::collections::BTreeSet<String> =
+        rows.rows.iter().map(|r| r.pseudonym.clone()).collect();
+    let missing: Vec<&String> = ids.difference(&in_rows).collect();
+    assert_eq!(missing, ["pat3", "pat4"], "{missing:?}");
+    assert!(in_rows.is_subset(&ids));
 }
 
 #[test]
