@@ -8,6 +8,7 @@ pub mod audit_action;
 pub mod budget;
 pub mod category;
 pub mod check;
+pub mod feature_spec;
 pub mod ids;
 pub mod optout;
 pub mod permit;

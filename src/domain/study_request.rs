@@ -22,7 +22,7 @@ use super::{
     time::Timestamp,
     BudgetUnit, DataCategory, Errors, FieldError, OrgId, Permit, PermitId, Purpose,
 };
-use crate::node::FeatureSpec;
+use crate::domain::feature_spec::FeatureSpec;
 
 pub const MAX_ROUNDS: u64 = 1000;
 pub const MAX_LOCAL_STEPS: usize = 100_000;
@@ -358,7 +358,7 @@ pub fn parse_study(
         // The engine trains binary classifiers on static inputs; a survival label or a time
         // series needs the sequence and survival models, so such a study is refused here
         // rather than trained on the event flag alone.
-        if spec.task() != crate::node::Task::Binary {
+        if spec.task() != crate::domain::feature_spec::Task::Binary {
             e.push(
                 "feature_spec.label",
                 "unsupported_task",

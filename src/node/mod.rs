@@ -17,12 +17,10 @@ pub mod agent;
 pub mod check;
 pub mod check_cli;
 pub mod codemap;
-pub mod cohort;
 pub mod corpus;
 pub mod csv_source;
 pub mod example_federation;
 pub mod extract;
-pub mod features;
 pub mod fhir_source;
 pub mod impute;
 pub mod reader;
@@ -30,8 +28,6 @@ pub mod report;
 pub mod resource;
 pub mod source;
 pub mod tensors;
-pub mod transform;
-pub mod units;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -39,6 +35,9 @@ use chrono::{DateTime, Utc};
 use fl_engine::data::{Dataset, SiteData};
 use serde::Deserialize;
 
+// The specification is shared with the gateway; these paths keep the node's modules reading
+// naturally.
+pub use crate::domain::feature_spec::{cohort, features, transform, units};
 pub use features::{FeatureSpec, SpecError, Task};
 pub use source::DataSource;
 
