@@ -5,15 +5,16 @@
 //! Cedar, permit read, one audit append) sequentially:
 //!
 //! 1. idle (the baseline of the same run);
-//! 2. while `--flooders` connections (default 4) send forged tokens with 6 kB key ids and 1 kB
-//!    request ids as fast as the gateway answers them.
+//! 2. while `--flooders` connections (default 4) of a second process send forged tokens with
+//!    6 kB key ids and 1 kB request ids as fast as the gateway answers them.
 //!
 //! It prints p50 / p99 of both phases, their ratio, the flood's request rate and how many audit
 //! entries and bytes the flood added (against the documented bound in docs/security.md).
 //!
 //! Run: `cargo bench -p ehds-gateway --bench flood` (options after `--`: `--backend
-//! sqlite|postgres|both`, `--requests 2000`, `--flooders 4`; PostgreSQL at `TEST_POSTGRES_URL`,
-//! default `postgres://postgres@127.0.0.1:5432/postgres`).
+//! sqlite|postgres|both`, `--requests 2000`, `--flooders 4`, `--throttled-hold-ms N` (default:
+//! the setting's, 1000; 0 answers throttled sources at once); PostgreSQL at
+//! `TEST_POSTGRES_URL`, default `postgres://postgres@127.0.0.1:5432/postgres`).
 
 use std::{
     sync::{
@@ -31,6 +32,10 @@ struct Args {
     backends: Vec<&'static str>,
     requests: usize,
     flooders: usize,
+    /// `http.throttled_hold_ms` of the gateway under test (default: the setting's default).
+    hold_ms: Option<u64>,
+    /// Set in the flooding child process: the URL to flood.
+    flood_child: Option<String>,
 }
 
 fn args() -> Args {
@@ -38,6 +43,8 @@ fn args() -> Args {
         backends: vec!["sqlite", "postgres"],
         requests: 2000,
         flooders: 4,
+        hold_ms: None,
+        flood_child: None,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -54,6 +61,14 @@ fn args() -> Args {
             }
             "--requests" => {
                 a.requests = value.parse().expect("--requests N");
+                i += 1;
+            }
+            "--throttled-hold-ms" => {
+                a.hold_ms = Some(value.parse().expect("--throttled-hold-ms N"));
+                i += 1;
+            }
+            "--flood-child" => {
+                a.flood_child = Some(value);
                 i += 1;
             }
             "--flooders" => {
@@ -125,12 +140,15 @@ async fn timed_reads(
 async fn run(backend: &'static str, args: &Args) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let url = database(backend, dir.path()).await?;
-    let settings = Settings {
+    let mut settings = Settings {
         listen: "127.0.0.1:0".parse()?,
         data_dir: dir.path().to_path_buf(),
         database_url: Some(url.clone()),
         ..Default::default()
     };
+    if let Some(ms) = args.hold_ms {
+        settings.http.throttled_hold_ms = ms;
+    }
     let app = Application::build(settings.clone(), true).await?;
     let base = app.base_url().to_owned();
     tokio::spawn(app.run_until_stopped(std::future::pending()));
@@ -172,16 +190,50 @@ async fn run(backend: &'static str, args: &Args) -> anyhow::Result<()> {
     let idle = timed_reads(&client, &permit_url, &officer, args.requests).await?;
 
     let (rows_before, bytes_before) = audit_size(&url).await?;
+    // The flood comes from a second process, as it would from another host: the gateway's
+    // runtime serves it but does not also run its clients.
+    let mut flood = tokio::process::Command::new(std::env::current_exe()?)
+        .args(["--flood-child", &format!("{base}/v1/permits")])
+        .args(["--flooders", &args.flooders.to_string()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()?;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let started = Instant::now();
+    let flooded = timed_reads(&client, &permit_url, &officer, args.requests).await?;
+    let elapsed = started.elapsed().as_secs_f64();
+    drop(flood.stdin.take()); // closing its stdin stops the flood
+    let output = flood.wait_with_output().await?;
+    let sent: f64 = String::from_utf8_lossy(&output.stdout).trim().parse()?;
+    // The count covers the 0.5 s warm-up as well.
+    let flood_rate = sent / (elapsed + 0.5);
+    let (rows_after, bytes_after) = audit_size(&url).await?;
+    let (p50_i, p99_i) = (percentile(&idle, 0.5), percentile(&idle, 0.99));
+    let (p50_f, p99_f) = (percentile(&flooded, 0.5), percentile(&flooded, 0.99));
+    println!(
+        "{backend:8} hold {} ms | idle p50 {p50_i:.2} ms p99 {p99_i:.2} ms | flooded p50 {p50_f:.2} ms p99 {p99_f:.2} ms | p99 ratio {:.2} | flood {flood_rate:.0} req/s for {elapsed:.1} s | audit +{} entries (+{} authenticated reads), +{} kB",
+        settings.http.throttled_hold_ms,
+        p99_f / p99_i,
+        rows_after - rows_before - args.requests as i64,
+        args.requests,
+        (bytes_after - bytes_before) / 1024,
+    );
+    Ok(())
+}
+
+/// The flooding process: `flooders` connections send forged tokens with 6 kB key ids and 1 kB
+/// request ids to `url` as fast as they are answered, until stdin closes; then it prints how
+/// many requests it sent.
+async fn flood_child(url: String, flooders: usize) -> anyhow::Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     let sent = Arc::new(AtomicU64::new(0));
-    let mut flooders = Vec::new();
-    for w in 0..args.flooders {
-        let (stop, sent) = (stop.clone(), sent.clone());
-        let url = format!("{base}/v1/permits");
+    let mut tasks = Vec::new();
+    for w in 0..flooders {
+        let (stop, sent, url) = (stop.clone(), sent.clone(), url.clone());
         let header = URL_SAFE_NO_PAD
             .encode(json!({"alg": "ES256", "kid": format!("{}{w}", "K".repeat(6000))}).to_string());
         let token = format!("{header}.e30.AAAA");
-        flooders.push(tokio::spawn(async move {
+        tasks.push(tokio::spawn(async move {
             let client = reqwest::Client::new();
             while !stop.load(Ordering::Relaxed) {
                 let n = sent.fetch_add(1, Ordering::Relaxed);
@@ -194,32 +246,25 @@ async fn run(backend: &'static str, args: &Args) -> anyhow::Result<()> {
             }
         }));
     }
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let started = Instant::now();
-    let sent_before = sent.load(Ordering::Relaxed);
-    let flooded = timed_reads(&client, &permit_url, &officer, args.requests).await?;
-    let elapsed = started.elapsed().as_secs_f64();
-    let flood_rate = (sent.load(Ordering::Relaxed) - sent_before) as f64 / elapsed;
+    tokio::task::spawn_blocking(|| {
+        let mut sink = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
+    })
+    .await?;
     stop.store(true, Ordering::Relaxed);
-    for f in flooders {
-        let _ = f.await;
+    for t in tasks {
+        let _ = t.await;
     }
-    let (rows_after, bytes_after) = audit_size(&url).await?;
-    let (p50_i, p99_i) = (percentile(&idle, 0.5), percentile(&idle, 0.99));
-    let (p50_f, p99_f) = (percentile(&flooded, 0.5), percentile(&flooded, 0.99));
-    println!(
-        "{backend:8} idle p50 {p50_i:.2} ms p99 {p99_i:.2} ms | flooded p50 {p50_f:.2} ms p99 {p99_f:.2} ms | p99 ratio {:.2} | flood {flood_rate:.0} req/s for {elapsed:.1} s | audit +{} entries (+{} authenticated reads), +{} kB",
-        p99_f / p99_i,
-        rows_after - rows_before - args.requests as i64,
-        args.requests,
-        (bytes_after - bytes_before) / 1024,
-    );
+    println!("{}", sent.load(Ordering::Relaxed));
     Ok(())
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = args();
+    if let Some(url) = args.flood_child.clone() {
+        return flood_child(url, args.flooders).await;
+    }
     for backend in args.backends.clone() {
         run(backend, &args).await?;
     }

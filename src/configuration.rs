@@ -83,6 +83,13 @@ pub struct HttpSettings {
     /// Refusals of requests without valid credentials, from all sources together, audited one
     /// entry each per minute; beyond it they are counted into one summary entry per minute.
     pub unauthenticated_audited_per_minute: u32,
+    /// How long a 429 to a throttled source is held before it is sent (then the connection is
+    /// closed): a flooding client that waits for its answers gets one per connection per hold
+    /// instead of as many as the gateway can produce. 0 answers at once.
+    pub throttled_hold_ms: u64,
+    /// 429s held at once; beyond it they are sent without the hold, so held answers never tie
+    /// up more than this many of the `max_connections` slots.
+    pub throttled_held_max: usize,
     /// Header naming the client address when the gateway runs behind a trusted reverse proxy
     /// (e.g. `x-forwarded-for`, whose last hop is used); unset, the peer address is used.
     pub client_ip_header: Option<String>,
@@ -124,6 +131,8 @@ impl Default for Settings {
                 max_connections: 1024,
                 unauthenticated_per_source_per_minute: 60,
                 unauthenticated_audited_per_minute: 120,
+                throttled_hold_ms: 1000,
+                throttled_held_max: 256,
                 client_ip_header: None,
             },
             hdab: HdabSettings {

@@ -14,6 +14,7 @@ use std::{
     net::{IpAddr, SocketAddr},
     num::NonZeroU32,
     sync::Mutex,
+    time::Duration,
 };
 
 use axum::{
@@ -71,6 +72,8 @@ pub struct UnauthenticatedLimits {
     per_source: DefaultKeyedRateLimiter<IpAddr>,
     audited: DefaultDirectRateLimiter,
     summarised: Mutex<BTreeMap<&'static str, u64>>,
+    hold: Duration,
+    held: tokio::sync::Semaphore,
 }
 
 /// What to do with a request whose credentials failed.
@@ -94,6 +97,20 @@ impl UnauthenticatedLimits {
             )),
             audited: RateLimiter::direct(per_minute(settings.unauthenticated_audited_per_minute)),
             summarised: Mutex::new(BTreeMap::new()),
+            hold: Duration::from_millis(settings.throttled_hold_ms),
+            held: tokio::sync::Semaphore::new(settings.throttled_held_max),
+        }
+    }
+
+    /// Waits out the hold of a throttled source's answer, unless as many answers as allowed
+    /// are already held. Waiting costs a timer, not CPU: the flood slows to the pace of its
+    /// connections.
+    pub async fn hold_throttled(&self) {
+        if self.hold.is_zero() {
+            return;
+        }
+        if let Ok(_slot) = self.held.try_acquire() {
+            tokio::time::sleep(self.hold).await;
         }
     }
 

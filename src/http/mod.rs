@@ -280,7 +280,8 @@ fn bearer_token(req: &Request) -> Result<&str, ApiError> {
 }
 
 /// Validates the bearer token and makes the caller available to handlers. A source that keeps
-/// sending requests without valid credentials is answered 429 until its quota refills.
+/// sending requests without valid credentials is answered 429 (held, then the connection
+/// closed) until its quota refills.
 async fn authenticate(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
     let verified = match bearer_token(&req) {
         Ok(token) => state
@@ -296,12 +297,18 @@ async fn authenticate(State(state): State<AppState>, mut req: Request, next: Nex
             let ip = guard::client_ip(&req, &state.settings.http);
             let refusal = match state.unauthenticated.charge_source(ip) {
                 guard::SourceVerdict::Refuse => refusal,
-                guard::SourceVerdict::Throttle => ApiError::new(
-                    StatusCode::TOO_MANY_REQUESTS,
-                    "too_many_unauthenticated_requests",
-                    "too many requests without valid credentials from this address; retry later",
-                )
-                .with_header(header::RETRY_AFTER, HeaderValue::from_static("60")),
+                guard::SourceVerdict::Throttle => {
+                    state.unauthenticated.hold_throttled().await;
+                    ApiError::new(
+                        StatusCode::TOO_MANY_REQUESTS,
+                        "too_many_unauthenticated_requests",
+                        "too many requests without valid credentials from this address; retry later",
+                    )
+                    .with_header(header::RETRY_AFTER, HeaderValue::from_static("60"))
+                    // A new connection costs the client a handshake; keeping this one would
+                    // let it queue the next request at once.
+                    .with_header(header::CONNECTION, HeaderValue::from_static("close"))
+                }
             };
             return axum::response::IntoResponse::into_response(refusal);
         }

@@ -502,8 +502,10 @@ async fn slow_heads_and_idle_connections_are_closed_postgres() {
 }
 
 /// Four connections without credentials send forged tokens with large key ids and hostile
-/// request ids for three seconds: the trail grows by at most the documented bound.
-async fn a_flood_without_credentials_stays_within_the_audit_bound(app: TestApp) {
+/// request ids for three seconds: the trail grows by at most the documented bound. Throttled
+/// answers are sent at once here (no hold), the fastest flood the gateway can be made to serve.
+async fn a_flood_without_credentials_stays_within_the_audit_bound(backend: Backend) {
+    let app = spawn_with(backend, |s| s.http.throttled_hold_ms = 0).await;
     let (rows_before, bytes_before) = audit_size(&app).await;
     let kid = "K".repeat(6000);
     let until = Instant::now() + Duration::from_secs(3);
@@ -562,7 +564,79 @@ async fn a_flood_without_credentials_stays_within_the_audit_bound(app: TestApp) 
     let ok = app.get("/v1/permits", &auditor).await;
     assert_ne!(ok.status, 429, "an authenticated caller is never throttled");
 }
-both_backends!(a_flood_without_credentials_stays_within_the_audit_bound);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_without_credentials_stays_within_the_audit_bound_sqlite() {
+    a_flood_without_credentials_stays_within_the_audit_bound(Backend::Sqlite).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_without_credentials_stays_within_the_audit_bound_postgres() {
+    a_flood_without_credentials_stays_within_the_audit_bound(Backend::Postgres).await
+}
+
+/// A throttled source's 429 is held for `throttled_hold_ms` and closes the connection, while a
+/// caller with a valid token from the same address is answered at once; beyond
+/// `throttled_held_max` held answers, 429s go out without the hold.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn throttled_answers_are_held_and_close_the_connection() {
+    let hold = Duration::from_millis(400);
+    let app = spawn_with(Backend::Sqlite, |s| {
+        s.http.unauthenticated_per_source_per_minute = 3;
+        s.http.throttled_hold_ms = hold.as_millis() as u64;
+        s.http.throttled_held_max = 1;
+    })
+    .await;
+    let client = reqwest::Client::new();
+    let url = format!("{}/v1/permits", app.base);
+    let forged = forged_token("k");
+    for _ in 0..3 {
+        let r = client.get(&url).bearer_auth(&forged).send().await.unwrap();
+        assert_eq!(r.status(), 401);
+    }
+    let started = Instant::now();
+    let r = client.get(&url).bearer_auth(&forged).send().await.unwrap();
+    assert_eq!(r.status(), 429);
+    assert!(
+        started.elapsed() >= hold,
+        "answered after {:?}",
+        started.elapsed()
+    );
+    assert_eq!(r.headers()["connection"], "close");
+    assert_eq!(r.headers()["retry-after"], "60");
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(body["code"], "too_many_unauthenticated_requests");
+
+    // While one answer is held (the most allowed), a second throttled request is answered
+    // without waiting for it, and a valid token from the same address is never held.
+    let held = tokio::spawn({
+        let (client, url, forged) = (client.clone(), url.clone(), forged.clone());
+        async move {
+            let started = Instant::now();
+            let r = client.get(&url).bearer_auth(&forged).send().await.unwrap();
+            (r.status(), started.elapsed())
+        }
+    });
+    tokio::time::sleep(hold / 4).await;
+    let started = Instant::now();
+    let r = reqwest::Client::new()
+        .get(&url)
+        .bearer_auth(&forged)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 429);
+    let unheld = started.elapsed();
+    let ok = app.get("/v1/permits", &app.auditor()).await;
+    assert_eq!(ok.status, 200);
+    let (status, held_for) = held.await.unwrap();
+    assert_eq!(status, 429);
+    assert!(held_for >= hold, "held for {held_for:?}");
+    assert!(
+        unheld < held_for,
+        "the answer beyond the held maximum took {unheld:?}, the held one {held_for:?}"
+    );
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refusals_held_back_are_summarised() {
