@@ -423,9 +423,8 @@ async fn store_tx(store: &dyn Store, permit: PermitId, work: StoreWork) -> Resul
             NewAuditEvent::success(
                 &Actor::system(),
                 // any action: the cost is the append, whatever it records
-                ehds_gateway::domain::audit::AuditAction::PermitRead,
-                "bench",
-                Some(permit.to_string()),
+                ehds_gateway::authz::Action::PermitRead,
+                ehds_gateway::domain::audit::AuditSubject::Permit(permit),
             )
             .permit(permit),
         )

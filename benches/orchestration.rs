@@ -616,9 +616,8 @@ async fn run(
                 NewAuditEvent::success(
                     &Actor::system(),
                     // any action: the cost is the append, whatever it records
-                    ehds_gateway::domain::audit::AuditAction::PermitRead,
-                    "bench",
-                    Some(small.to_string()),
+                    ehds_gateway::authz::Action::PermitRead,
+                    ehds_gateway::domain::audit::AuditSubject::Permit(small),
                 )
                 .permit(small),
             )

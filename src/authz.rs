@@ -16,7 +16,6 @@ use cedar_policy::{
 use crate::{
     auth::Principal,
     domain::{
-        audit::AuditAction,
         study::{Study, Task},
         Application, Permit,
     },
@@ -25,116 +24,7 @@ use crate::{
 const SCHEMA: &str = include_str!("../policies/schema.cedarschema");
 const POLICIES: &str = include_str!("../policies/gateway.cedar");
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Action {
-    ApplicationCreate,
-    ApplicationList,
-    ApplicationRead,
-    ApplicationDecide,
-    ApplicationWithdraw,
-    PermitList,
-    PermitRead,
-    PermitVersions,
-    PermitSuspend,
-    PermitReinstate,
-    PermitRevoke,
-    PermitAmend,
-    PermitExtend,
-    PermitCheck,
-    OptOutFilter,
-    OptOutRegister,
-    OptOutWithdraw,
-    OptOutImport,
-    OptOutRead,
-    AuditRead,
-    AuditVerify,
-    AuditRecords,
-    StudyCreate,
-    StudyList,
-    StudyRead,
-    StudyCancel,
-    StudyModel,
-    StudyRun,
-    NodeTasks,
-    NodeTask,
-}
-
-impl Action {
-    pub fn name(self) -> &'static str {
-        use Action::*;
-        match self {
-            ApplicationCreate => "application.create",
-            ApplicationList => "application.list",
-            ApplicationRead => "application.read",
-            ApplicationDecide => "application.decide",
-            ApplicationWithdraw => "application.withdraw",
-            PermitList => "permit.list",
-            PermitRead => "permit.read",
-            PermitVersions => "permit.versions",
-            PermitSuspend => "permit.suspend",
-            PermitReinstate => "permit.reinstate",
-            PermitRevoke => "permit.revoke",
-            PermitAmend => "permit.amend",
-            PermitExtend => "permit.extend",
-            PermitCheck => "permit.check",
-            OptOutFilter => "optout.filter",
-            OptOutRegister => "optout.register",
-            OptOutWithdraw => "optout.withdraw",
-            OptOutImport => "optout.import",
-            OptOutRead => "optout.read",
-            AuditRead => "audit.read",
-            AuditVerify => "audit.verify",
-            AuditRecords => "audit.records",
-            StudyCreate => "study.create",
-            StudyList => "study.list",
-            StudyRead => "study.read",
-            StudyCancel => "study.cancel",
-            StudyModel => "study.model",
-            StudyRun => "study.run",
-            NodeTasks => "node.tasks",
-            NodeTask => "node.task",
-        }
-    }
-}
-
-impl From<Action> for AuditAction {
-    /// The audit entry of a request under this action.
-    fn from(action: Action) -> Self {
-        use Action::*;
-        match action {
-            ApplicationCreate => Self::ApplicationCreate,
-            ApplicationList => Self::ApplicationList,
-            ApplicationRead => Self::ApplicationRead,
-            ApplicationDecide => Self::ApplicationDecide,
-            ApplicationWithdraw => Self::ApplicationWithdraw,
-            PermitList => Self::PermitList,
-            PermitRead => Self::PermitRead,
-            PermitVersions => Self::PermitVersions,
-            PermitSuspend => Self::PermitSuspend,
-            PermitReinstate => Self::PermitReinstate,
-            PermitRevoke => Self::PermitRevoke,
-            PermitAmend => Self::PermitAmend,
-            PermitExtend => Self::PermitExtend,
-            PermitCheck => Self::PermitCheck,
-            OptOutFilter => Self::OptOutFilter,
-            OptOutRegister => Self::OptOutRegister,
-            OptOutWithdraw => Self::OptOutWithdraw,
-            OptOutImport => Self::OptOutImport,
-            OptOutRead => Self::OptOutRead,
-            AuditRead => Self::AuditRead,
-            AuditVerify => Self::AuditVerify,
-            AuditRecords => Self::AuditRecords,
-            StudyCreate => Self::StudyCreate,
-            StudyList => Self::StudyList,
-            StudyRead => Self::StudyRead,
-            StudyCancel => Self::StudyCancel,
-            StudyModel => Self::StudyModel,
-            StudyRun => Self::StudyRun,
-            NodeTasks => Self::NodeTasks,
-            NodeTask => Self::NodeTask,
-        }
-    }
-}
+pub use crate::domain::action::Action;
 
 /// What an action is performed on.
 pub enum Resource<'a> {
@@ -313,39 +203,8 @@ mod tests {
 
     #[test]
     fn a_request_is_audited_under_its_action_name() {
-        use Action::*;
-        let all = [
-            ApplicationCreate,
-            ApplicationList,
-            ApplicationRead,
-            ApplicationDecide,
-            ApplicationWithdraw,
-            PermitList,
-            PermitRead,
-            PermitVersions,
-            PermitSuspend,
-            PermitReinstate,
-            PermitRevoke,
-            PermitAmend,
-            PermitExtend,
-            PermitCheck,
-            OptOutFilter,
-            OptOutRegister,
-            OptOutWithdraw,
-            OptOutImport,
-            OptOutRead,
-            AuditRead,
-            AuditVerify,
-            AuditRecords,
-            StudyCreate,
-            StudyList,
-            StudyRead,
-            StudyCancel,
-            StudyModel,
-            StudyRun,
-            NodeTasks,
-            NodeTask,
-        ];
+        use crate::domain::audit::AuditAction;
+        let all = Action::ALL;
         for a in all {
             assert_eq!(AuditAction::from(a).as_str(), a.name());
         }

@@ -10,7 +10,8 @@ use crate::{
     authz::Authorizer,
     configuration::Settings,
     domain::{
-        audit::{Actor, AuditAction, NewAuditEvent},
+        audit::{Actor, AuditAction, AuditSubject, NewAuditEvent},
+        audit_details::{NoiseKeysSealed, PermitExpired},
         optout::PseudonymKey,
         time,
     },
@@ -178,11 +179,12 @@ pub async fn sweep_expired(store: &dyn Store) -> anyhow::Result<usize> {
                 NewAuditEvent::success(
                     &Actor::system(),
                     AuditAction::PermitExpire,
-                    "permit",
-                    Some(permit.id().to_string()),
+                    AuditSubject::Permit(permit.id()),
                 )
                 .permit(permit.id())
-                .detail(serde_json::json!({ "expires_at": permit.record().expires_at })),
+                .details(&PermitExpired {
+                    expires_at: permit.record().expires_at,
+                }),
             )
             .await?;
         }
@@ -209,10 +211,9 @@ pub async fn seal_stored_noise_keys(store: &dyn Store, vault: &KeyVault) -> anyh
             NewAuditEvent::success(
                 &Actor::system(),
                 AuditAction::SystemNoiseKeysSealed,
-                "study",
-                None,
+                AuditSubject::Studies,
             )
-            .detail(serde_json::json!({ "studies": sealed })),
+            .details(&NoiseKeysSealed { studies: sealed }),
         )
         .await?;
         tracing::warn!(studies = sealed, "sealed study noise keys stored in clear; old database pages may still hold them until the file is vacuumed");

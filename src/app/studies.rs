@@ -1,19 +1,83 @@
-//! Study services: submission under a permit, the budget a permit's live studies hold, and the
+//! Study services: submission under a permit (with the study's noise key), the budget a
+//! permit's live studies hold, cancellation, and the release of the final model after the
 //! output check a model must pass before it leaves the processing environment.
 
 use serde::Serialize;
 
+use super::Requester;
 use crate::{
+    authz::Action,
     domain::{
-        study::{OutputCheck, Round, SiteContribution, Study, StudySpec},
+        audit::AuditSubject,
+        audit_details::{ModelReleased, StudyCreated, StudyHalted},
+        check::{check, CheckRequest, DenyReason},
+        permit::TransitionError,
+        study::{OutputCheck, Round, RoundPhase, SiteContribution, Study, StudySpec, StudyStatus},
         study_request::{assess, StudyRefusal},
         time::Timestamp,
         OrgId, Permit, PermitId,
     },
-    federation::rounds::initial_checkpoint,
+    federation::rounds::{close_open_round, initial_checkpoint},
     secret::KeyVault,
     store::{StoreError, Tx},
 };
+
+/// The secret a study's noise is drawn from.
+pub struct NoiseKey {
+    key: Vec<u8>,
+    /// Derived from a seed the researcher chose (development mode only): runs can be replayed.
+    reproducible: bool,
+}
+
+/// Why no noise key was made.
+#[derive(Debug)]
+pub enum NoiseKeyError {
+    /// A noise seed was asked for, and the gateway is not in development mode.
+    ReproducibleNotAllowed,
+    Internal(anyhow::Error),
+}
+
+impl NoiseKey {
+    /// A fresh secret, or with `seed` (accepted in development mode only) one derived from it so
+    /// that runs can be replayed.
+    pub fn new(seed: Option<u64>, dev: bool) -> Result<Self, NoiseKeyError> {
+        use sha2::{Digest, Sha256};
+        match seed {
+            None => Ok(Self {
+                key: crate::secret::random_key()
+                    .map_err(NoiseKeyError::Internal)?
+                    .to_vec(),
+                reproducible: false,
+            }),
+            Some(_) if !dev => Err(NoiseKeyError::ReproducibleNotAllowed),
+            Some(seed) => {
+                let mut h = Sha256::new();
+                h.update(b"ehds-gateway reproducible noise");
+                h.update(seed.to_le_bytes());
+                Ok(Self {
+                    key: h.finalize().to_vec(),
+                    reproducible: true,
+                })
+            }
+        }
+    }
+}
+
+/// A fresh seed for a study's model initialisation and sampling.
+pub fn random_seed() -> anyhow::Result<u64> {
+    let key = crate::secret::random_key()?;
+    Ok(u64::from_le_bytes(key[..8].try_into().expect("8 bytes")))
+}
+
+/// The epsilon the whole plan of `study` spends (composed under Rényi DP); NaN if the plan
+/// cannot be accounted.
+pub fn epsilon_planned(study: &Study) -> f64 {
+    study
+        .spec
+        .dp
+        .epsilon_for_rounds(study.spec.rounds)
+        .unwrap_or(f64::NAN)
+}
 
 /// Why a study was not accepted.
 #[derive(Debug)]
@@ -27,17 +91,18 @@ pub enum SubmitError {
 }
 
 /// Accepts `spec` under `permit` on `tx`: judged against the permit and the budget its other
-/// live studies hold, then stored with its sealed noise key and its initial checkpoint.
+/// live studies hold, then stored with its sealed noise key and its initial checkpoint, and
+/// audited.
 #[allow(clippy::too_many_arguments)]
 #[tracing::instrument(name = "Submitting a study", skip_all, fields(permit = %permit.id()))]
 pub async fn submit(
     tx: &mut dyn Tx,
+    by: &Requester<'_>,
     vault: &KeyVault,
     permit: &Permit,
     spec: StudySpec,
     organisation: Option<OrgId>,
-    submitter: &str,
-    noise_key: &[u8],
+    noise_key: &NoiseKey,
     now: Timestamp,
 ) -> Result<Study, SubmitError> {
     let reserved = reserved_budget(tx, permit.id())
@@ -49,9 +114,9 @@ pub async fn submit(
         return Err(SubmitError::NotPermitted(reasons));
     }
     let organisation = organisation.ok_or(SubmitError::NoOrganisation)?;
-    let study = Study::new(organisation, submitter, spec, now);
+    let study = Study::new(organisation, &by.principal.sub, spec, now);
     let sealed = vault
-        .seal(study.id.to_string().as_bytes(), noise_key)
+        .seal(study.id.to_string().as_bytes(), &noise_key.key)
         .map_err(SubmitError::Internal)?;
     tx.insert_study(&study, &sealed)
         .await
@@ -60,6 +125,24 @@ pub async fn submit(
     tx.insert_checkpoint(&checkpoint, now)
         .await
         .map_err(SubmitError::Store)?;
+    let spec = &study.spec;
+    tx.append_audit(
+        by.audit(Action::StudyCreate, AuditSubject::Study(study.id))
+            .permit(permit.id())
+            .details(&StudyCreated {
+                title: &spec.title,
+                purpose: spec.purpose,
+                categories: &spec.categories,
+                data_holders: &spec.data_holders,
+                strategy: spec.strategy.name(),
+                rounds: spec.rounds,
+                dp: &spec.dp,
+                epsilon_planned: epsilon_planned(&study),
+                reproducible_noise: noise_key.reproducible,
+            }),
+    )
+    .await
+    .map_err(SubmitError::Store)?;
     Ok(study)
 }
 
@@ -120,4 +203,157 @@ pub fn output_check(check: &OutputCheck, last: &Round) -> Vec<OutputRefusal> {
         });
     }
     reasons
+}
+
+/// Why a study was not cancelled; nothing was stored.
+#[derive(Debug)]
+pub enum CancelError {
+    /// The study is no longer running or suspended.
+    Transition(TransitionError),
+    Store(StoreError),
+}
+
+impl From<StoreError> for CancelError {
+    fn from(e: StoreError) -> Self {
+        Self::Store(e)
+    }
+}
+
+/// Cancels a running or suspended study for `reason`; the round in flight is discarded.
+#[tracing::instrument(name = "Cancelling a study", skip_all, fields(study = %study.id))]
+pub async fn cancel(
+    tx: &mut dyn Tx,
+    by: &Requester<'_>,
+    study: &mut Study,
+    reason: &str,
+    now: Timestamp,
+) -> Result<(), CancelError> {
+    let version = study.row_version;
+    study
+        .cancel(reason.to_owned(), now)
+        .map_err(CancelError::Transition)?;
+    let discarded = match tx.open_round(study.id).await? {
+        Some(round) => Some(
+            close_open_round(
+                &mut *tx,
+                round,
+                RoundPhase::Discarded,
+                "the study was cancelled",
+                now,
+            )
+            .await?,
+        ),
+        None => None,
+    };
+    tx.update_study(study, version).await?;
+    tx.append_audit(
+        by.audit(Action::StudyCancel, AuditSubject::Study(study.id))
+            .permit(study.spec.permit_id)
+            .details(&StudyHalted {
+                reason,
+                discarded_round: discarded,
+                rounds_done: study.rounds_done,
+            }),
+    )
+    .await?;
+    Ok(())
+}
+
+/// The final model as it leaves: the safetensors file and its digest.
+#[derive(Debug)]
+pub struct ReleasedModel {
+    pub bytes: Vec<u8>,
+    pub digest: String,
+}
+
+/// Why the final model may not leave.
+#[derive(Debug)]
+pub enum ReleaseError {
+    /// Only a completed study's model is released.
+    NotCompleted(StudyStatus),
+    /// The study's permit is missing from the store.
+    PermitMissing(PermitId),
+    /// The permit no longer covers releasing the model, for every one of these reasons.
+    NotPermitted(Vec<DenyReason>),
+    /// No round was aggregated.
+    NoAggregatedRound,
+    /// The final aggregate rests on too few sites or samples to leave.
+    OutputCheck(Vec<OutputRefusal>),
+    /// The study has no checkpoint.
+    NoCheckpoint,
+    Store(StoreError),
+    Internal(anyhow::Error),
+}
+
+impl From<StoreError> for ReleaseError {
+    fn from(e: StoreError) -> Self {
+        Self::Store(e)
+    }
+}
+
+/// Releases the final aggregate of `study` (an export, audited with its digest): only for a
+/// completed study, while the permit is active and covers the study's purpose, and only after
+/// the output check.
+#[tracing::instrument(name = "Releasing a study's model", skip_all, fields(study = %study.id))]
+pub async fn release_model(
+    tx: &mut dyn Tx,
+    by: &Requester<'_>,
+    study: &Study,
+    now: Timestamp,
+) -> Result<ReleasedModel, ReleaseError> {
+    if study.status() != StudyStatus::Completed {
+        return Err(ReleaseError::NotCompleted(study.status()));
+    }
+    let permit_id = study.spec.permit_id;
+    let permit = tx
+        .get_permit(permit_id)
+        .await?
+        .ok_or(ReleaseError::PermitMissing(permit_id))?;
+    let outcome = check(
+        &permit,
+        &CheckRequest {
+            purpose: study.spec.purpose,
+            categories: study.spec.categories.clone(),
+            data_holders: vec![],
+            epsilon: None,
+        },
+        now,
+    );
+    if !outcome.allowed {
+        return Err(ReleaseError::NotPermitted(outcome.reasons));
+    }
+    let last = tx
+        .list_rounds(study.id)
+        .await?
+        .into_iter()
+        .rfind(|r| r.phase == RoundPhase::Aggregated)
+        .ok_or(ReleaseError::NoAggregatedRound)?;
+    let reasons = output_check(&study.spec.output_check, &last);
+    if !reasons.is_empty() {
+        return Err(ReleaseError::OutputCheck(reasons));
+    }
+    let checkpoint = tx
+        .latest_checkpoint(study.id)
+        .await?
+        .ok_or(ReleaseError::NoCheckpoint)?;
+    let digest = fl_engine::load_safetensors(&checkpoint.global)
+        .map_err(|e| ReleaseError::Internal(e.into()))?
+        .1
+        .digest;
+    tx.append_audit(
+        by.audit(Action::StudyModel, AuditSubject::Study(study.id))
+            .permit(permit_id)
+            .details(&ModelReleased {
+                round: checkpoint.round,
+                digest: &digest,
+                bytes: checkpoint.global.len(),
+                epsilon_spent: study.epsilon_spent,
+                sites: last.summary.sites.iter().filter(|s| s.contributed).count(),
+            }),
+    )
+    .await?;
+    Ok(ReleasedModel {
+        bytes: checkpoint.global,
+        digest,
+    })
 }

@@ -17,6 +17,7 @@ use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 pub use super::audit_action::AuditAction;
+pub use super::audit_subject::AuditSubject;
 use super::time::{self, Timestamp};
 
 pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -83,18 +84,14 @@ pub struct NewAuditEvent {
 }
 
 impl NewAuditEvent {
-    pub fn success(
-        actor: &Actor,
-        action: impl Into<AuditAction>,
-        resource_type: &str,
-        resource_id: Option<String>,
-    ) -> Self {
+    /// A success entry: `actor` did `action` on `subject`.
+    pub fn success(actor: &Actor, action: impl Into<AuditAction>, subject: AuditSubject) -> Self {
         Self {
             actor: actor.clone(),
             action: action.into(),
             outcome: Outcome::Success,
-            resource_type: resource_type.into(),
-            resource_id,
+            resource_type: subject.resource_type().into(),
+            resource_id: subject.resource_id(),
             permit_id: None,
             request_id: None,
             http_status: None,
@@ -336,8 +333,7 @@ mod tests {
                     NewAuditEvent::success(
                         &Actor::system(),
                         AuditAction::PermitExpire,
-                        "test",
-                        Some(seq.to_string()),
+                        AuditSubject::Permit(crate::domain::PermitId::new()),
                     )
                     .detail(serde_json::json!({"z": 1, "a": [1.5, "x"]})),
                     seq,
@@ -417,12 +413,16 @@ mod tests {
             code: &'a str,
             a: Option<f64>,
         }
-        let typed = NewAuditEvent::success(&Actor::system(), AuditAction::PermitExpire, "t", None)
-            .details(&Detail {
-                z: 1,
-                code: "x",
-                a: None,
-            });
+        let typed = NewAuditEvent::success(
+            &Actor::system(),
+            AuditAction::PermitExpire,
+            AuditSubject::AuditLog,
+        )
+        .details(&Detail {
+            z: 1,
+            code: "x",
+            a: None,
+        });
         let untyped = serde_json::json!({"z": 1, "code": "x", "a": null});
         assert_eq!(typed.detail, untyped);
         assert_eq!(

@@ -7,40 +7,13 @@
 
 use std::fmt;
 
+use super::action::Action;
+
 /// What an audit entry records.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum AuditAction {
-    // Requests, one per authorised API action (`authz::Action`).
-    ApplicationCreate,
-    ApplicationList,
-    ApplicationRead,
-    ApplicationDecide,
-    ApplicationWithdraw,
-    PermitList,
-    PermitRead,
-    PermitVersions,
-    PermitSuspend,
-    PermitReinstate,
-    PermitRevoke,
-    PermitAmend,
-    PermitExtend,
-    PermitCheck,
-    OptOutFilter,
-    OptOutRegister,
-    OptOutWithdraw,
-    OptOutImport,
-    OptOutRead,
-    AuditRead,
-    AuditVerify,
-    AuditRecords,
-    StudyCreate,
-    StudyList,
-    StudyRead,
-    StudyCancel,
-    StudyModel,
-    StudyRun,
-    NodeTasks,
-    NodeTask,
+    /// A request under an authorised API action, stored under the action's name.
+    Request(Action),
     /// A node downloads the parameters of its task.
     NodeTaskParameters,
     /// A node delivers the result of its task.
@@ -147,40 +120,11 @@ pub enum FhirEventType {
     Rest,
 }
 
-/// Every action with a fixed name (all but the refused-request family `http.<method>`).
-const SIMPLE: [AuditAction; 45] = {
+/// The actions with a fixed name besides the requests under an `Action`: the node's task
+/// work and the system events (all but the refused-request family `http.<method>`).
+const OTHERS: [AuditAction; 15] = {
     use AuditAction::*;
     [
-        ApplicationCreate,
-        ApplicationList,
-        ApplicationRead,
-        ApplicationDecide,
-        ApplicationWithdraw,
-        PermitList,
-        PermitRead,
-        PermitVersions,
-        PermitSuspend,
-        PermitReinstate,
-        PermitRevoke,
-        PermitAmend,
-        PermitExtend,
-        PermitCheck,
-        OptOutFilter,
-        OptOutRegister,
-        OptOutWithdraw,
-        OptOutImport,
-        OptOutRead,
-        AuditRead,
-        AuditVerify,
-        AuditRecords,
-        StudyCreate,
-        StudyList,
-        StudyRead,
-        StudyCancel,
-        StudyModel,
-        StudyRun,
-        NodeTasks,
-        NodeTask,
         NodeTaskParameters,
         NodeTaskResult,
         PermitExpire,
@@ -199,41 +143,20 @@ const SIMPLE: [AuditAction; 45] = {
     ]
 };
 
+/// Every action with a fixed name.
+fn simple() -> impl Iterator<Item = AuditAction> {
+    Action::ALL
+        .into_iter()
+        .map(AuditAction::Request)
+        .chain(OTHERS)
+}
+
 impl AuditAction {
     /// The stored, dotted name.
     pub fn as_str(&self) -> &str {
         use AuditAction::*;
         match self {
-            ApplicationCreate => "application.create",
-            ApplicationList => "application.list",
-            ApplicationRead => "application.read",
-            ApplicationDecide => "application.decide",
-            ApplicationWithdraw => "application.withdraw",
-            PermitList => "permit.list",
-            PermitRead => "permit.read",
-            PermitVersions => "permit.versions",
-            PermitSuspend => "permit.suspend",
-            PermitReinstate => "permit.reinstate",
-            PermitRevoke => "permit.revoke",
-            PermitAmend => "permit.amend",
-            PermitExtend => "permit.extend",
-            PermitCheck => "permit.check",
-            OptOutFilter => "optout.filter",
-            OptOutRegister => "optout.register",
-            OptOutWithdraw => "optout.withdraw",
-            OptOutImport => "optout.import",
-            OptOutRead => "optout.read",
-            AuditRead => "audit.read",
-            AuditVerify => "audit.verify",
-            AuditRecords => "audit.records",
-            StudyCreate => "study.create",
-            StudyList => "study.list",
-            StudyRead => "study.read",
-            StudyCancel => "study.cancel",
-            StudyModel => "study.model",
-            StudyRun => "study.run",
-            NodeTasks => "node.tasks",
-            NodeTask => "node.task",
+            Request(action) => action.name(),
             NodeTaskParameters => "node.task.parameters",
             NodeTaskResult => "node.task.result",
             Http(m) => match m {
@@ -266,7 +189,7 @@ impl AuditAction {
 
     /// The action a stored name stands for; `None` for a name this version does not know.
     pub fn parse(s: &str) -> Option<Self> {
-        if let Some(known) = SIMPLE.into_iter().find(|a| a.as_str() == s) {
+        if let Some(known) = simple().find(|a| a.as_str() == s) {
             return Some(known);
         }
         let method = s.strip_prefix("http.")?;
@@ -295,8 +218,7 @@ impl AuditAction {
                 | StudyRoundFail
                 | StudyRoundAggregate
                 | StudyEvaluateStart
-                | NodeTasks
-                | NodeTask
+                | Request(Action::NodeTasks | Action::NodeTask)
                 | NodeTaskParameters
                 | NodeTaskResult
         )
@@ -311,13 +233,18 @@ impl AuditAction {
             return Execute;
         }
         match self {
-            ApplicationCreate | OptOutRegister | OptOutImport | StudyCreate => Create,
-            ApplicationList | ApplicationRead | PermitList | PermitRead | PermitVersions
-            | OptOutRead | AuditRead | AuditVerify | AuditRecords | StudyList | StudyRead
-            | StudyModel => Read,
-            PermitCheck | OptOutFilter | Http(_) | HttpExtension(_) | HttpRefusalsSummarised => {
-                Execute
+            Request(a) => {
+                use Action::*;
+                match a {
+                    ApplicationCreate | OptOutRegister | OptOutImport | StudyCreate => Create,
+                    ApplicationList | ApplicationRead | PermitList | PermitRead
+                    | PermitVersions | OptOutRead | AuditRead | AuditVerify | AuditRecords
+                    | StudyList | StudyRead | StudyModel => Read,
+                    PermitCheck | OptOutFilter => Execute,
+                    _ => Update,
+                }
             }
+            Http(_) | HttpExtension(_) | HttpRefusalsSummarised => Execute,
             _ => Update,
         }
     }
@@ -325,10 +252,17 @@ impl AuditAction {
     /// FHIR AuditEvent.type and subtype.
     pub fn fhir_type(&self) -> FhirEventType {
         match self {
-            Self::OptOutFilter => FhirEventType::ConsentAlert,
-            Self::StudyModel => FhirEventType::Export,
+            Self::Request(Action::OptOutFilter) => FhirEventType::ConsentAlert,
+            Self::Request(Action::StudyModel) => FhirEventType::Export,
             _ => FhirEventType::Rest,
         }
+    }
+}
+
+impl From<Action> for AuditAction {
+    /// The audit entry of a request under this action.
+    fn from(action: Action) -> Self {
+        Self::Request(action)
     }
 }
 
@@ -345,7 +279,7 @@ mod tests {
     #[test]
     fn every_action_round_trips_through_its_stored_name() {
         let mut seen = std::collections::HashSet::new();
-        for a in SIMPLE {
+        for a in simple() {
             assert!(seen.insert(a.as_str().to_owned()), "{a} named twice");
             assert_eq!(AuditAction::parse(a.as_str()), Some(a.clone()));
         }
@@ -387,10 +321,7 @@ mod tests {
 
     #[test]
     fn the_fhir_coding_matches_the_string_rules_it_replaced() {
-        for a in SIMPLE
-            .into_iter()
-            .chain(HttpMethod::STANDARD.map(AuditAction::Http))
-        {
+        for a in simple().chain(HttpMethod::STANDARD.map(AuditAction::Http)) {
             assert_eq!(
                 a.fhir_action().code(),
                 legacy_fhir_action(a.as_str()),
@@ -401,5 +332,60 @@ mod tests {
                 || a.as_str().starts_with("node.task");
             assert_eq!(a.is_round_work(), round_work, "{a}");
         }
+    }
+
+    /// The stored names, as released: a request's name comes from its `Action`, and neither
+    /// list may drift from what older trails hold.
+    #[test]
+    fn the_stored_names_are_the_released_ones() {
+        const RELEASED: [&str; 45] = [
+            "application.create",
+            "application.list",
+            "application.read",
+            "application.decide",
+            "application.withdraw",
+            "permit.list",
+            "permit.read",
+            "permit.versions",
+            "permit.suspend",
+            "permit.reinstate",
+            "permit.revoke",
+            "permit.amend",
+            "permit.extend",
+            "permit.check",
+            "optout.filter",
+            "optout.register",
+            "optout.withdraw",
+            "optout.import",
+            "optout.read",
+            "audit.read",
+            "audit.verify",
+            "audit.records",
+            "study.create",
+            "study.list",
+            "study.read",
+            "study.cancel",
+            "study.model",
+            "study.run",
+            "node.tasks",
+            "node.task",
+            "node.task.parameters",
+            "node.task.result",
+            "permit.expire",
+            "system.noise_keys_sealed",
+            "http.refusals_summarised",
+            "study.suspend",
+            "study.stop",
+            "study.resume",
+            "study.fail",
+            "study.complete",
+            "study.round.start",
+            "study.round.refuse",
+            "study.round.fail",
+            "study.round.aggregate",
+            "study.evaluate.start",
+        ];
+        let names: Vec<String> = simple().map(|a| a.as_str().to_owned()).collect();
+        assert_eq!(names, RELEASED);
     }
 }

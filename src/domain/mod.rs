@@ -2,9 +2,12 @@
 //! rules of the regulation (Art. 51 categories, Art. 53/54 purposes, Art. 68 durations, Art. 71
 //! opt-outs) hold by construction.
 
+pub mod action;
 pub mod application;
 pub mod audit;
 pub mod audit_action;
+pub mod audit_details;
+pub mod audit_subject;
 pub mod budget;
 pub mod category;
 pub mod check;

@@ -492,6 +492,41 @@ pub struct Checkpoint {
     pub accountant: serde_json::Value,
 }
 
+// ---------------------------------------------------------------------------------------------
+// Rounds the gateway refuses to open.
+
+/// Why the gateway refuses to open a round: stored, as JSON, in the `reasons` of the
+/// `study.round.refuse` entry.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(untagged)]
+pub enum RoundRefusal {
+    /// The permit no longer covers the round (its `code` is the check's).
+    Permit(super::check::DenyReason),
+    Round(RoundReason),
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(tag = "code", rename_all = "snake_case")]
+pub enum RoundReason {
+    /// The policies no longer let the submitter run the study; `action` is `study.run`.
+    PolicyDenied { action: &'static str },
+    /// An amendment left fewer permitted holders than the study needs.
+    QuorumImpossible {
+        permitted_holders: usize,
+        min_sites: usize,
+    },
+}
+
+impl RoundRefusal {
+    /// Whether only the privacy budget stands in the way (the permit covers the study otherwise).
+    pub fn is_budget(&self) -> bool {
+        matches!(
+            self,
+            Self::Permit(super::check::DenyReason::BudgetExceeded { .. })
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

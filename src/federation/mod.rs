@@ -13,7 +13,8 @@ use crate::{
     authz::Authorizer,
     configuration::FederationSettings,
     domain::{
-        audit::{Actor, AuditAction, NewAuditEvent, Outcome},
+        audit::{Actor, AuditAction, AuditSubject, NewAuditEvent, Outcome},
+        audit_details::StudyFailed,
         time, StudyId,
     },
     store::{Store, StoreError},
@@ -112,11 +113,10 @@ impl Federation {
         let mut event = NewAuditEvent::success(
             &Actor::system(),
             AuditAction::StudyFail,
-            "study",
-            Some(id.to_string()),
+            AuditSubject::Study(id),
         )
         .permit(study.spec.permit_id)
-        .detail(serde_json::json!({ "reason": reason }));
+        .details(&StudyFailed { reason });
         event.outcome = Outcome::Failure;
         tx.append_audit(event).await?;
         tx.commit().await?;

@@ -16,23 +16,17 @@
 //! of round r-1, so an aggregation redone after a crash gives the same model, and the budget is
 //! spent once because the spend commits with the checkpoint.
 
-use anyhow::Context;
-use fl_engine::{
-    dp::{DpFedAvgConfig, NoiseRng, RdpAccountant},
-    load_safetensors, save_safetensors,
-    strategy::{Aggregator, AggregatorReport, DpFedAvgAggregator, WeightedMean},
-    train::TrainReport,
-    FitRes,
-};
-use serde_json::json;
-
 use super::{wire::split_extras, Federation};
 use crate::{
     auth::{Principal, Role},
     authz::{Action, Resource},
     domain::{
-        audit::{Actor, AuditAction, NewAuditEvent, Outcome},
-        check::{check, CheckRequest, DenyReason},
+        audit::{Actor, AuditAction, AuditSubject, NewAuditEvent, Outcome},
+        audit_details::{
+            EvaluationStarted, RoundAggregated, RoundFailed, RoundRefused, RoundStarted,
+            RoundUnpaid, StudyCompleted, StudyHalted, StudyResumed,
+        },
+        check::{check, CheckRequest},
         study::{
             Checkpoint, DpLevel, Round, RoundPhase, RoundSummary, SiteContribution, Study,
             StudyStatus, Task, TaskKind, TaskStatus,
@@ -42,6 +36,16 @@ use crate::{
     },
     store::Tx,
 };
+use anyhow::Context;
+use fl_engine::{
+    dp::{DpFedAvgConfig, NoiseRng, RdpAccountant},
+    load_safetensors, save_safetensors,
+    strategy::{Aggregator, AggregatorReport, DpFedAvgAggregator, WeightedMean},
+    train::TrainReport,
+    FitRes,
+};
+
+pub use crate::domain::study::{RoundReason, RoundRefusal};
 
 /// What one call to [`advance`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,51 +58,9 @@ pub enum Step {
     Done,
 }
 
-/// Why the gateway refuses to open a round: stored, as JSON, in the `reasons` of the
-/// `study.round.refuse` entry.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-#[serde(untagged)]
-pub enum RoundRefusal {
-    /// The permit no longer covers the round (its `code` is the check's).
-    Permit(DenyReason),
-    Round(RoundReason),
-}
-
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-#[serde(tag = "code", rename_all = "snake_case")]
-pub enum RoundReason {
-    /// The policies no longer let the submitter run the study; `action` is `study.run`.
-    PolicyDenied { action: &'static str },
-    /// An amendment left fewer permitted holders than the study needs.
-    QuorumImpossible {
-        permitted_holders: usize,
-        min_sites: usize,
-    },
-}
-
-/// The detail of a `study.round.refuse` entry.
-#[derive(serde::Serialize)]
-struct RefusedRound<'a> {
-    round: u64,
-    reason: &'a str,
-    reasons: &'a [RoundRefusal],
-}
-
-impl RoundRefusal {
-    /// Whether only the privacy budget stands in the way (the permit covers the study otherwise).
-    fn is_budget(&self) -> bool {
-        matches!(self, Self::Permit(DenyReason::BudgetExceeded { .. }))
-    }
-}
-
 fn system_event(action: AuditAction, study: &Study) -> NewAuditEvent {
-    NewAuditEvent::success(
-        &Actor::system(),
-        action,
-        "study",
-        Some(study.id.to_string()),
-    )
-    .permit(study.spec.permit_id)
+    NewAuditEvent::success(&Actor::system(), action, AuditSubject::Study(study.id))
+        .permit(study.spec.permit_id)
 }
 
 /// Advances study `id` by at most one transition.
@@ -146,9 +108,11 @@ pub async fn advance(fed: &Federation, id: StudyId) -> anyhow::Result<Step> {
         } else {
             AuditAction::StudyStop
         };
-        tx.append_audit(system_event(action, &study).detail(json!({
-            "reason": reason, "discarded_round": discarded, "rounds_done": study.rounds_done,
-        })))
+        tx.append_audit(system_event(action, &study).details(&StudyHalted {
+            reason: &reason,
+            discarded_round: discarded,
+            rounds_done: study.rounds_done,
+        }))
         .await?;
         tx.commit().await?;
         fed.tasks_changed.notify_waiters();
@@ -161,8 +125,9 @@ pub async fn advance(fed: &Federation, id: StudyId) -> anyhow::Result<Step> {
         study.resume(now)?;
         tx.update_study(&study, version).await?;
         tx.append_audit(
-            system_event(AuditAction::StudyResume, &study)
-                .detail(json!({ "next_round": study.rounds_done + 1 })),
+            system_event(AuditAction::StudyResume, &study).details(&StudyResumed {
+                next_round: study.rounds_done + 1,
+            }),
         )
         .await?;
         tx.commit().await?;
@@ -271,7 +236,7 @@ async fn refuse(
     };
     study.stop(reason.clone(), now)?;
     tx.update_study(&study, version).await?;
-    let mut event = system_event(AuditAction::StudyRoundRefuse, &study).details(&RefusedRound {
+    let mut event = system_event(AuditAction::StudyRoundRefuse, &study).details(&RoundRefused {
         round,
         reason: &reason,
         reasons: &reasons,
@@ -364,11 +329,15 @@ async fn start_round(
     study.touch(now);
     tx.update_study(&study, version).await?;
     tx.append_audit(
-        system_event(AuditAction::StudyRoundStart, &study).detail(json!({
-            "round": r, "attempt": round.attempt, "participants": participants,
-            "registry_version": registry_version, "epsilon_round": cost,
-            "epsilon_remaining": permit.epsilon_remaining(), "deadline": round.deadline,
-        })),
+        system_event(AuditAction::StudyRoundStart, &study).details(&RoundStarted {
+            round: r,
+            attempt: round.attempt,
+            participants: &participants,
+            registry_version,
+            epsilon_round: cost,
+            epsilon_remaining: permit.epsilon_remaining(),
+            deadline: round.deadline,
+        }),
     )
     .await?;
     tx.commit().await?;
@@ -426,10 +395,12 @@ async fn collect(
             study.touch(now);
         }
         tx.update_study(&study, version).await?;
-        let mut event = system_event(AuditAction::StudyRoundFail, &study).detail(json!({
-            "round": round.round, "attempt": round.attempt, "reason": round.reason,
-            "study_status": study.status().as_str(),
-        }));
+        let mut event = system_event(AuditAction::StudyRoundFail, &study).details(&RoundFailed {
+            round: round.round,
+            attempt: round.attempt,
+            reason: round.reason.as_deref(),
+            study_status: study.status().as_str(),
+        });
         event.outcome = Outcome::Failure;
         tx.append_audit(event).await?;
         tx.commit().await?;
@@ -546,8 +517,10 @@ async fn aggregate(
         let version = study.row_version;
         study.stop(reason.clone(), now)?;
         tx.update_study(&study, version).await?;
-        let mut event = system_event(AuditAction::StudyRoundRefuse, &study)
-            .detail(json!({ "reason": reason, "epsilon_round": cost }));
+        let mut event = system_event(AuditAction::StudyRoundRefuse, &study).details(&RoundUnpaid {
+            reason: &reason,
+            epsilon_round: cost,
+        });
         event.outcome = Outcome::Denied;
         tx.append_audit(event).await?;
         tx.commit().await?;
@@ -582,13 +555,18 @@ async fn aggregate(
     study.record_round(round.round, total, now)?;
     tx.update_study(&study, version).await?;
     tx.append_audit(
-        system_event(AuditAction::StudyRoundAggregate, &study).detail(json!({
-            "round": round.round, "attempt": round.attempt, "contributors": results.len(),
-            "missing": failures, "samples": results.iter().map(|r| r.num_examples).sum::<usize>(),
-            "epsilon_round": cost, "epsilon_total": total,
-            "permit_epsilon_spent": permit.record().epsilon_spent,
-            "clipped_updates": round.summary.clipped_updates, "model_digest": digest,
-        })),
+        system_event(AuditAction::StudyRoundAggregate, &study).details(&RoundAggregated {
+            round: round.round,
+            attempt: round.attempt,
+            contributors: results.len(),
+            missing: failures,
+            samples: results.iter().map(|r| r.num_examples).sum::<usize>(),
+            epsilon_round: cost,
+            epsilon_total: total,
+            permit_epsilon_spent: permit.record().epsilon_spent,
+            clipped_updates: round.summary.clipped_updates,
+            model_digest: &digest,
+        }),
     )
     .await?;
     tx.commit().await?;
@@ -636,9 +614,11 @@ async fn evaluate_and_complete(
         study.touch(now);
         tx.update_study(&study, version).await?;
         tx.append_audit(
-            system_event(AuditAction::StudyEvaluateStart, &study).detail(json!({
-                "round": last.round, "participants": last.participants, "deadline": deadline,
-            })),
+            system_event(AuditAction::StudyEvaluateStart, &study).details(&EvaluationStarted {
+                round: last.round,
+                participants: &last.participants,
+                deadline,
+            }),
         )
         .await?;
         tx.commit().await?;
@@ -663,10 +643,12 @@ async fn evaluate_and_complete(
     study.complete(now)?;
     tx.update_study(&study, version).await?;
     tx.append_audit(
-        system_event(AuditAction::StudyComplete, &study).detail(json!({
-            "rounds": study.rounds_done, "epsilon_spent": study.epsilon_spent,
-            "evaluations": evaluations.len() - pending, "missing_evaluations": pending,
-        })),
+        system_event(AuditAction::StudyComplete, &study).details(&StudyCompleted {
+            rounds: study.rounds_done,
+            epsilon_spent: study.epsilon_spent,
+            evaluations: evaluations.len() - pending,
+            missing_evaluations: pending,
+        }),
     )
     .await?;
     tx.commit().await?;

@@ -17,10 +17,13 @@ use super::{
     AppState,
 };
 use crate::{
+    app::applications::{self, DecideError, Decision, WithdrawError},
     authz::{Action, Resource},
     domain::{
-        application::ApplicationRequest, time, Application, ApplicationId, ApplicationStatus,
-        NewApplication, Permit,
+        application::{ApplicationRequest, ApplicationTransitionError},
+        audit::AuditSubject,
+        audit_details::Listed,
+        time, Application, ApplicationId, NewApplication,
     },
     store::{Page, Scope},
 };
@@ -98,22 +101,8 @@ pub async fn create(
     let now = time::now();
     let request =
         NewApplication::parse(req, &org, now).map_err(|e| ApiError::invalid(e).action(action))?;
-    let app = Application {
-        id: ApplicationId::new(),
-        applicant_sub: caller.principal.sub.clone(),
-        status: ApplicationStatus::Submitted,
-        submitted_at: now,
-        decided_at: None,
-        decided_by: None,
-        decision_reason: None,
-        permit_id: None,
-        request,
-    };
     let mut tx = state.store.begin().await?;
-    tx.insert_application(&app).await?;
-    tx.append_audit(caller.audit(Action::ApplicationCreate, "application", Some(app.id.to_string()))
-        .detail(json!({ "title": app.request.title, "purposes": app.request.purposes, "categories": app.request.categories })))
-        .await?;
+    let app = applications::create(&mut *tx, &caller.requester(), request, now).await?;
     tx.commit().await?;
     Ok((StatusCode::CREATED, location(app.id), Json(app)))
 }
@@ -141,8 +130,10 @@ pub async fn list(
     }
     tx.append_audit(
         caller
-            .audit(Action::ApplicationList, "application", None)
-            .detail(json!({ "returned": visible.len() })),
+            .audit(Action::ApplicationList, AuditSubject::Applications)
+            .details(&Listed {
+                returned: visible.len(),
+            }),
     )
     .await?;
     tx.commit().await?;
@@ -166,8 +157,8 @@ pub async fn read(
             Action::ApplicationRead,
             &Resource::Application(&app),
         )
-        .map_err(|e| e.on("application", id))?;
-    tx.append_audit(caller.audit(Action::ApplicationRead, "application", Some(id.to_string())))
+        .map_err(|e| e.on(AuditSubject::Application(id)))?;
+    tx.append_audit(caller.audit(Action::ApplicationRead, AuditSubject::Application(id)))
         .await?;
     tx.commit().await?;
     Ok(Json(app))
@@ -181,7 +172,7 @@ async fn load(
     tx.get_application(id).await?.ok_or_else(|| {
         ApiError::not_found("application", id)
             .action(action)
-            .on("application", id)
+            .on(AuditSubject::Application(id))
     })
 }
 
@@ -226,7 +217,7 @@ pub async fn decide(
     let mut app = load(&mut *tx, id, action).await?;
     state
         .authorize(&caller, action, &Resource::Application(&app))
-        .map_err(|e| e.on("application", id))?;
+        .map_err(|e| e.on(AuditSubject::Application(id)))?;
     let now = time::now();
     let lengths: Vec<_> = [
         req.reason.as_deref().map(|r| {
@@ -243,82 +234,69 @@ pub async fn decide(
     if !lengths.is_empty() {
         return Err(ApiError::invalid(lengths)
             .action(action)
-            .on("application", id));
+            .on(AuditSubject::Application(id)));
     }
     let reason = req
         .reason
         .map(|r| r.trim().to_owned())
         .filter(|r| !r.is_empty());
-    let refused = |e: crate::domain::application::ApplicationTransitionError| {
-        ApiError::new(StatusCode::CONFLICT, "invalid_transition", e.to_string())
-            .with("current_state", json!(e.current.as_str()))
-            .action(action)
-            .on("application", id)
+    let decision = match req.decision {
+        DecisionKind::Reject => Decision::Reject,
+        DecisionKind::Approve => Decision::Approve {
+            grant_optout_exception: req.grant_optout_exception,
+            conditions: req.conditions,
+        },
     };
-    let by = caller.principal.sub.clone();
-    let permit = match req.decision {
-        DecisionKind::Reject => {
-            let reason = reason.ok_or_else(|| {
-                ApiError::field(
-                    "reason",
-                    "reason_required",
-                    "a rejection must state its reasons (Art. 68(9))",
-                )
-                .action(action)
-                .on("application", id)
-            })?;
-            app.reject(&by, reason, now).map_err(refused)?;
-            None
-        }
-        DecisionKind::Approve => {
-            if req.grant_optout_exception && app.request.optout_exception.is_none() {
-                return Err(ApiError::field(
-                    "grant_optout_exception",
-                    "optout_exception_not_requested",
-                    "the application did not ask for the Art. 71(4) exception",
-                )
-                .action(action)
-                .on("application", id));
-            }
-            if app.request.period_end <= now {
-                return Err(ApiError::field(
-                    "requested_period",
-                    "period_in_past",
-                    "the requested period has already ended",
-                )
-                .action(action)
-                .on("application", id));
-            }
-            let permit = Permit::issue(
-                id,
-                &app.applicant_sub,
-                &app.request,
-                req.grant_optout_exception,
-                req.conditions,
-                now,
-            );
-            app.approve(&by, permit.id(), reason, now)
-                .map_err(refused)?;
-            tx.insert_permit(&permit, &by, now).await?;
-            Some(permit)
-        }
-    };
-    tx.update_application(&app).await?;
-    let mut event = caller
-        .audit(action, "application", Some(id.to_string()))
-        .detail(json!({ "decision": app.status.as_str(), "reason": app.decision_reason }));
-    if let Some(p) = &permit {
-        event = event.permit(p.id());
-        tx.append_audit(caller.audit(action, "permit", Some(p.id().to_string())).permit(p.id())
-            .detail(json!({ "event": "permit.issued", "application_id": id, "expires_at": p.record().expires_at,
-                            "optout_exception": p.terms().optout_exception.is_some() }))).await?;
-    }
-    tx.append_audit(event).await?;
+    let permit = applications::decide(
+        &mut *tx,
+        &caller.requester(),
+        &mut app,
+        decision,
+        reason,
+        now,
+    )
+    .await
+    .map_err(|e| match e {
+        DecideError::ReasonRequired => tagged(action, id)(ApiError::field(
+            "reason",
+            "reason_required",
+            "a rejection must state its reasons (Art. 68(9))",
+        )),
+        DecideError::ExceptionNotRequested => tagged(action, id)(ApiError::field(
+            "grant_optout_exception",
+            "optout_exception_not_requested",
+            "the application did not ask for the Art. 71(4) exception",
+        )),
+        DecideError::PeriodEnded => tagged(action, id)(ApiError::field(
+            "requested_period",
+            "period_in_past",
+            "the requested period has already ended",
+        )),
+        DecideError::Transition(e) => invalid_transition(action, id, e),
+        DecideError::Store(e) => e.into(),
+    })?;
     tx.commit().await?;
     Ok(Json(DecisionResponse {
         application: app,
         permit: permit.map(|p| PermitView::new(&p, now)),
     }))
+}
+
+/// Tags a refusal with the action and the application it was about.
+fn tagged(action: Action, id: ApplicationId) -> impl Fn(ApiError) -> ApiError {
+    move |e| e.action(action).on(AuditSubject::Application(id))
+}
+
+/// The refusal of a transition the application's state does not allow.
+fn invalid_transition(
+    action: Action,
+    id: ApplicationId,
+    e: ApplicationTransitionError,
+) -> ApiError {
+    tagged(action, id)(
+        ApiError::new(StatusCode::CONFLICT, "invalid_transition", e.to_string())
+            .with("current_state", json!(e.current.as_str())),
+    )
 }
 
 /// Withdraw one's own application before it is decided.
@@ -335,17 +313,13 @@ pub async fn withdraw(
     let mut app = load(&mut *tx, id, action).await?;
     state
         .authorize(&caller, action, &Resource::Application(&app))
-        .map_err(|e| e.on("application", id))?;
-    app.withdraw(&caller.principal.sub, time::now())
-        .map_err(|e| {
-            ApiError::new(StatusCode::CONFLICT, "invalid_transition", e.to_string())
-                .with("current_state", json!(e.current.as_str()))
-                .action(action)
-                .on("application", id)
+        .map_err(|e| e.on(AuditSubject::Application(id)))?;
+    applications::withdraw(&mut *tx, &caller.requester(), &mut app, time::now())
+        .await
+        .map_err(|e| match e {
+            WithdrawError::Transition(e) => invalid_transition(action, id, e),
+            WithdrawError::Store(e) => e.into(),
         })?;
-    tx.update_application(&app).await?;
-    tx.append_audit(caller.audit(action, "application", Some(id.to_string())))
-        .await?;
     tx.commit().await?;
     Ok(Json(app))
 }

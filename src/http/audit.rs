@@ -22,7 +22,8 @@ use crate::{
     app::audit::verify_chain,
     authz::{Action, Resource},
     domain::{
-        audit::{AuditEntry, Outcome, VerifyReport},
+        audit::{AuditEntry, AuditSubject, Outcome, VerifyReport},
+        audit_details::{AuditExported, ChainVerified, Listed},
         time, DataCategory, Permit,
     },
     fhir::audit_event,
@@ -103,10 +104,17 @@ pub async fn events(
     // page by page, so memory stays bounded by a page whatever the export's size.
     let mut tx = state.store.begin().await?;
     let span = tx.audit_span(&filter).await?;
-    tx.append_audit(caller.audit(action, "audit_log", None).detail(json!({
-        "returned": span.count, "format": format!("{format:?}").to_lowercase(),
-        "first_seq": span.first_seq, "last_seq": span.last_seq })))
-        .await?;
+    tx.append_audit(
+        caller
+            .audit(action, AuditSubject::AuditLog)
+            .details(&AuditExported {
+                returned: span.count,
+                format: format!("{format:?}").to_lowercase(),
+                first_seq: span.first_seq,
+                last_seq: span.last_seq,
+            }),
+    )
+    .await?;
     tx.commit().await?;
     let public_url = state.settings.public_url();
     let content_type = match format {
@@ -294,8 +302,16 @@ pub async fn verify(
     state.authorize(&caller, action, &Resource::AuditLog)?;
     let mut tx = state.store.begin().await?;
     let report = verify_chain(&mut *tx).await?;
-    tx.append_audit(caller.audit(action, "audit_log", None).detail(json!({
-        "valid": report.valid, "entries_checked": report.entries_checked, "first_bad": report.first_bad }))).await?;
+    tx.append_audit(
+        caller
+            .audit(action, AuditSubject::AuditLog)
+            .details(&ChainVerified {
+                valid: report.valid,
+                entries_checked: report.entries_checked,
+                first_bad: report.first_bad.as_ref(),
+            }),
+    )
+    .await?;
     tx.commit().await?;
     Ok(Json(report))
 }
@@ -374,8 +390,10 @@ pub async fn records_of_processing(
         .collect();
     tx.append_audit(
         caller
-            .audit(action, "audit_log", None)
-            .detail(json!({ "returned": records.len() })),
+            .audit(action, AuditSubject::AuditLog)
+            .details(&Listed {
+                returned: records.len(),
+            }),
     )
     .await?;
     tx.commit().await?;

@@ -9,7 +9,11 @@ use serde_json::{json, Map, Value};
 
 use crate::{
     auth::AuthError,
-    domain::{audit::AuditAction, permit::TransitionError, FieldError},
+    domain::{
+        audit::{AuditAction, AuditSubject},
+        permit::TransitionError,
+        FieldError,
+    },
     store::StoreError,
 };
 
@@ -32,7 +36,7 @@ pub struct ApiError {
     pub errors: Vec<FieldError>,
     pub extra: Map<String, Value>,
     pub action: Option<AuditAction>,
-    pub resource: Option<(&'static str, String)>,
+    pub resource: Option<AuditSubject>,
     pub permit_id: Option<String>,
     headers: Vec<(header::HeaderName, HeaderValue)>,
     source: Option<anyhow::Error>,
@@ -140,11 +144,13 @@ impl ApiError {
         self
     }
 
-    pub fn on(mut self, resource_type: &'static str, id: impl ToString) -> Self {
-        self.resource = Some((resource_type, id.to_string()));
-        if resource_type == "permit" {
+    /// Names the record the refusal was about (and the permit, when it is one) in its audit
+    /// entry.
+    pub fn on(mut self, subject: AuditSubject) -> Self {
+        if let AuditSubject::Permit(id) = subject {
             self.permit_id = Some(id.to_string());
         }
+        self.resource = Some(subject);
         self
     }
 
@@ -204,8 +210,8 @@ impl IntoResponse for ApiError {
             code: self.code,
             detail,
             action: self.action,
-            resource_type: self.resource.as_ref().map(|r| r.0),
-            resource_id: self.resource.map(|r| r.1),
+            resource_type: self.resource.map(|r| r.resource_type()),
+            resource_id: self.resource.and_then(|r| r.resource_id()),
             permit_id: self.permit_id,
         };
         let mut response = (self.status, axum::Json(Value::Object(body))).into_response();

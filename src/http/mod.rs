@@ -36,11 +36,13 @@ use tower_http::{
 };
 
 use crate::{
+    app::Requester,
     auth::{dev::DevIssuer, Authenticator, Principal},
     authz::{Action, Authorizer, Resource},
     configuration::Settings,
     domain::{
-        audit::{Actor, AuditAction, NewAuditEvent, Outcome},
+        audit::{Actor, AuditAction, AuditSubject, NewAuditEvent, Outcome},
+        audit_details::{Refusal, RefusalsSummarised},
         optout::PseudonymKey,
     },
     federation::Federation,
@@ -108,15 +110,17 @@ fn visibility(resource: &Resource<'_>) -> Option<(Action, &'static str, String)>
 }
 
 impl Caller {
+    /// The caller as the application services record them.
+    pub fn requester(&self) -> Requester<'_> {
+        Requester {
+            principal: &self.principal,
+            request_id: self.request_id.as_deref(),
+        }
+    }
+
     /// A success entry for this caller, to append in the same transaction as the change.
-    pub fn audit(
-        &self,
-        action: Action,
-        resource_type: &str,
-        resource_id: Option<String>,
-    ) -> NewAuditEvent {
-        NewAuditEvent::success(&self.principal.actor(), action, resource_type, resource_id)
-            .request(self.request_id.clone())
+    pub fn audit(&self, action: Action, subject: AuditSubject) -> NewAuditEvent {
+        self.requester().audit(action, subject)
     }
 }
 
@@ -196,18 +200,18 @@ pub async fn record_refusal_summary(state: &AppState) -> anyhow::Result<()> {
     }
     let total: u64 = counts.values().sum();
     let mut tx = state.store.begin().await?;
-    tx.append_audit(NewAuditEvent {
-        actor: Actor::anonymous(),
-        action: AuditAction::HttpRefusalsSummarised,
-        outcome: Outcome::Denied,
-        resource_type: "request".into(),
-        resource_id: None,
-        permit_id: None,
-        request_id: None,
-        http_status: None,
-        detail: serde_json::json!({ "refusals": total, "by_code": counts, "window_seconds": 60 }),
-    })
-    .await?;
+    let mut event = NewAuditEvent::success(
+        &Actor::anonymous(),
+        AuditAction::HttpRefusalsSummarised,
+        AuditSubject::Requests,
+    )
+    .details(&RefusalsSummarised {
+        refusals: total,
+        by_code: &counts,
+        window_seconds: 60,
+    });
+    event.outcome = Outcome::Denied;
+    tx.append_audit(event).await?;
     tx.commit().await?;
     Ok(())
 }
@@ -326,15 +330,6 @@ async fn authenticate(State(state): State<AppState>, mut req: Request, next: Nex
 
 /// Appends an audit entry for every refused request (4xx and 5xx problems): the change the
 /// request attempted was rolled back, but the attempt itself is on the record.
-/// The detail of a refused request's audit entry.
-#[derive(serde::Serialize)]
-struct RefusalDetail<'a> {
-    code: &'a str,
-    detail: String,
-    method: &'a str,
-    path: String,
-}
-
 async fn audit_refusals(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let method = req.method().clone();
     let path = req
@@ -379,7 +374,7 @@ async fn audit_refusals(State(state): State<AppState>, req: Request, next: Next)
         http_status: Some(status.as_u16()),
         detail: serde_json::Value::Null,
     }
-    .details(&RefusalDetail {
+    .details(&Refusal {
         code: problem.code,
         detail: error::bounded(&problem.detail, error::MAX_STORED_DETAIL),
         method: method.as_str(),

@@ -1,10 +1,8 @@
 //! The data-holder node protocol: long-poll for tasks, download the global model, upload the
-//! result. Every upload is checked before it is stored: the sender must be the node the task
-//! was assigned to, the task still open, the permit still active, and the update a well-formed
-//! parameter file of exactly the global model's names and shapes, with finite values, within
-//! the size limit.
+//! result. The sender must be the node the task was assigned to (checked here); everything
+//! else about an upload is checked by `app::node_tasks` before anything is stored.
 
-use std::{collections::HashMap, time::Duration};
+use std::time::Duration;
 
 use axum::{
     extract::{DefaultBodyLimit, State},
@@ -13,7 +11,6 @@ use axum::{
     routing::{get, post},
     Json, Router,
 };
-use fl_engine::{load_safetensors, strategy::validate_results, FitIns, FitRes, ParameterSet};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -23,15 +20,14 @@ use super::{
     AppState,
 };
 use crate::{
+    app::node_tasks::{self, SetupError, TaskError},
     authz::{Action, Resource},
     domain::{
-        audit::AuditAction,
-        study::{Study, StudyStatus, Task, TaskKind, TaskReport, TaskStatus},
-        time, PermitState, StudyId, TaskId,
+        audit::{AuditAction, AuditSubject},
+        study::Task,
+        time, TaskId,
     },
-    federation::wire::{
-        decode_update, encode_fit_ins, NodeStudy, NodeTask, TaskResultBody, UpdateError,
-    },
+    federation::wire::{NodeTask, TaskResultBody, UpdateError},
     store::Tx,
 };
 
@@ -53,21 +49,6 @@ pub struct FetchParams {
     pub wait: Option<u64>,
     /// At most this many tasks (1-100, default 10).
     pub limit: Option<i64>,
-}
-
-/// The study and permit behind a task, when the task may still be worked on.
-async fn live_context(tx: &mut dyn Tx, study_id: StudyId) -> ApiResult<Option<Study>> {
-    let Some(study) = tx.get_study(study_id).await? else {
-        return Ok(None);
-    };
-    if study.status() != StudyStatus::Running {
-        return Ok(None);
-    }
-    let active = tx
-        .get_permit(study.spec.permit_id)
-        .await?
-        .is_some_and(|p| p.state(time::now()) == PermitState::Active);
-    Ok(active.then_some(study))
 }
 
 /// The caller's open tasks. With `wait`, holds the request until a task appears or the wait
@@ -123,45 +104,12 @@ async fn open_tasks(
     limit: i64,
 ) -> ApiResult<Vec<NodeTask>> {
     let mut tx = state.store.begin().await?;
-    let pending = tx.pending_tasks_for(holder, time::now(), limit).await?;
-    if pending.is_empty() {
-        return Ok(vec![]);
-    }
-    let mut studies: HashMap<StudyId, Option<Study>> = HashMap::new();
-    let mut out = Vec::new();
-    for t in pending {
-        if let std::collections::hash_map::Entry::Vacant(slot) = studies.entry(t.study_id) {
-            slot.insert(live_context(&mut *tx, t.study_id).await?);
-        }
-        let Some(study) = studies.get(&t.study_id).and_then(Option::as_ref) else {
-            continue;
-        };
-        let Some(round) = tx.get_round(t.round_id).await? else {
-            continue;
-        };
-        out.push(NodeTask {
-            task_id: t.id,
-            study_id: t.study_id,
-            permit_id: study.spec.permit_id,
-            data_holder: t.data_holder.clone(),
-            round: t.round,
-            kind: t.kind,
-            deadline: t.deadline,
-            registry_version: round.registry_version,
-            study: NodeStudy::from(&study.spec),
-        });
-    }
-    if !out.is_empty() {
-        let ids: Vec<String> = out.iter().map(|t| t.task_id.to_string()).collect();
-        tx.append_audit(
-            caller
-                .audit(Action::NodeTasks, "task", None)
-                .detail(json!({ "delivered": ids })),
-        )
-        .await?;
+    let tasks =
+        node_tasks::open_tasks(&mut *tx, &caller.requester(), holder, limit, time::now()).await?;
+    if !tasks.is_empty() {
         tx.commit().await?;
     }
-    Ok(out)
+    Ok(tasks)
 }
 
 /// Loads a task the caller is assigned to, or the refusal (a task of another node is 403).
@@ -175,68 +123,77 @@ async fn assigned_task(
     let task = tx.get_task(id).await?.ok_or_else(|| {
         ApiError::not_found("task", id)
             .action(action.clone())
-            .on("task", id)
+            .on(AuditSubject::Task(id))
     })?;
     state
         .authorize(caller, Action::NodeTask, &Resource::Task(&task))
-        .map_err(|e| e.action(action).on("task", id))?;
+        .map_err(|e| e.action(action).on(AuditSubject::Task(id)))?;
     Ok(task)
 }
 
-fn closed(task: &Task, action: AuditAction) -> Option<ApiError> {
-    let (code, detail) = match task.status {
-        TaskStatus::Pending if time::now() >= task.deadline => (
-            "task_deadline_passed",
-            "the task's deadline has passed".to_owned(),
-        ),
-        TaskStatus::Pending => return None,
-        TaskStatus::Completed => (
-            "task_already_completed",
-            "a result for this task was already accepted".to_owned(),
-        ),
-        other => ("task_closed", format!("the task is {}", other.as_str())),
-    };
-    Some(
-        ApiError::new(StatusCode::CONFLICT, code, detail)
-            .with("current_state", json!(task.status.as_str()))
-            .action(action)
-            .on("task", task.id),
-    )
-}
-
-/// What the server sends for the task: the global model of the previous round with the
-/// strategy's extras (fit), or the final model (evaluate).
-async fn fit_ins(tx: &mut dyn Tx, study: &Study, task: &Task) -> ApiResult<FitIns> {
-    let checkpoint = tx
-        .latest_checkpoint(study.id)
-        .await?
-        .ok_or_else(|| ApiError::internal(anyhow::anyhow!("study without checkpoint")))?;
-    let expected = match task.kind {
-        TaskKind::Fit => task.round - 1,
-        TaskKind::Evaluate => task.round,
-    };
-    if checkpoint.round != expected {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "task_closed",
-            "the task's round is no longer the study's current round",
-        ));
+/// The refusal of a node's request on task `id` under `action`. Refusals about the task are
+/// tagged with the action and the task; a store or internal failure outside the task's set-up
+/// is not.
+fn task_refusal(action: AuditAction, id: TaskId) -> impl Fn(TaskError) -> ApiError {
+    move |e| {
+        let tag = |e: ApiError| e.action(action.clone()).on(AuditSubject::Task(id));
+        match e {
+            TaskError::Closed {
+                code,
+                detail,
+                current_state,
+            } => tag(ApiError::new(StatusCode::CONFLICT, code, detail)
+                .with("current_state", json!(current_state.as_str()))),
+            TaskError::NotLive => tag(ApiError::new(
+                StatusCode::CONFLICT,
+                "permit_not_active",
+                "the study or its permit is not active",
+            )),
+            TaskError::Setup(SetupError::RoundMoved) => tag(ApiError::new(
+                StatusCode::CONFLICT,
+                "task_closed",
+                "the task's round is no longer the study's current round",
+            )),
+            TaskError::Setup(SetupError::Store(e)) => tag(e.into()),
+            TaskError::Setup(SetupError::Internal(e)) => tag(ApiError::internal(e)),
+            TaskError::RegistryVersionMismatch { expected } => tag(ApiError::field(
+                "registry_version",
+                "registry_version_mismatch",
+                format!("the round filters against opt-out registry version {expected}"),
+            )),
+            TaskError::ZeroSamples => tag(ApiError::field(
+                "num_examples",
+                "zero_samples",
+                "an update needs at least one training example",
+            )),
+            TaskError::InvalidMetrics => tag(ApiError::field(
+                "evaluation",
+                "invalid_metrics",
+                "metrics must be finite, rates within [0, 1]",
+            )),
+            TaskError::ParametersRequired => tag(ApiError::field(
+                "parameters",
+                "parameters_required",
+                "a fit task's result carries the update",
+            )),
+            TaskError::UnexpectedParameters => tag(ApiError::field(
+                "parameters",
+                "unexpected_parameters",
+                "an evaluation returns no update",
+            )),
+            TaskError::Update(e) => tag(update_problem(e)),
+            TaskError::InvalidUpdate(message) => {
+                tag(ApiError::field("parameters", "invalid_update", message))
+            }
+            TaskError::AlreadyCompleted => tag(ApiError::new(
+                StatusCode::CONFLICT,
+                "task_already_completed",
+                "a result for this task was already accepted",
+            )),
+            TaskError::Store(e) => e.into(),
+            TaskError::Internal(e) => ApiError::internal(e),
+        }
     }
-    let (global, _) = load_safetensors(&checkpoint.global).map_err(ApiError::internal)?;
-    let mut server = study
-        .spec
-        .strategy
-        .server(
-            study.spec.data_holders.len(),
-            Box::new(fl_engine::strategy::WeightedMean),
-        )
-        .map_err(ApiError::internal)?;
-    server
-        .load_state(checkpoint.server_state)
-        .map_err(ApiError::internal)?;
-    server
-        .configure_fit(task.round, &global)
-        .map_err(ApiError::internal)
 }
 
 /// The parameters to start the task from, as safetensors.
@@ -252,30 +209,9 @@ pub async fn parameters(
     const ACTION: AuditAction = AuditAction::NodeTaskParameters;
     let mut tx = state.store.begin().await?;
     let task = assigned_task(&state, &caller, &mut *tx, id, ACTION).await?;
-    if let Some(e) = closed(&task, ACTION) {
-        return Err(e);
-    }
-    let study = live_context(&mut *tx, task.study_id)
-        .await?
-        .ok_or_else(|| {
-            ApiError::new(
-                StatusCode::CONFLICT,
-                "permit_not_active",
-                "the study or its permit is not active",
-            )
-            .action(ACTION)
-            .on("task", id)
-        })?;
-    let ins = fit_ins(&mut *tx, &study, &task)
+    let bytes = node_tasks::parameters(&mut *tx, &caller.requester(), &task, time::now())
         .await
-        .map_err(|e| e.action(ACTION).on("task", id))?;
-    let bytes = encode_fit_ins(&ins, study.id).map_err(ApiError::internal)?;
-    tx.append_audit(
-        task_event(&caller, ACTION, id)
-            .permit(study.spec.permit_id)
-            .detail(json!({ "study": study.id, "round": task.round, "bytes": bytes.len() })),
-    )
-    .await?;
+        .map_err(task_refusal(ACTION, id))?;
     tx.commit().await?;
     let mut response = bytes.into_response();
     response.headers_mut().insert(
@@ -283,27 +219,6 @@ pub async fn parameters(
         HeaderValue::from_static("application/octet-stream"),
     );
     Ok(response)
-}
-
-/// A success entry for a node's work on one task, under the name of what it did.
-fn task_event(
-    caller: &Caller,
-    action: AuditAction,
-    id: TaskId,
-) -> crate::domain::audit::NewAuditEvent {
-    let mut event = caller.audit(Action::NodeTask, "task", Some(id.to_string()));
-    event.action = action;
-    event
-}
-
-fn metric_ok(m: &fl_engine::MetricSummary) -> bool {
-    let unit = |v: f64| v.is_finite() && (0.0..=1.0).contains(&v);
-    unit(m.accuracy)
-        && unit(m.balanced_accuracy)
-        && m.loss.is_finite()
-        && m.auroc.is_none_or(unit)
-        && m.auprc.is_none_or(unit)
-        && m.f1.is_none_or(unit)
 }
 
 fn update_problem(e: UpdateError) -> ApiError {
@@ -334,132 +249,13 @@ pub async fn result(
     ApiJson(body): ApiJson<TaskResultBody>,
 ) -> ApiResult<Json<serde_json::Value>> {
     const ACTION: AuditAction = AuditAction::NodeTaskResult;
-    let tag = |e: ApiError| e.action(ACTION).on("task", id);
     let now = time::now();
     let mut tx = state.store.begin().await?;
     let mut task = assigned_task(&state, &caller, &mut *tx, id, ACTION).await?;
-    if let Some(e) = closed(&task, ACTION) {
-        return Err(e);
-    }
-    let study = live_context(&mut *tx, task.study_id)
-        .await?
-        .ok_or_else(|| {
-            tag(ApiError::new(
-                StatusCode::CONFLICT,
-                "permit_not_active",
-                "the study or its permit is not active",
-            ))
-        })?;
-    let round = tx
-        .get_round(task.round_id)
-        .await?
-        .ok_or_else(|| ApiError::internal(anyhow::anyhow!("task without round")))?;
-    if body.registry_version != round.registry_version {
-        return Err(tag(ApiError::field(
-            "registry_version",
-            "registry_version_mismatch",
-            format!(
-                "the round filters against opt-out registry version {}",
-                round.registry_version
-            ),
-        )));
-    }
-    if body.num_examples == 0 {
-        return Err(tag(ApiError::field(
-            "num_examples",
-            "zero_samples",
-            "an update needs at least one training example",
-        )));
-    }
-    if let Some(ev) = &body.evaluation {
-        if !metric_ok(&ev.validation) || !metric_ok(&ev.test) {
-            return Err(tag(ApiError::field(
-                "evaluation",
-                "invalid_metrics",
-                "metrics must be finite, rates within [0, 1]",
-            )));
-        }
-    }
     let limit = state.settings.federation.max_update_bytes;
-    let stored = match (task.kind, &body.parameters) {
-        (TaskKind::Fit, None) => {
-            return Err(tag(ApiError::field(
-                "parameters",
-                "parameters_required",
-                "a fit task's result carries the update",
-            )))
-        }
-        (TaskKind::Evaluate, Some(_)) => {
-            return Err(tag(ApiError::field(
-                "parameters",
-                "unexpected_parameters",
-                "an evaluation returns no update",
-            )))
-        }
-        (TaskKind::Evaluate, None) => None,
-        (TaskKind::Fit, Some(b64)) => {
-            let (bytes, params, extras) =
-                decode_update(b64, limit, study.id, task.round, &task.data_holder)
-                    .map_err(|e| tag(update_problem(e)))?;
-            let ins = fit_ins(&mut *tx, &study, &task).await.map_err(tag)?;
-            let res = FitRes {
-                site: task.data_holder.to_string(),
-                num_examples: body.num_examples as usize,
-                params,
-                extras,
-                report: Default::default(),
-            };
-            let template: Option<&ParameterSet> = (!ins.extras.is_empty()).then_some(&ins.extras);
-            validate_results(&ins.params, std::slice::from_ref(&res), template).map_err(|e| {
-                tag(ApiError::field(
-                    "parameters",
-                    "invalid_update",
-                    e.to_string(),
-                ))
-            })?;
-            Some(bytes)
-        }
-    };
-    task.status = TaskStatus::Completed;
-    task.completed_at = Some(now);
-    task.report = Some(TaskReport {
-        num_examples: body.num_examples,
-        excluded_subjects: body.excluded_subjects,
-        registry_version: body.registry_version,
-        train_loss: body.train_loss.filter(|l| l.is_finite()),
-        local_steps: body.local_steps,
-    });
-    tx.complete_task(&task, stored.as_deref())
+    node_tasks::accept_result(&mut *tx, &caller.requester(), &mut task, body, limit, now)
         .await
-        .map_err(|_| {
-            tag(ApiError::new(
-                StatusCode::CONFLICT,
-                "task_already_completed",
-                "a result for this task was already accepted",
-            ))
-        })?;
-    if let Some(ev) = body.evaluation {
-        // a fit task evaluates the model it received: the previous round's
-        let evaluated = match task.kind {
-            TaskKind::Fit => task.round - 1,
-            TaskKind::Evaluate => task.round,
-        };
-        tx.insert_evaluation(
-            study.id,
-            evaluated,
-            &ev.for_holder(task.data_holder.clone()),
-            now,
-        )
-        .await?;
-    }
-    tx.append_audit(
-        task_event(&caller, ACTION, id)
-            .permit(study.spec.permit_id)
-            .detail(json!({ "study": study.id, "round": task.round, "kind": task.kind.as_str(),
-                            "num_examples": body.num_examples, "excluded_subjects": body.excluded_subjects,
-                            "bytes": stored.as_ref().map(Vec::len) })),
-    )
-    .await?;
+        .map_err(task_refusal(ACTION, id))?;
     tx.commit().await?;
     state.federation.wake.notify_one();
     Ok(Json(json!({ "task_id": id, "status": "completed" })))

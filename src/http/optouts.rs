@@ -25,6 +25,8 @@ use crate::{
     app::optouts,
     authz::{Action, Resource},
     domain::{
+        audit::AuditSubject,
+        audit_details::{OptOutRegistered, OptOutWithdrawn, OptOutsFiltered, OptOutsImported},
         optout::{NewOptOutEvent, OptOutEvent, OptOutEventKind},
         time::{self},
         DataCategory, Errors, FieldError, MemberState, OptOutId, PermitState, SubjectPseudonym,
@@ -151,9 +153,16 @@ pub async fn register(
     };
     let mut tx = state.store.begin().await?;
     let stored = tx.append_optout(event).await?;
-    tx.append_audit(caller.audit(action, "opt_out", Some(record_id.to_string()))
-        .detail(json!({ "registry_version": stored.seq, "effective_at": stored.effective_at, "channel": stored.channel })))
-        .await?;
+    tx.append_audit(
+        caller
+            .audit(action, AuditSubject::OptOut(record_id))
+            .details(&OptOutRegistered {
+                registry_version: stored.seq,
+                effective_at: stored.effective_at,
+                channel: &stored.channel,
+            }),
+    )
+    .await?;
     tx.commit().await?;
     Ok((
         StatusCode::CREATED,
@@ -167,7 +176,7 @@ async fn load_record(tx: &mut dyn Tx, id: OptOutId, action: Action) -> ApiResult
     if events.is_empty() {
         return Err(ApiError::not_found("opt-out", id)
             .action(action)
-            .on("opt_out", id));
+            .on(AuditSubject::OptOut(id)));
     }
     Ok(events)
 }
@@ -185,7 +194,7 @@ pub async fn read(
     state.authorize(&caller, action, &Resource::OptOutRegistry)?;
     let mut tx = state.store.begin().await?;
     let events = load_record(&mut *tx, id, action).await?;
-    tx.append_audit(caller.audit(action, "opt_out", Some(id.to_string())))
+    tx.append_audit(caller.audit(action, AuditSubject::OptOut(id)))
         .await?;
     tx.commit().await?;
     Ok(Json(OptOutRecordView::new(id, events)))
@@ -211,7 +220,7 @@ pub async fn withdraw(
 ) -> ApiResult<Json<OptOutRecordView>> {
     let action = Action::OptOutWithdraw;
     state.authorize(&caller, action, &Resource::OptOutRegistry)?;
-    let tag = |e: ApiError| e.action(action).on("opt_out", id);
+    let tag = |e: ApiError| e.action(action).on(AuditSubject::OptOut(id));
     let channel =
         channel(req.channel.as_deref(), "api").map_err(|f| tag(ApiError::invalid(vec![f])))?;
     let now = time::now();
@@ -239,8 +248,11 @@ pub async fn withdraw(
         .await?;
     tx.append_audit(
         caller
-            .audit(action, "opt_out", Some(id.to_string()))
-            .detail(json!({ "registry_version": stored.seq, "effective_at": stored.effective_at })),
+            .audit(action, AuditSubject::OptOut(id))
+            .details(&OptOutWithdrawn {
+                registry_version: stored.seq,
+                effective_at: stored.effective_at,
+            }),
     )
     .await?;
     tx.commit().await?;
@@ -271,7 +283,7 @@ pub async fn import(
 ) -> ApiResult<Json<ImportReport>> {
     let action = Action::OptOutImport;
     state.authorize(&caller, action, &Resource::OptOutRegistry)?;
-    let tag = |e: ApiError| e.action(action).on("opt_out_registry", "import");
+    let tag = |e: ApiError| e.action(action).on(AuditSubject::OptOutImport);
     let body = body.map_err(|e| {
         tag(if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::new(
@@ -321,9 +333,18 @@ pub async fn import(
     let mut tx = state.store.begin().await?;
     let report =
         optouts::import(&mut *tx, &state.pseudonym_key, items, &channel, time::now()).await?;
-    tx.append_audit(caller.audit(action, "opt_out_registry", Some("import".into()))
-        .detail(json!({ "format": media, "registered": report.registered, "withdrawn": report.withdrawn,
-                        "unchanged": report.unchanged, "registry_version": report.registry_version }))).await?;
+    tx.append_audit(
+        caller
+            .audit(action, AuditSubject::OptOutImport)
+            .details(&OptOutsImported {
+                format: media,
+                registered: report.registered,
+                withdrawn: report.withdrawn,
+                unchanged: report.unchanged,
+                registry_version: report.registry_version,
+            }),
+    )
+    .await?;
     tx.commit().await?;
     Ok(Json(report))
 }
@@ -338,7 +359,7 @@ pub async fn filter(
     ApiJson(req): ApiJson<FilterRequest>,
 ) -> ApiResult<Json<FilterResponse>> {
     let action = Action::OptOutFilter;
-    let tag = |e: ApiError| e.action(action).on("permit", req.permit_id);
+    let tag = |e: ApiError| e.action(action).on(AuditSubject::Permit(req.permit_id));
     let mut tx = state.store.begin().await?;
     let permit = load_permit(&mut *tx, req.permit_id, action).await?;
     state
@@ -404,10 +425,20 @@ pub async fn filter(
         now,
     )
     .await?;
-    tx.append_audit(caller.audit(action, "permit", Some(req.permit_id.to_string())).permit(req.permit_id)
-        .detail(json!({ "registry_version": version, "reference_time": reference_time, "policy": req.policy,
-                        "exception_applied": exception_applied, "checked": subjects.len(), "excluded": exclude.len() })))
-        .await?;
+    tx.append_audit(
+        caller
+            .audit(action, AuditSubject::Permit(req.permit_id))
+            .permit(req.permit_id)
+            .details(&OptOutsFiltered {
+                registry_version: version,
+                reference_time,
+                policy: req.policy,
+                exception_applied,
+                checked: subjects.len(),
+                excluded: exclude.len(),
+            }),
+    )
+    .await?;
     tx.commit().await?;
     Ok(Json(FilterResponse {
         permit_id: req.permit_id,

@@ -10,7 +10,7 @@ use axum::{
 };
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::{
     applications::{scope_for, ListParams},
@@ -19,11 +19,14 @@ use super::{
     AppState,
 };
 use crate::{
+    app::permits::{self, PermitError},
     authz::{Action, Resource},
     domain::{
         application::parse_list,
-        check::{check, CheckOutcome, CheckRequest},
-        permit::{Amendment, ChangeError, PermitTerms},
+        audit::AuditSubject,
+        audit_details::Listed,
+        check::{CheckOutcome, CheckRequest},
+        permit::{Amendment, PermitTerms},
         time::{self, Timestamp},
         ApplicationId, BudgetUnit, DataCategory, Epsilon, Errors, MemberState, OrgId, Permit,
         PermitId, PermitState, Purpose,
@@ -120,7 +123,7 @@ pub async fn load_permit(tx: &mut dyn Tx, id: PermitId, action: Action) -> ApiRe
     tx.get_permit(id).await?.ok_or_else(|| {
         ApiError::not_found("permit", id)
             .action(action)
-            .on("permit", id)
+            .on(AuditSubject::Permit(id))
     })
 }
 
@@ -144,8 +147,10 @@ pub async fn list(
     }
     tx.append_audit(
         caller
-            .audit(Action::PermitList, "permit", None)
-            .detail(json!({ "returned": visible.len() })),
+            .audit(Action::PermitList, AuditSubject::Permits)
+            .details(&Listed {
+                returned: visible.len(),
+            }),
     )
     .await?;
     tx.commit().await?;
@@ -165,10 +170,10 @@ pub async fn read(
     let p = load_permit(&mut *tx, id, Action::PermitRead).await?;
     state
         .authorize(&caller, Action::PermitRead, &Resource::Permit(&p))
-        .map_err(|e| e.on("permit", id))?;
+        .map_err(|e| e.on(AuditSubject::Permit(id)))?;
     tx.append_audit(
         caller
-            .audit(Action::PermitRead, "permit", Some(id.to_string()))
+            .audit(Action::PermitRead, AuditSubject::Permit(id))
             .permit(id),
     )
     .await?;
@@ -189,11 +194,11 @@ pub async fn versions(
     let p = load_permit(&mut *tx, id, Action::PermitVersions).await?;
     state
         .authorize(&caller, Action::PermitVersions, &Resource::Permit(&p))
-        .map_err(|e| e.on("permit", id))?;
+        .map_err(|e| e.on(AuditSubject::Permit(id)))?;
     let versions = tx.list_permit_versions(id).await?;
     tx.append_audit(
         caller
-            .audit(Action::PermitVersions, "permit", Some(id.to_string()))
+            .audit(Action::PermitVersions, AuditSubject::Permit(id))
             .permit(id),
     )
     .await?;
@@ -223,36 +228,48 @@ fn check_if_match(headers: &HeaderMap, p: &Permit, required: bool) -> ApiResult<
     }
 }
 
-/// Loads, authorises, applies `change`, stores and audits: the common path of every transition.
-async fn transition(
+/// Loads and authorises the permit and checks `If-Match`: the common start of every
+/// transition. Returns the transaction, the permit and the time of the change.
+async fn begin_transition(
     state: &AppState,
     caller: &Caller,
     id: PermitId,
     headers: &HeaderMap,
     action: Action,
     if_match_required: bool,
-    change: impl FnOnce(&mut Permit, Timestamp) -> ApiResult<(Value, Option<String>)>,
-) -> ApiResult<Response> {
+) -> ApiResult<(Box<dyn Tx>, Permit, Timestamp)> {
     let mut tx = state.store.begin().await?;
-    let mut permit = load_permit(&mut *tx, id, action).await?;
-    let tag = |e: ApiError| e.action(action).on("permit", id);
+    let permit = load_permit(&mut *tx, id, action).await?;
     state
         .authorize(caller, action, &Resource::Permit(&permit))
-        .map_err(tag)?;
-    check_if_match(headers, &permit, if_match_required).map_err(tag)?;
-    let before = permit.row_version();
-    let now = time::now();
-    let (detail, version_reason) = change(&mut permit, now).map_err(tag)?;
-    tx.update_permit(&permit, before).await?;
-    if let Some(reason) = version_reason {
-        tx.insert_permit_version(&permit, &caller.principal.sub, Some(&reason), now)
-            .await?;
-    }
-    tx.append_audit(caller.audit(action, "permit", Some(id.to_string())).permit(id)
-        .detail(json!({ "from": before, "to": permit.row_version(), "status": permit.state(now).name(), "change": detail })))
-        .await?;
+        .map_err(tagged(action, id))?;
+    check_if_match(headers, &permit, if_match_required).map_err(tagged(action, id))?;
+    Ok((tx, permit, time::now()))
+}
+
+/// Commits a transition and answers with the permit after it.
+async fn finish_transition(
+    tx: Box<dyn Tx>,
+    permit: &Permit,
+    now: Timestamp,
+) -> ApiResult<Response> {
     tx.commit().await?;
-    Ok(with_etag(&permit, PermitView::new(&permit, now)))
+    Ok(with_etag(permit, PermitView::new(permit, now)))
+}
+
+/// Tags a refusal with the action and the permit it was about.
+fn tagged(action: Action, id: PermitId) -> impl Fn(ApiError) -> ApiError {
+    move |e| e.action(action).on(AuditSubject::Permit(id))
+}
+
+/// The refusal of a transition's service: a refused transition or change is tagged with the
+/// action and the permit; a store failure is not.
+fn refused(action: Action, id: PermitId) -> impl Fn(PermitError) -> ApiError {
+    move |e| match e {
+        PermitError::Transition(t) => tagged(action, id)(ApiError::conflict(t)),
+        PermitError::Invalid(errors) => tagged(action, id)(ApiError::invalid(errors)),
+        PermitError::Store(e) => e.into(),
+    }
 }
 
 fn required_reason(reason: &str) -> ApiResult<String> {
@@ -293,20 +310,14 @@ pub async fn suspend(
     headers: HeaderMap,
     ApiJson(req): ApiJson<ReasonRequest>,
 ) -> ApiResult<Response> {
-    transition(
-        &state,
-        &caller,
-        id,
-        &headers,
-        Action::PermitSuspend,
-        false,
-        |p, now| {
-            let reason = required_reason(&req.reason)?;
-            p.suspend(reason.clone(), now).map_err(ApiError::conflict)?;
-            Ok((json!({ "reason": reason }), None))
-        },
-    )
-    .await
+    let action = Action::PermitSuspend;
+    let (mut tx, mut permit, now) =
+        begin_transition(&state, &caller, id, &headers, action, false).await?;
+    let reason = required_reason(&req.reason).map_err(tagged(action, id))?;
+    permits::suspend(&mut *tx, &caller.requester(), &mut permit, reason, now)
+        .await
+        .map_err(refused(action, id))?;
+    finish_transition(tx, &permit, now).await
 }
 
 /// Lift a suspension.
@@ -321,19 +332,13 @@ pub async fn reinstate(
     headers: HeaderMap,
     ApiJson(req): ApiJson<OptionalReason>,
 ) -> ApiResult<Response> {
-    transition(
-        &state,
-        &caller,
-        id,
-        &headers,
-        Action::PermitReinstate,
-        false,
-        |p, now| {
-            p.reinstate(now).map_err(ApiError::conflict)?;
-            Ok((json!({ "reason": req.reason }), None))
-        },
-    )
-    .await
+    let action = Action::PermitReinstate;
+    let (mut tx, mut permit, now) =
+        begin_transition(&state, &caller, id, &headers, action, false).await?;
+    permits::reinstate(&mut *tx, &caller.requester(), &mut permit, req.reason, now)
+        .await
+        .map_err(refused(action, id))?;
+    finish_transition(tx, &permit, now).await
 }
 
 /// Revoke a permit (Art. 63); final.
@@ -348,20 +353,14 @@ pub async fn revoke(
     headers: HeaderMap,
     ApiJson(req): ApiJson<ReasonRequest>,
 ) -> ApiResult<Response> {
-    transition(
-        &state,
-        &caller,
-        id,
-        &headers,
-        Action::PermitRevoke,
-        false,
-        |p, now| {
-            let reason = required_reason(&req.reason)?;
-            p.revoke(reason.clone(), now).map_err(ApiError::conflict)?;
-            Ok((json!({ "reason": reason }), None))
-        },
-    )
-    .await
+    let action = Action::PermitRevoke;
+    let (mut tx, mut permit, now) =
+        begin_transition(&state, &caller, id, &headers, action, false).await?;
+    let reason = required_reason(&req.reason).map_err(tagged(action, id))?;
+    permits::revoke(&mut *tx, &caller.requester(), &mut permit, reason, now)
+        .await
+        .map_err(refused(action, id))?;
+    finish_transition(tx, &permit, now).await
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -374,13 +373,6 @@ pub struct AmendRequest {
     pub epsilon: Option<f64>,
     pub conditions: Option<String>,
     pub reason: String,
-}
-
-fn change_error(e: ChangeError) -> ApiError {
-    match e {
-        ChangeError::Transition(t) => ApiError::conflict(t),
-        ChangeError::Invalid(errors) => ApiError::invalid(errors),
-    }
 }
 
 /// Amend the permit's terms; the previous terms are kept as a version. Requires `If-Match`.
@@ -396,29 +388,58 @@ pub async fn amend(
     headers: HeaderMap,
     ApiJson(req): ApiJson<AmendRequest>,
 ) -> ApiResult<Response> {
-    transition(&state, &caller, id, &headers, Action::PermitAmend, true, |p, now| {
-        let reason = required_reason(&req.reason)?;
+    let action = Action::PermitAmend;
+    let tag = tagged(action, id);
+    let (mut tx, mut permit, now) =
+        begin_transition(&state, &caller, id, &headers, action, true).await?;
+    let reason = required_reason(&req.reason).map_err(&tag)?;
+    let change = {
         let mut e = Errors::default();
         let change = Amendment {
-            purposes: req.purposes.as_deref().map(|v| parse_list(&mut e, "purposes", v, Purpose::parse)),
-            categories: req.categories.as_deref().map(|v| parse_list(&mut e, "categories", v, DataCategory::parse)),
-            data_holders: req.data_holders.as_deref().map(|v| parse_list(&mut e, "data_holders", v, OrgId::parse)),
-            member_states: req.member_states.as_deref().map(|v| parse_list(&mut e, "member_states", v, MemberState::parse)),
-            epsilon: req.epsilon.and_then(|v| e.take("epsilon", Epsilon::parse(v))),
+            purposes: req
+                .purposes
+                .as_deref()
+                .map(|v| parse_list(&mut e, "purposes", v, Purpose::parse)),
+            categories: req
+                .categories
+                .as_deref()
+                .map(|v| parse_list(&mut e, "categories", v, DataCategory::parse)),
+            data_holders: req
+                .data_holders
+                .as_deref()
+                .map(|v| parse_list(&mut e, "data_holders", v, OrgId::parse)),
+            member_states: req
+                .member_states
+                .as_deref()
+                .map(|v| parse_list(&mut e, "member_states", v, MemberState::parse)),
+            epsilon: req
+                .epsilon
+                .and_then(|v| e.take("epsilon", Epsilon::parse(v))),
             conditions: req.conditions.clone(),
         };
         if let Some(c) = &req.conditions {
-            if let Err(f) = crate::domain::within_length("conditions", c, crate::domain::MAX_CONDITIONS_CHARS) {
+            if let Err(f) =
+                crate::domain::within_length("conditions", c, crate::domain::MAX_CONDITIONS_CHARS)
+            {
                 e.0.push(f);
             }
         }
         if !e.0.is_empty() {
-            return Err(ApiError::invalid(e.0));
+            return Err(tag(ApiError::invalid(e.0)));
         }
-        let before = p.terms().clone();
-        p.amend(change, now).map_err(change_error)?;
-        Ok((json!({ "reason": reason, "terms_version": p.record().terms_version, "previous_terms": before }), Some(reason)))
-    }).await
+        change
+    };
+    permits::amend(
+        &mut *tx,
+        &caller.requester(),
+        &mut permit,
+        change,
+        reason,
+        now,
+    )
+    .await
+    .map_err(refused(action, id))?;
+    finish_transition(tx, &permit, now).await
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -441,12 +462,22 @@ pub async fn extend(
     headers: HeaderMap,
     ApiJson(req): ApiJson<ExtendRequest>,
 ) -> ApiResult<Response> {
-    transition(&state, &caller, id, &headers, Action::PermitExtend, true, |p, now| {
-        let reason = required_reason(&req.reason)?;
-        let old = p.record().expires_at;
-        p.extend(time::normalise(req.expires_at), now).map_err(change_error)?;
-        Ok((json!({ "reason": reason, "previous_expires_at": old, "expires_at": p.record().expires_at }), None))
-    }).await
+    let action = Action::PermitExtend;
+    let (mut tx, mut permit, now) =
+        begin_transition(&state, &caller, id, &headers, action, true).await?;
+    let reason = required_reason(&req.reason).map_err(tagged(action, id))?;
+    let expires_at = time::normalise(req.expires_at);
+    permits::extend(
+        &mut *tx,
+        &caller.requester(),
+        &mut permit,
+        expires_at,
+        reason,
+        now,
+    )
+    .await
+    .map_err(refused(action, id))?;
+    finish_transition(tx, &permit, now).await
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -505,24 +536,14 @@ pub async fn check_permit(
     let action = Action::PermitCheck;
     let mut tx = state.store.begin().await?;
     let permit = load_permit(&mut *tx, id, action).await?;
-    let tag = |e: ApiError| e.action(action).on("permit", id);
+    let tag = tagged(action, id);
     state
         .authorize(&caller, action, &Resource::Permit(&permit))
-        .map_err(tag)?;
-    let req = body.parse().map_err(tag)?;
-    let outcome = check(&permit, &req, time::now());
-    let mut event = caller
-        .audit(action, "permit", Some(id.to_string()))
-        .permit(id)
-        .detail(
-            json!({ "allowed": outcome.allowed, "reasons": outcome.reasons, "purpose": req.purpose,
-                        "categories": req.categories, "data_holders": req.data_holders,
-                        "epsilon": req.epsilon.map(f64::from) }),
-        );
-    if !outcome.allowed {
-        event.outcome = crate::domain::audit::Outcome::Denied;
-    }
-    tx.append_audit(event).await?;
+        .map_err(&tag)?;
+    let req = body.parse().map_err(&tag)?;
+    let outcome =
+        permits::check_processing(&mut *tx, &caller.requester(), &permit, &req, time::now())
+            .await?;
     tx.commit().await?;
     Ok(Json(outcome))
 }

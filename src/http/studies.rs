@@ -22,17 +22,19 @@ use super::{
     AppState,
 };
 use crate::{
-    app::studies::{self, SubmitError},
+    app::studies::{
+        self, CancelError, NoiseKey, NoiseKeyError, ReleaseError, ReleasedModel, SubmitError,
+    },
     authz::{Action, Resource},
     domain::{
-        check::{check, CheckRequest},
+        audit::AuditSubject,
+        audit_details::{Listed, StudyViewed},
         study::{
             Round, RoundPhase, SiteContribution, SiteEvaluation, Study, StudySpec, StudyStatus,
         },
         study_request::{parse_study, OutputFloor, StudyRequest},
         time, PermitId, StudyId,
     },
-    federation::rounds::close_open_round,
     store::Tx,
 };
 
@@ -75,11 +77,7 @@ impl StudyView {
             rounds_done: s.rounds_done,
             rounds_planned: s.spec.rounds,
             epsilon_spent: s.epsilon_spent,
-            epsilon_planned: s
-                .spec
-                .dp
-                .epsilon_for_rounds(s.spec.rounds)
-                .unwrap_or(f64::NAN),
+            epsilon_planned: studies::epsilon_planned(s),
             created_at: s.created_at,
             updated_at: s.updated_at,
             spec: s.spec.clone(),
@@ -89,35 +87,6 @@ impl StudyView {
 
 fn location(id: StudyId) -> [(header::HeaderName, String); 1] {
     [(header::LOCATION, format!("/v1/studies/{id}"))]
-}
-
-/// The study's noise key: a fresh secret, or in development mode one derived from the
-/// requested `noise_seed` so that runs can be replayed.
-fn noise_key(req: &StudyRequest, dev: bool) -> ApiResult<Vec<u8>> {
-    use sha2::{Digest, Sha256};
-    match req.dp.noise_seed {
-        None => secret_key(),
-        Some(_) if !dev => Err(ApiError::field(
-            "dp.noise_seed",
-            "reproducible_noise_not_allowed",
-            "reproducible noise offers no privacy; only a development-mode gateway accepts it",
-        )),
-        Some(seed) => {
-            let mut h = Sha256::new();
-            h.update(b"ehds-gateway reproducible noise");
-            h.update(seed.to_le_bytes());
-            Ok(h.finalize().to_vec())
-        }
-    }
-}
-
-fn secret_key() -> ApiResult<Vec<u8>> {
-    Ok(crate::secret::random_key()?.to_vec())
-}
-
-fn random_seed() -> ApiResult<u64> {
-    let key = crate::secret::random_key()?;
-    Ok(u64::from_le_bytes(key[..8].try_into().expect("8 bytes")))
 }
 
 /// Submit a federated study under a permit. Refused with every reason when the permit does
@@ -135,7 +104,7 @@ pub async fn create(
     state.authorize(&caller, action, &Resource::Service)?;
     let permit_id = PermitId::parse(&req.permit_id)
         .map_err(|(code, msg)| ApiError::field("permit_id", code, msg).action(action))?;
-    let tag = |e: ApiError| e.action(action).on("permit", permit_id);
+    let tag = |e: ApiError| e.action(action).on(AuditSubject::Permit(permit_id));
     let now = time::now();
     let mut tx = state.store.begin().await?;
     let permit = load_permit(&mut *tx, permit_id, action).await?;
@@ -147,17 +116,24 @@ pub async fn create(
         min_sites: fed.output_min_sites,
         min_samples_per_site: fed.output_min_samples_per_site,
     };
-    let key = noise_key(&req, state.dev.is_some()).map_err(tag)?;
+    let key = NoiseKey::new(req.dp.noise_seed, state.dev.is_some()).map_err(|e| match e {
+        NoiseKeyError::ReproducibleNotAllowed => tag(ApiError::field(
+            "dp.noise_seed",
+            "reproducible_noise_not_allowed",
+            "reproducible noise offers no privacy; only a development-mode gateway accepts it",
+        )),
+        NoiseKeyError::Internal(e) => tag(ApiError::internal(e)),
+    })?;
     let delta = permit.terms().privacy_budget.delta.value();
-    let spec = parse_study(&req, delta, floor, random_seed()?)
+    let spec = parse_study(&req, delta, floor, studies::random_seed()?)
         .map_err(|errors| tag(ApiError::invalid(errors)))?;
     let study = studies::submit(
         &mut *tx,
+        &caller.requester(),
         &state.federation.vault,
         &permit,
         spec,
         caller.principal.organisation.clone(),
-        &caller.principal.sub,
         &key,
         now,
     )
@@ -177,19 +153,6 @@ pub async fn create(
         SubmitError::Internal(e) => ApiError::internal(e),
     })?;
     let view = StudyView::new(&study);
-    tx.append_audit(
-        caller
-            .audit(action, "study", Some(study.id.to_string()))
-            .permit(permit_id)
-            .detail(json!({
-                "title": study.spec.title, "purpose": study.spec.purpose,
-                "categories": study.spec.categories, "data_holders": study.spec.data_holders,
-                "strategy": study.spec.strategy.name(), "rounds": study.spec.rounds,
-                "dp": study.spec.dp, "epsilon_planned": view.epsilon_planned,
-                "reproducible_noise": req.dp.noise_seed.is_some(),
-            })),
-    )
-    .await?;
     tx.commit().await?;
     state.federation.wake.notify_one();
     Ok((StatusCode::CREATED, location(study.id), Json(view)).into_response())
@@ -199,7 +162,7 @@ async fn load_study(tx: &mut dyn Tx, id: StudyId, action: Action) -> ApiResult<S
     tx.get_study(id).await?.ok_or_else(|| {
         ApiError::not_found("study", id)
             .action(action)
-            .on("study", id)
+            .on(AuditSubject::Study(id))
     })
 }
 
@@ -214,7 +177,7 @@ async fn authorized_study(
     let study = load_study(tx, id, action).await?;
     state
         .authorize(caller, action, &Resource::Study(&study))
-        .map_err(|e| e.on("study", id))?;
+        .map_err(|e| e.on(AuditSubject::Study(id)))?;
     Ok(study)
 }
 
@@ -237,8 +200,10 @@ pub async fn list(
     }
     tx.append_audit(
         caller
-            .audit(Action::StudyList, "study", None)
-            .detail(json!({ "returned": visible.len() })),
+            .audit(Action::StudyList, AuditSubject::Studies)
+            .details(&Listed {
+                returned: visible.len(),
+            }),
     )
     .await?;
     tx.commit().await?;
@@ -258,7 +223,7 @@ pub async fn read(
     let study = authorized_study(&state, &caller, &mut *tx, id, Action::StudyRead).await?;
     tx.append_audit(
         caller
-            .audit(Action::StudyRead, "study", Some(id.to_string()))
+            .audit(Action::StudyRead, AuditSubject::Study(id))
             .permit(study.spec.permit_id),
     )
     .await?;
@@ -378,9 +343,9 @@ pub async fn rounds(
         .collect();
     tx.append_audit(
         caller
-            .audit(Action::StudyRead, "study", Some(id.to_string()))
+            .audit(Action::StudyRead, AuditSubject::Study(id))
             .permit(study.spec.permit_id)
-            .detail(json!({ "view": "rounds" })),
+            .details(&StudyViewed { view: "rounds" }),
     )
     .await?;
     tx.commit().await?;
@@ -410,7 +375,7 @@ pub async fn cancel(
     ApiJson(req): ApiJson<CancelRequest>,
 ) -> ApiResult<Json<StudyView>> {
     let action = Action::StudyCancel;
-    let tag = |e: ApiError| e.action(action).on("study", id);
+    let tag = |e: ApiError| e.action(action).on(AuditSubject::Study(id));
     let now = time::now();
     let mut tx = state.store.begin().await?;
     let mut study = authorized_study(&state, &caller, &mut *tx, id, action).await?;
@@ -423,34 +388,18 @@ pub async fn cancel(
     }
     crate::domain::within_length("reason", req.reason.trim(), crate::domain::MAX_REASON_CHARS)
         .map_err(|f| tag(ApiError::invalid(vec![f])))?;
-    let version = study.row_version;
-    study
-        .cancel(req.reason.trim().to_owned(), now)
-        .map_err(|e| tag(ApiError::conflict(e)))?;
-    let discarded = match tx.open_round(id).await? {
-        Some(round) => Some(
-            close_open_round(
-                &mut *tx,
-                round,
-                RoundPhase::Discarded,
-                "the study was cancelled",
-                now,
-            )
-            .await?,
-        ),
-        None => None,
-    };
-    tx.update_study(&study, version).await?;
-    tx.append_audit(
-        caller
-            .audit(action, "study", Some(id.to_string()))
-            .permit(study.spec.permit_id)
-            .detail(
-                json!({ "reason": req.reason.trim(), "discarded_round": discarded,
-                            "rounds_done": study.rounds_done }),
-            ),
+    studies::cancel(
+        &mut *tx,
+        &caller.requester(),
+        &mut study,
+        req.reason.trim(),
+        now,
     )
-    .await?;
+    .await
+    .map_err(|e| match e {
+        CancelError::Transition(e) => tag(ApiError::conflict(e)),
+        CancelError::Store(e) => e.into(),
+    })?;
     tx.commit().await?;
     state.federation.tasks_changed.notify_waiters();
     Ok(Json(StudyView::new(&study)))
@@ -469,82 +418,53 @@ pub async fn model(
     ApiPath(id): ApiPath<StudyId>,
 ) -> ApiResult<Response> {
     let action = Action::StudyModel;
-    let tag = |e: ApiError| e.action(action).on("study", id);
+    let tag = |e: ApiError| e.action(action).on(AuditSubject::Study(id));
     let now = time::now();
     let mut tx = state.store.begin().await?;
     let study = authorized_study(&state, &caller, &mut *tx, id, action).await?;
-    if study.status() != StudyStatus::Completed {
-        return Err(tag(ApiError::new(
-            StatusCode::CONFLICT,
-            "study_not_completed",
-            format!(
-                "the study is {}; only a completed study's model is released",
-                study.status().as_str()
-            ),
-        )
-        .with("current_state", json!(study.status().as_str()))));
-    }
-    let permit = load_permit(&mut *tx, study.spec.permit_id, action).await?;
-    let outcome = check(
-        &permit,
-        &CheckRequest {
-            purpose: study.spec.purpose,
-            categories: study.spec.categories.clone(),
-            data_holders: vec![],
-            epsilon: None,
-        },
-        now,
-    );
-    if !outcome.allowed {
-        return Err(tag(ApiError::new(
-            StatusCode::CONFLICT,
-            "release_not_permitted",
-            "the permit no longer covers releasing this study's model",
-        )
-        .with("reasons", json!(outcome.reasons))));
-    }
-    let last = tx
-        .list_rounds(id)
-        .await?
-        .into_iter()
-        .rfind(|r| r.phase == RoundPhase::Aggregated)
-        .ok_or_else(|| {
-            tag(ApiError::new(
-                StatusCode::CONFLICT,
-                "no_model",
-                "no round was aggregated",
-            ))
-        })?;
-    let reasons = studies::output_check(&study.spec.output_check, &last);
-    if !reasons.is_empty() {
-        return Err(tag(ApiError::new(
-            StatusCode::CONFLICT,
-            "output_check_failed",
-            "the final aggregate rests on too few sites or samples to leave",
-        )
-        .with("reasons", json!(reasons))));
-    }
-    let checkpoint = tx.latest_checkpoint(id).await?.ok_or_else(|| {
-        tag(ApiError::new(
-            StatusCode::CONFLICT,
-            "no_model",
-            "no checkpoint",
-        ))
-    })?;
-    let digest = fl_engine::load_safetensors(&checkpoint.global)
-        .map_err(ApiError::internal)?
-        .1
-        .digest;
-    tx.append_audit(
-        caller
-            .audit(action, "study", Some(id.to_string()))
-            .permit(study.spec.permit_id)
-            .detail(json!({ "round": checkpoint.round, "digest": digest, "bytes": checkpoint.global.len(),
-                            "epsilon_spent": study.epsilon_spent, "sites": last.summary.sites.iter().filter(|s| s.contributed).count() })),
-    )
-    .await?;
+    let ReleasedModel { bytes, digest } =
+        studies::release_model(&mut *tx, &caller.requester(), &study, now)
+            .await
+            .map_err(|e| match e {
+                ReleaseError::NotCompleted(status) => tag(ApiError::new(
+                    StatusCode::CONFLICT,
+                    "study_not_completed",
+                    format!(
+                        "the study is {}; only a completed study's model is released",
+                        status.as_str()
+                    ),
+                )
+                .with("current_state", json!(status.as_str()))),
+                ReleaseError::PermitMissing(permit) => ApiError::not_found("permit", permit)
+                    .action(action)
+                    .on(AuditSubject::Permit(permit)),
+                ReleaseError::NotPermitted(reasons) => tag(ApiError::new(
+                    StatusCode::CONFLICT,
+                    "release_not_permitted",
+                    "the permit no longer covers releasing this study's model",
+                )
+                .with("reasons", json!(reasons))),
+                ReleaseError::NoAggregatedRound => tag(ApiError::new(
+                    StatusCode::CONFLICT,
+                    "no_model",
+                    "no round was aggregated",
+                )),
+                ReleaseError::OutputCheck(reasons) => tag(ApiError::new(
+                    StatusCode::CONFLICT,
+                    "output_check_failed",
+                    "the final aggregate rests on too few sites or samples to leave",
+                )
+                .with("reasons", json!(reasons))),
+                ReleaseError::NoCheckpoint => tag(ApiError::new(
+                    StatusCode::CONFLICT,
+                    "no_model",
+                    "no checkpoint",
+                )),
+                ReleaseError::Store(e) => e.into(),
+                ReleaseError::Internal(e) => ApiError::internal(e),
+            })?;
     tx.commit().await?;
-    let mut response = checkpoint.global.into_response();
+    let mut response = bytes.into_response();
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_TYPE,

@@ -93,3 +93,302 @@ async fn an_audit_trail_written_before_typed_actions_verifies() {
         assert_eq!(e["resource"]["action"], coding, "{action}");
     }
 }
+
+/// The success entries of the fixture: action, resource type and detail, as stored text.
+async fn stored_details(db: &std::path::Path) -> Vec<(String, String, String)> {
+    use sqlx::Row;
+    let pool = sqlx::sqlite::SqlitePoolOptions::new()
+        .max_connections(1)
+        .connect(&format!("sqlite://{}?mode=ro", db.display()))
+        .await
+        .expect("the fixture opens");
+    let rows = sqlx::query(
+        "select action, resource_type, detail from audit_event where outcome = 'success' \
+         order by seq",
+    )
+    .fetch_all(&pool)
+    .await
+    .expect("the fixture has an audit table");
+    pool.close().await;
+    rows.iter()
+        .map(|r| (r.get("action"), r.get("resource_type"), r.get("detail")))
+        .collect()
+}
+
+fn keys(detail: &serde_json::Value) -> Vec<String> {
+    detail
+        .as_object()
+        .map(|o| o.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// The typed details write, for every kind of entry the fixture holds, the keys the gateway
+/// wrote before they were typed, in the same order (the hash covers the bytes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_details_write_the_keys_of_the_entries_before_them() {
+    use ehds_gateway::domain::{
+        audit_details::*,
+        optout::FilterPolicy,
+        study::{DpLevel, DpPlan},
+        ApplicationId, Purpose, StudyId,
+    };
+    use serde_json::to_value;
+
+    let now = chrono::Utc::now();
+    let dp = DpPlan {
+        level: DpLevel::Client,
+        clip_norm: 1.0,
+        noise_multiplier: 1.0,
+        target_epsilon: None,
+        sampling_rate: 1.0,
+        steps_per_round: 1,
+        delta: 1e-5,
+    };
+    let typed = |v: serde_json::Value| keys(&v);
+    let expected: Vec<(&str, &str, Vec<String>)> = vec![
+        (
+            "application.create",
+            "application",
+            typed(
+                to_value(ApplicationCreated {
+                    title: "",
+                    purposes: &[],
+                    categories: &[],
+                })
+                .unwrap(),
+            ),
+        ),
+        (
+            "application.decide",
+            "application",
+            typed(
+                to_value(ApplicationDecided {
+                    decision: "",
+                    reason: None,
+                })
+                .unwrap(),
+            ),
+        ),
+        (
+            "application.decide",
+            "permit",
+            typed(to_value(PermitIssued::new(ApplicationId::new(), now, false)).unwrap()),
+        ),
+        (
+            "application.list",
+            "application",
+            typed(to_value(Listed { returned: 0 }).unwrap()),
+        ),
+        (
+            "permit.list",
+            "permit",
+            typed(to_value(Listed { returned: 0 }).unwrap()),
+        ),
+        (
+            "permit.check",
+            "permit",
+            typed(
+                to_value(PermitChecked {
+                    allowed: true,
+                    reasons: &[],
+                    purpose: Purpose::ScientificResearch,
+                    categories: &[],
+                    data_holders: &[],
+                    epsilon: None,
+                })
+                .unwrap(),
+            ),
+        ),
+        (
+            "optout.register",
+            "opt_out",
+            typed(
+                to_value(OptOutRegistered {
+                    registry_version: 0,
+                    effective_at: now,
+                    channel: "",
+                })
+                .unwrap(),
+            ),
+        ),
+        (
+            "optout.withdraw",
+            "opt_out",
+            typed(
+                to_value(OptOutWithdrawn {
+                    registry_version: 0,
+                    effective_at: now,
+                })
+                .unwrap(),
+            ),
+        ),
+        (
+            "optout.import",
+            "opt_out_registry",
+            typed(
+                to_value(OptOutsImported {
+                    format: "",
+                    registered: 0,
+                    withdrawn: 0,
+                    unchanged: 0,
+                    registry_version: 0,
+                })
+                .unwrap(),
+            ),
+        ),
+        (
+            "optout.filter",
+            "permit",
+            typed(
+                to_value(OptOutsFiltered {
+                    registry_version: 0,
+                    reference_time: now,
+                    policy: FilterPolicy::default(),
+                    exception_applied: false,
+                    checked: 0,
+                    excluded: 0,
+                })
+                .unwrap(),
+            ),
+        ),
+        (
+            "study.create",
+            "study",
+            typed(
+                to_value(StudyCreated {
+                    title: "",
+                    purpose: Purpose::ScientificResearch,
+                    categories: &[],
+                    data_holders: &[],
+                    strategy: "",
+                    rounds: 0,
+                    dp: &dp,
+                    epsilon_planned: 0.0,
+                    reproducible_noise: false,
+                })
+                .unwrap(),
+            ),
+        ),
+        (
+            "study.round.start",
+            "study",
+            typed(
+                to_value(RoundStarted {
+                    round: 0,
+                    attempt: 0,
+                    participants: &[],
+                    registry_version: 0,
+                    epsilon_round: 0.0,
+                    epsilon_remaining: 0.0,
+                    deadline: now,
+                })
+                .unwrap(),
+            ),
+        ),
+        (
+            "study.stop",
+            "study",
+            typed(
+                to_value(StudyHalted {
+                    reason: "",
+                    discarded_round: None,
+                    rounds_done: 0,
+                })
+                .unwrap(),
+            ),
+        ),
+        (
+            "node.tasks",
+            "task",
+            typed(to_value(TasksDelivered { delivered: vec![] }).unwrap()),
+        ),
+        (
+            "node.task.parameters",
+            "task",
+            typed(
+                to_value(ParametersSent {
+                    study: StudyId::new(),
+                    round: 0,
+                    bytes: 0,
+                })
+                .unwrap(),
+            ),
+        ),
+        (
+            "audit.read",
+            "audit_log",
+            typed(
+                to_value(AuditExported {
+                    returned: 0,
+                    format: String::new(),
+                    first_seq: None,
+                    last_seq: None,
+                })
+                .unwrap(),
+            ),
+        ),
+        (
+            "audit.verify",
+            "audit_log",
+            typed(
+                to_value(ChainVerified {
+                    valid: true,
+                    entries_checked: 0,
+                    first_bad: None,
+                })
+                .unwrap(),
+            ),
+        ),
+    ];
+    let transition = |change: PermitChange| {
+        to_value(PermitTransition {
+            from: 0,
+            to: 0,
+            status: "",
+            change,
+        })
+        .unwrap()
+    };
+    let transitions = [
+        (
+            "permit.suspend",
+            transition(PermitChange::Suspended { reason: "" }),
+        ),
+        (
+            "permit.reinstate",
+            transition(PermitChange::Reinstated { reason: None }),
+        ),
+        (
+            "permit.revoke",
+            transition(PermitChange::Revoked { reason: "" }),
+        ),
+    ];
+
+    let stored = stored_details(&fixture()).await;
+    for (action, resource_type, expected) in &expected {
+        let details: Vec<serde_json::Value> = stored
+            .iter()
+            .filter(|(a, r, _)| a == action && r == resource_type)
+            .map(|(_, _, d)| serde_json::from_str(d).unwrap())
+            .collect();
+        assert!(
+            !details.is_empty(),
+            "the fixture lacks {action} on {resource_type}"
+        );
+        for d in details {
+            assert_eq!(&keys(&d), expected, "{action} on {resource_type}: {d}");
+        }
+    }
+    for (action, typed) in transitions {
+        let details: Vec<serde_json::Value> = stored
+            .iter()
+            .filter(|(a, _, _)| a == action)
+            .map(|(_, _, d)| serde_json::from_str(d).unwrap())
+            .collect();
+        assert!(!details.is_empty(), "the fixture lacks {action}");
+        for d in details {
+            assert_eq!(keys(&d), keys(&typed), "{action}: {d}");
+            assert_eq!(keys(&d["change"]), keys(&typed["change"]), "{action}: {d}");
+        }
+    }
+}

@@ -1,0 +1,346 @@
+//! Node task services: the open tasks a data holder is handed, the parameters it starts a task
+//! from, and the checks on the result it delivers. Every result is checked before it is stored:
+//! the task still open, the study and permit still active, the counts and metrics sane, and the
+//! update a well-formed parameter file of exactly the global model's names and shapes, with
+//! finite values, within the size limit.
+
+use std::collections::HashMap;
+
+use fl_engine::{load_safetensors, strategy::validate_results, FitIns, FitRes, ParameterSet};
+
+use super::Requester;
+use crate::{
+    authz::Action,
+    domain::{
+        audit::{AuditAction, AuditSubject},
+        audit_details::{ParametersSent, ResultAccepted, TasksDelivered},
+        study::{Study, StudyStatus, Task, TaskKind, TaskReport, TaskStatus},
+        time::Timestamp,
+        OrgId, PermitState, StudyId,
+    },
+    federation::wire::{
+        decode_update, encode_fit_ins, NodeStudy, NodeTask, TaskResultBody, UpdateError,
+    },
+    store::{StoreError, Tx},
+};
+
+/// The study behind a task, when the task may still be worked on: the study running and its
+/// permit active.
+async fn live_study(
+    tx: &mut dyn Tx,
+    study_id: StudyId,
+    now: Timestamp,
+) -> Result<Option<Study>, StoreError> {
+    let Some(study) = tx.get_study(study_id).await? else {
+        return Ok(None);
+    };
+    if study.status() != StudyStatus::Running {
+        return Ok(None);
+    }
+    let active = tx
+        .get_permit(study.spec.permit_id)
+        .await?
+        .is_some_and(|p| p.state(now) == PermitState::Active);
+    Ok(active.then_some(study))
+}
+
+/// At most `limit` open tasks of `holder` whose study may still be worked on; the delivery is
+/// audited when there is any. The caller commits only then (nothing is written otherwise).
+#[tracing::instrument(name = "Delivering node tasks", skip(tx, by))]
+pub async fn open_tasks(
+    tx: &mut dyn Tx,
+    by: &Requester<'_>,
+    holder: &OrgId,
+    limit: i64,
+    now: Timestamp,
+) -> Result<Vec<NodeTask>, StoreError> {
+    let pending = tx.pending_tasks_for(holder, now, limit).await?;
+    if pending.is_empty() {
+        return Ok(vec![]);
+    }
+    let mut studies: HashMap<StudyId, Option<Study>> = HashMap::new();
+    let mut out = Vec::new();
+    for t in pending {
+        if let std::collections::hash_map::Entry::Vacant(slot) = studies.entry(t.study_id) {
+            slot.insert(live_study(tx, t.study_id, now).await?);
+        }
+        let Some(study) = studies.get(&t.study_id).and_then(Option::as_ref) else {
+            continue;
+        };
+        let Some(round) = tx.get_round(t.round_id).await? else {
+            continue;
+        };
+        out.push(NodeTask {
+            task_id: t.id,
+            study_id: t.study_id,
+            permit_id: study.spec.permit_id,
+            data_holder: t.data_holder.clone(),
+            round: t.round,
+            kind: t.kind,
+            deadline: t.deadline,
+            registry_version: round.registry_version,
+            study: NodeStudy::from(&study.spec),
+        });
+    }
+    if !out.is_empty() {
+        let delivered = out.iter().map(|t| t.task_id.to_string()).collect();
+        tx.append_audit(
+            by.audit(Action::NodeTasks, AuditSubject::Tasks)
+                .details(&TasksDelivered { delivered }),
+        )
+        .await?;
+    }
+    Ok(out)
+}
+
+/// Why the server's side of a task could not be set up.
+#[derive(Debug)]
+pub enum SetupError {
+    /// The study moved on: the task's round is no longer its current round.
+    RoundMoved,
+    Store(StoreError),
+    Internal(anyhow::Error),
+}
+
+impl From<StoreError> for SetupError {
+    fn from(e: StoreError) -> Self {
+        Self::Store(e)
+    }
+}
+
+/// Why a node's request on a task was refused; nothing was stored.
+#[derive(Debug)]
+pub enum TaskError {
+    /// The task no longer takes work: `code` and `detail` say why (deadline passed, result
+    /// already accepted, or closed in another way), `current_state` is its status.
+    Closed {
+        code: &'static str,
+        detail: String,
+        current_state: TaskStatus,
+    },
+    /// The study or its permit is not active.
+    NotLive,
+    /// What the server sends for the task could not be prepared.
+    Setup(SetupError),
+    /// The result was filtered against another opt-out registry version than the round's.
+    RegistryVersionMismatch {
+        expected: i64,
+    },
+    /// The result claims no training example.
+    ZeroSamples,
+    /// The holder's evaluation holds a non-finite metric or a rate outside [0, 1].
+    InvalidMetrics,
+    /// A fit task's result carries no update.
+    ParametersRequired,
+    /// An evaluation task's result carries an update.
+    UnexpectedParameters,
+    /// The update could not be decoded.
+    Update(UpdateError),
+    /// The update does not fit the global model.
+    InvalidUpdate(String),
+    /// A result for this task was already accepted.
+    AlreadyCompleted,
+    Store(StoreError),
+    Internal(anyhow::Error),
+}
+
+impl From<StoreError> for TaskError {
+    fn from(e: StoreError) -> Self {
+        Self::Store(e)
+    }
+}
+
+/// Why `task` no longer takes work at `now`, if it does not.
+fn closed(task: &Task, now: Timestamp) -> Option<TaskError> {
+    let (code, detail) = match task.status {
+        TaskStatus::Pending if now >= task.deadline => (
+            "task_deadline_passed",
+            "the task's deadline has passed".to_owned(),
+        ),
+        TaskStatus::Pending => return None,
+        TaskStatus::Completed => (
+            "task_already_completed",
+            "a result for this task was already accepted".to_owned(),
+        ),
+        other => ("task_closed", format!("the task is {}", other.as_str())),
+    };
+    Some(TaskError::Closed {
+        code,
+        detail,
+        current_state: task.status,
+    })
+}
+
+/// The study of `task`, if the task is open and the study live.
+async fn workable(tx: &mut dyn Tx, task: &Task, now: Timestamp) -> Result<Study, TaskError> {
+    if let Some(e) = closed(task, now) {
+        return Err(e);
+    }
+    live_study(tx, task.study_id, now)
+        .await?
+        .ok_or(TaskError::NotLive)
+}
+
+/// What the server sends for the task: the global model of the previous round with the
+/// strategy's extras (fit), or the final model (evaluate).
+async fn fit_ins(tx: &mut dyn Tx, study: &Study, task: &Task) -> Result<FitIns, SetupError> {
+    let checkpoint = tx
+        .latest_checkpoint(study.id)
+        .await?
+        .ok_or_else(|| SetupError::Internal(anyhow::anyhow!("study without checkpoint")))?;
+    let expected = match task.kind {
+        TaskKind::Fit => task.round - 1,
+        TaskKind::Evaluate => task.round,
+    };
+    if checkpoint.round != expected {
+        return Err(SetupError::RoundMoved);
+    }
+    let internal = |e: fl_engine::EngineError| SetupError::Internal(e.into());
+    let (global, _) = load_safetensors(&checkpoint.global).map_err(internal)?;
+    let mut server = study
+        .spec
+        .strategy
+        .server(
+            study.spec.data_holders.len(),
+            Box::new(fl_engine::strategy::WeightedMean),
+        )
+        .map_err(internal)?;
+    server
+        .load_state(checkpoint.server_state)
+        .map_err(internal)?;
+    server.configure_fit(task.round, &global).map_err(internal)
+}
+
+/// The parameters `task` starts from, as safetensors; the download is audited.
+#[tracing::instrument(name = "Sending task parameters", skip_all, fields(task = %task.id))]
+pub async fn parameters(
+    tx: &mut dyn Tx,
+    by: &Requester<'_>,
+    task: &Task,
+    now: Timestamp,
+) -> Result<Vec<u8>, TaskError> {
+    let study = workable(tx, task, now).await?;
+    let ins = fit_ins(tx, &study, task).await.map_err(TaskError::Setup)?;
+    let bytes = encode_fit_ins(&ins, study.id).map_err(|e| TaskError::Internal(e.into()))?;
+    tx.append_audit(
+        by.audit(AuditAction::NodeTaskParameters, AuditSubject::Task(task.id))
+            .permit(study.spec.permit_id)
+            .details(&ParametersSent {
+                study: study.id,
+                round: task.round,
+                bytes: bytes.len(),
+            }),
+    )
+    .await?;
+    Ok(bytes)
+}
+
+/// Whether a holder's metrics are sane: finite, rates within [0, 1].
+pub fn metric_ok(m: &fl_engine::MetricSummary) -> bool {
+    let unit = |v: f64| v.is_finite() && (0.0..=1.0).contains(&v);
+    unit(m.accuracy)
+        && unit(m.balanced_accuracy)
+        && m.loss.is_finite()
+        && m.auroc.is_none_or(unit)
+        && m.auprc.is_none_or(unit)
+        && m.f1.is_none_or(unit)
+}
+
+/// Accepts the result of `task` once everything about it checks out: stores the update (fit)
+/// and the holder's evaluation of the model it received, completes the task, audits the
+/// counts. `max_update_bytes` bounds the decoded update.
+#[tracing::instrument(name = "Accepting a task result", skip_all, fields(task = %task.id))]
+pub async fn accept_result(
+    tx: &mut dyn Tx,
+    by: &Requester<'_>,
+    task: &mut Task,
+    body: TaskResultBody,
+    max_update_bytes: usize,
+    now: Timestamp,
+) -> Result<(), TaskError> {
+    let study = workable(tx, task, now).await?;
+    let round = tx
+        .get_round(task.round_id)
+        .await?
+        .ok_or_else(|| TaskError::Internal(anyhow::anyhow!("task without round")))?;
+    if body.registry_version != round.registry_version {
+        return Err(TaskError::RegistryVersionMismatch {
+            expected: round.registry_version,
+        });
+    }
+    if body.num_examples == 0 {
+        return Err(TaskError::ZeroSamples);
+    }
+    if let Some(ev) = &body.evaluation {
+        if !metric_ok(&ev.validation) || !metric_ok(&ev.test) {
+            return Err(TaskError::InvalidMetrics);
+        }
+    }
+    let stored = match (task.kind, &body.parameters) {
+        (TaskKind::Fit, None) => return Err(TaskError::ParametersRequired),
+        (TaskKind::Evaluate, Some(_)) => return Err(TaskError::UnexpectedParameters),
+        (TaskKind::Evaluate, None) => None,
+        (TaskKind::Fit, Some(b64)) => {
+            let (bytes, params, extras) = decode_update(
+                b64,
+                max_update_bytes,
+                study.id,
+                task.round,
+                &task.data_holder,
+            )
+            .map_err(TaskError::Update)?;
+            let ins = fit_ins(tx, &study, task).await.map_err(TaskError::Setup)?;
+            let res = FitRes {
+                site: task.data_holder.to_string(),
+                num_examples: body.num_examples as usize,
+                params,
+                extras,
+                report: Default::default(),
+            };
+            let template: Option<&ParameterSet> = (!ins.extras.is_empty()).then_some(&ins.extras);
+            validate_results(&ins.params, std::slice::from_ref(&res), template)
+                .map_err(|e| TaskError::InvalidUpdate(e.to_string()))?;
+            Some(bytes)
+        }
+    };
+    task.status = TaskStatus::Completed;
+    task.completed_at = Some(now);
+    task.report = Some(TaskReport {
+        num_examples: body.num_examples,
+        excluded_subjects: body.excluded_subjects,
+        registry_version: body.registry_version,
+        train_loss: body.train_loss.filter(|l| l.is_finite()),
+        local_steps: body.local_steps,
+    });
+    tx.complete_task(task, stored.as_deref())
+        .await
+        .map_err(|_| TaskError::AlreadyCompleted)?;
+    if let Some(ev) = body.evaluation {
+        // a fit task evaluates the model it received: the previous round's
+        let evaluated = match task.kind {
+            TaskKind::Fit => task.round - 1,
+            TaskKind::Evaluate => task.round,
+        };
+        tx.insert_evaluation(
+            study.id,
+            evaluated,
+            &ev.for_holder(task.data_holder.clone()),
+            now,
+        )
+        .await?;
+    }
+    tx.append_audit(
+        by.audit(AuditAction::NodeTaskResult, AuditSubject::Task(task.id))
+            .permit(study.spec.permit_id)
+            .details(&ResultAccepted {
+                study: study.id,
+                round: task.round,
+                kind: task.kind.as_str(),
+                num_examples: body.num_examples,
+                excluded_subjects: body.excluded_subjects,
+                bytes: stored.as_ref().map(Vec::len),
+            }),
+    )
+    .await?;
+    Ok(())
+}
