@@ -37,6 +37,7 @@ pub fn router() -> Router<AppState> {
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ListParams {
     /// At most this many items (1-500, default 100).

@@ -50,6 +50,7 @@ pub enum ExportFormat {
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct EventQuery {
     pub from: Option<DateTime<Utc>>,

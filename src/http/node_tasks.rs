@@ -44,6 +44,7 @@ pub fn router(max_update_bytes: usize) -> Router<AppState> {
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct FetchParams {
     /// Seconds to wait for a task when none is ready (long poll; capped by the gateway).
     pub wait: Option<u64>,

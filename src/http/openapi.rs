@@ -1,5 +1,5 @@
 //! The OpenAPI 3.1 document, generated from the handlers, served at `/openapi.json` with a
-//! reference page at `/docs`. `openapi/openapi.json` in the repository is this document; a test
+//! reference page at `/docs` whose assets are embedded. `openapi/openapi.json` in the repository is this document; a test
 //! fails when they drift.
 
 use axum::{routing::get, Json, Router};
@@ -7,7 +7,7 @@ use utoipa::{
     openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme},
     Modify, OpenApi,
 };
-use utoipa_scalar::{Scalar, Servable};
+use utoipa_swagger_ui::SwaggerUi;
 
 use super::{applications, audit, error, health, node_tasks, optouts, permits, studies, AppState};
 use crate::domain;
@@ -28,9 +28,9 @@ use crate::domain;
     components(schemas(
         error::Problem, domain::FieldError, domain::Purpose, domain::DataCategory,
         domain::audit::AuditEntry, domain::audit::VerifyReport, domain::check::DenyReason,
-        domain::study_request::StudyRefusal,
+        domain::study_request::StudyRefusal, audit::ExportFormat,
     )),
-    modifiers(&BearerAuth),
+    modifiers(&BearerAuth, &OperationIds),
     tags(
         (name = "applications", description = "Data access applications (Art. 67-68)"),
         (name = "permits", description = "Data permits and their lifecycle (Art. 63, 68)"),
@@ -60,6 +60,37 @@ impl Modify for BearerAuth {
     }
 }
 
+/// Operation ids must be unique in a document (clients name their methods after them), but the
+/// handlers are named per resource module (`permits::read`, `optouts::read`): each id is prefixed
+/// with its operation's tag, e.g. `permits_read`.
+struct OperationIds;
+
+impl Modify for OperationIds {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for item in openapi.paths.paths.values_mut() {
+            for operation in [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+                &mut item.patch,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                let tag = operation
+                    .tags
+                    .as_ref()
+                    .and_then(|t| t.first())
+                    .map(|t| t.replace('-', "_"));
+                if let (Some(tag), Some(id)) = (tag, operation.operation_id.as_mut()) {
+                    *id = format!("{tag}_{id}");
+                }
+            }
+        }
+    }
+}
+
 pub fn spec() -> utoipa::openapi::OpenApi {
     ApiDoc::openapi()
 }
@@ -71,8 +102,11 @@ pub fn spec_json() -> String {
         + "\n"
 }
 
+/// `/openapi.json` and the reference page at `/docs`. The page's assets (Swagger UI, from the
+/// `utoipa-swagger-ui-vendored` crate) are embedded in the binary: it works on networks that
+/// cannot reach the internet.
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/openapi.json", get(|| async { Json(spec()) }))
-        .merge(Scalar::with_url("/docs", spec()))
+        .merge(SwaggerUi::new("/docs").url("/docs/openapi.json", spec()))
 }

@@ -261,6 +261,7 @@ pub async fn withdraw(
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ImportParams {
     /// Member state of imported opt-outs that do not name one; defaults to the HDAB's.

@@ -627,7 +627,7 @@ async fn throttled_answers_are_held_and_close_the_connection() {
         .unwrap();
     assert_eq!(r.status(), 429);
     let unheld = started.elapsed();
-    let ok = app.get("/v1/permits", &app.auditor()).await;
+    let ok = app.get("/v1/permits", &app.officer()).await;
     assert_eq!(ok.status, 200);
     let (status, held_for) = held.await.unwrap();
     assert_eq!(status, 429);
