@@ -843,14 +843,23 @@ async fn survival_study_with_a_cox_model_on_bulk_data_exports() {
     let (mean, sites) = last_evaluation(&view);
     assert_eq!(mean["task"], "survival", "{mean}");
     for s in &sites {
-        let c = s["c_index"].as_f64().unwrap_or_else(|| panic!("no C-index: {s}"));
+        let c = s["c_index"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("no C-index: {s}"));
         assert!((0.0..=1.0).contains(&c), "{s}");
         let ibs = s["integrated_brier"].as_f64().unwrap();
         assert!(ibs > 0.0 && ibs < 0.5, "{s}");
     }
     let c = mean["c_index"].as_f64().unwrap();
-    let per_site = sites.iter().map(|s| s["c_index"].as_f64().unwrap()).sum::<f64>() / 3.0;
-    assert!((c - per_site).abs() < 1e-12, "uniform mean {c} vs {per_site}");
+    let per_site = sites
+        .iter()
+        .map(|s| s["c_index"].as_f64().unwrap())
+        .sum::<f64>()
+        / 3.0;
+    assert!(
+        (c - per_site).abs() < 1e-12,
+        "uniform mean {c} vs {per_site}"
+    );
     // the generated hazards depend on age, sepsis and lactate: the federated model ranks
     // held-out patients better than chance
     assert!(c > 0.6, "mean test C-index {c}: {mean}");

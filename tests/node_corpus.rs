@@ -657,13 +657,19 @@ fn study_data_sets_lay_rows_out_as_the_study_reads_them() {
     assert_eq!(data.train.len(), tensors.train.n);
     for i in [0, tensors.train.n - 1] {
         let row = &data.train.features()[i * layout.width()..(i + 1) * layout.width()];
-        assert_eq!(&row[..t * k], &tensors.train.series[i * t * k..(i + 1) * t * k]);
+        assert_eq!(
+            &row[..t * k],
+            &tensors.train.series[i * t * k..(i + 1) * t * k]
+        );
         let mask: Vec<f32> = tensors.train.mask[i * t * k..(i + 1) * t * k]
             .iter()
             .map(|&m| f32::from(m))
             .collect();
         assert_eq!(&row[t * k..2 * t * k], mask.as_slice());
-        assert_eq!(&row[2 * t * k..], &tensors.train.features[i * d..(i + 1) * d]);
+        assert_eq!(
+            &row[2 * t * k..],
+            &tensors.train.features[i * d..(i + 1) * d]
+        );
     }
     assert_eq!(data.train.labels(), tensors.train.labels.as_slice());
     // a binary label also trains a two-class softmax, never a survival model

@@ -416,7 +416,12 @@ fn parse_backbone(
     };
     // a backbone over part of the row reads it through a column selection
     let over = |columns: Vec<ColumnRange>, body: Backbone| {
-        if columns == [ColumnRange { start: 0, end: width }] {
+        if columns
+            == [ColumnRange {
+                start: 0,
+                end: width,
+            }]
+        {
             body
         } else {
             Backbone::Columns {
@@ -461,7 +466,10 @@ fn parse_backbone(
                 end: width,
             };
             let columns = match inputs {
-                InputsRequest::All => vec![ColumnRange { start: 0, end: width }],
+                InputsRequest::All => vec![ColumnRange {
+                    start: 0,
+                    end: width,
+                }],
                 InputsRequest::Static => vec![statics],
                 InputsRequest::Series => {
                     if !needs_series(e, "series MLP") {
@@ -471,7 +479,11 @@ fn parse_backbone(
                 }
                 InputsRequest::Features(names) => {
                     if names.is_empty() {
-                        e.push(format!("{field}.inputs"), "empty_list", "name at least one feature");
+                        e.push(
+                            format!("{field}.inputs"),
+                            "empty_list",
+                            "name at least one feature",
+                        );
                         return None;
                     }
                     let mut columns = Vec::new();
@@ -579,14 +591,23 @@ fn parse_task(e: &mut Errors, req: Option<StudyTask>, spec: &FeatureSpec) -> Opt
     });
     match task {
         StudyTask::Multiclass { classes } if !(2..=1024).contains(&classes) => {
-            e.push("task.multiclass.classes", "out_of_range", "a multi-class task has 2 to 1024 classes");
+            e.push(
+                "task.multiclass.classes",
+                "out_of_range",
+                "a multi-class task has 2 to 1024 classes",
+            );
             return None;
         }
-        StudyTask::Multilabel { labels } if !(1..=fl_engine::data::MAX_LABELS).contains(&labels) => {
+        StudyTask::Multilabel { labels }
+            if !(1..=fl_engine::data::MAX_LABELS).contains(&labels) =>
+        {
             e.push(
                 "task.multilabel.labels",
                 "out_of_range",
-                format!("a multi-label task has 1 to {} labels", fl_engine::data::MAX_LABELS),
+                format!(
+                    "a multi-label task has 1 to {} labels",
+                    fl_engine::data::MAX_LABELS
+                ),
             );
             return None;
         }
@@ -632,7 +653,11 @@ fn parse_loss(e: &mut Errors, req: Option<&LossKind>, task: StudyTask) -> LossKi
     match &loss {
         LossKind::BceWithLogits {
             pos_weight: Some(w),
-        } if !positive(*w) => bad(e, "pos_weight", format!("must be a finite number > 0, got {w}")),
+        } if !positive(*w) => bad(
+            e,
+            "pos_weight",
+            format!("must be a finite number > 0, got {w}"),
+        ),
         LossKind::CrossEntropy {
             class_weights: Some(w),
         } if w.len() != outputs || !w.iter().all(|v| positive(*v)) => bad(
@@ -642,7 +667,11 @@ fn parse_loss(e: &mut Errors, req: Option<&LossKind>, task: StudyTask) -> LossKi
         ),
         LossKind::Focal { gamma, alpha } => {
             if !(gamma.is_finite() && *gamma >= 0.0) {
-                bad(e, "gamma", format!("must be a finite number >= 0, got {gamma}"));
+                bad(
+                    e,
+                    "gamma",
+                    format!("must be a finite number >= 0, got {gamma}"),
+                );
             }
             if let Some(a) = alpha.filter(|a| !(0.0..=1.0).contains(a)) {
                 bad(e, "alpha", format!("must lie in [0, 1], got {a}"));
@@ -661,7 +690,10 @@ fn parse_loss(e: &mut Errors, req: Option<&LossKind>, task: StudyTask) -> LossKi
         e.push(
             "loss",
             "loss_task_mismatch",
-            format!("a {} task cannot train with this loss: {err}", task.describe()),
+            format!(
+                "a {} task cannot train with this loss: {err}",
+                task.describe()
+            ),
         );
     }
     loss
@@ -687,7 +719,9 @@ fn update_size(
     let study = super::StudyId::new().to_string();
     let holder = holders.iter().map(OrgId::as_str).max_by_key(|h| h.len());
     let file = |p: &ParameterSet| -> fl_engine::Result<usize> {
-        Ok(fl_engine::save_safetensors(p, &study, rounds, holder)?.0.len())
+        Ok(fl_engine::save_safetensors(p, &study, rounds, holder)?
+            .0
+            .len())
     };
     let mut bytes = file(&ins.params)?;
     if !ins.extras.is_empty() {
@@ -1457,18 +1491,27 @@ pub(crate) mod tests {
             sampling_rate: Some(0.1),
             noise_seed: None,
         };
-        assert_eq!(codes(&r), [("dp.level".to_owned(), "loss_refuses_record_dp")]);
+        assert_eq!(
+            codes(&r),
+            [("dp.level".to_owned(), "loss_refuses_record_dp")]
+        );
         // BatchNorm under record-level DP
         let mut b = r.clone();
         b.task = None;
         b.feature_spec["label"]["source"] = serde_json::json!({"death": {"within": "30d"}});
         b.model = model(serde_json::json!({"architecture": "net",
             "backbone": {"kind": "mlp", "hidden": [4], "norm": {"kind": "batch"}}}));
-        assert_eq!(codes(&b), [("dp.level".to_owned(), "model_refuses_record_dp")]);
+        assert_eq!(
+            codes(&b),
+            [("dp.level".to_owned(), "model_refuses_record_dp")]
+        );
         // FedLC calibrates by class counts
         let mut r = base.clone();
         r.strategy = serde_json::json!({"name": "fedlc"});
-        assert_eq!(codes(&r), [("strategy.name".to_owned(), "strategy_refuses_task")]);
+        assert_eq!(
+            codes(&r),
+            [("strategy.name".to_owned(), "strategy_refuses_task")]
+        );
         // a sequence model on a static specification
         let mut r = request();
         r.model = model(serde_json::json!({"architecture": "net",
@@ -1485,7 +1528,11 @@ pub(crate) mod tests {
         };
         let errs = parse_study(&r, 1e-5, FLOOR, small, 7).unwrap_err();
         assert_eq!(errs[0].code, "model_too_large", "{errs:?}");
-        assert!(errs[0].message.contains("193 parameters"), "{}", errs[0].message);
+        assert!(
+            errs[0].message.contains("193 parameters"),
+            "{}",
+            errs[0].message
+        );
         // SCAFFOLD's control variates double it
         let fits = FederationLimits {
             max_update_bytes: 2048,
@@ -1567,7 +1614,10 @@ pub(crate) mod tests {
         assert!(s.train.record_dp.is_some());
         r.strategy = serde_json::json!({"name": "ditto"});
         assert_eq!(
-            parse_study(&r, 1e-5, FLOOR, LIMITS, 7).unwrap().dp.steps_per_round,
+            parse_study(&r, 1e-5, FLOOR, LIMITS, 7)
+                .unwrap()
+                .dp
+                .steps_per_round,
             20
         );
         r.local_steps = None;

@@ -304,7 +304,10 @@ impl EvaluationView {
             mean_test_accuracy: mean(&|s| s.test.accuracy),
             mean_test_balanced_accuracy: mean(&|s| s.test.balanced_accuracy),
             mean_validation: fl_engine::MetricSummary::uniform_mean(
-                &sites.iter().map(|s| s.validation.clone()).collect::<Vec<_>>(),
+                &sites
+                    .iter()
+                    .map(|s| s.validation.clone())
+                    .collect::<Vec<_>>(),
             ),
             mean_test: fl_engine::MetricSummary::uniform_mean(
                 &sites.iter().map(|s| s.test.clone()).collect::<Vec<_>>(),

@@ -757,22 +757,34 @@ async fn tasks_losses_and_models_are_checked_at_submission(app: TestApp) {
     let cases: Vec<(Value, &str, &str)> = vec![
         // a survival task with a softmax head
         (
-            with(survival.clone(), &[("model", json!({"architecture": "logistic", "outputs": 2}))]),
+            with(
+                survival.clone(),
+                &[("model", json!({"architecture": "logistic", "outputs": 2}))],
+            ),
             "model.outputs",
             "head_task_mismatch",
         ),
         (
-            with(survival.clone(), &[("loss", json!({"CrossEntropy": {"class_weights": null}}))]),
+            with(
+                survival.clone(),
+                &[("loss", json!({"CrossEntropy": {"class_weights": null}}))],
+            ),
             "loss",
             "loss_task_mismatch",
         ),
         (
-            with(survival.clone(), &[("task", json!({"multiclass": {"classes": 2}}))]),
+            with(
+                survival.clone(),
+                &[("task", json!({"multiclass": {"classes": 2}}))],
+            ),
             "task",
             "task_label_mismatch",
         ),
         (
-            with(study_body(&permit, &TWO), &[("task", json!({"multiclass": {"classes": 3}}))]),
+            with(
+                study_body(&permit, &TWO),
+                &[("task", json!({"multiclass": {"classes": 3}}))],
+            ),
             "task",
             "task_label_mismatch",
         ),
@@ -787,8 +799,11 @@ async fn tasks_losses_and_models_are_checked_at_submission(app: TestApp) {
                 study_body(&permit, &TWO),
                 &[
                     ("dp", record_dp.clone()),
-                    ("model", json!({"architecture": "net", "backbone":
-                        {"kind": "mlp", "hidden": [8], "norm": {"kind": "batch"}}})),
+                    (
+                        "model",
+                        json!({"architecture": "net", "backbone":
+                        {"kind": "mlp", "hidden": [8], "norm": {"kind": "batch"}}}),
+                    ),
                 ],
             ),
             "dp.level",
@@ -803,7 +818,10 @@ async fn tasks_losses_and_models_are_checked_at_submission(app: TestApp) {
         (
             with(
                 study_body(&permit, &TWO),
-                &[("model", json!({"architecture": "net", "backbone": {"kind": "lstm", "hidden": 8}}))],
+                &[(
+                    "model",
+                    json!({"architecture": "net", "backbone": {"kind": "lstm", "hidden": 8}}),
+                )],
             ),
             "model.backbone",
             "sequence_model_needs_series",
@@ -811,10 +829,15 @@ async fn tasks_losses_and_models_are_checked_at_submission(app: TestApp) {
         (
             with(
                 series.clone(),
-                &[("model", json!({"architecture": "fenda",
+                &[
+                    (
+                        "model",
+                        json!({"architecture": "fenda",
                     "backbone": {"kind": "gru", "hidden": 8},
-                    "local_backbone": {"kind": "mlp", "hidden": [4], "inputs": {"features": ["bmi"]}}})),
-                  ("strategy", json!({"name": "fenda_fl"}))],
+                    "local_backbone": {"kind": "mlp", "hidden": [4], "inputs": {"features": ["bmi"]}}}),
+                    ),
+                    ("strategy", json!({"name": "fenda_fl"})),
+                ],
             ),
             "model.local_backbone.inputs",
             "unknown_feature",
@@ -823,8 +846,11 @@ async fn tasks_losses_and_models_are_checked_at_submission(app: TestApp) {
         (
             with(
                 series.clone(),
-                &[("model", json!({"architecture": "net",
-                    "backbone": {"kind": "fusion", "cell": "lstm", "hidden": 128, "static_hidden": [8]}}))],
+                &[(
+                    "model",
+                    json!({"architecture": "net",
+                    "backbone": {"kind": "fusion", "cell": "lstm", "hidden": 128, "static_hidden": [8]}}),
+                )],
             ),
             "model",
             "model_too_large",
@@ -845,7 +871,14 @@ async fn tasks_losses_and_models_are_checked_at_submission(app: TestApp) {
 
     // accepted: a Cox model over the ICU survival features, an LSTM over the hourly series
     let created = app
-        .post("/v1/studies", &alice, &with(survival, &[("model", json!({"architecture": "mlp", "hidden": [8]}))]))
+        .post(
+            "/v1/studies",
+            &alice,
+            &with(
+                survival,
+                &[("model", json!({"architecture": "mlp", "hidden": [8]}))],
+            ),
+        )
         .await;
     assert_eq!(created.status, 201, "{}", created.text);
     assert_eq!(created.body["spec"]["task"], "survival");
@@ -859,7 +892,10 @@ async fn tasks_losses_and_models_are_checked_at_submission(app: TestApp) {
             &with(
                 series,
                 &[
-                    ("model", json!({"architecture": "net", "backbone": {"kind": "lstm", "hidden": 8}})),
+                    (
+                        "model",
+                        json!({"architecture": "net", "backbone": {"kind": "lstm", "hidden": 8}}),
+                    ),
                     ("loss", json!({"Focal": {"gamma": 2.0, "alpha": 0.25}})),
                 ],
             ),
@@ -879,10 +915,16 @@ async fn tasks_losses_and_models_are_checked_at_submission(app: TestApp) {
 async fn small_updates(backend: Backend) -> TestApp {
     let dir = tempfile::tempdir().unwrap();
     let url = match backend {
-        Backend::Sqlite => format!("sqlite://{}?mode=rwc", dir.path().join("gateway.db").display()),
+        Backend::Sqlite => format!(
+            "sqlite://{}?mode=rwc",
+            dir.path().join("gateway.db").display()
+        ),
         Backend::Postgres => fresh_postgres_database().await,
     };
-    TestApp::spawn_on(backend, dir, url, |s| s.federation.max_update_bytes = 64 * 1024).await
+    TestApp::spawn_on(backend, dir, url, |s| {
+        s.federation.max_update_bytes = 64 * 1024
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
