@@ -1725,3 +1725,95 @@ async fn output_check_holds_back_a_model_on_too_few_samples() {
         .await;
     assert_eq!(officer.status, 403, "{}", officer.text);
 }
+
+/// A holder's evaluation with `edit` applied to its test metrics.
+fn evaluation(edit: &[(&str, Value)]) -> Value {
+    let mut test = json!({"n": 40, "loss": 0.6, "accuracy": 0.7, "balanced_accuracy": 0.65,
+        "auroc": 0.75, "auprc": 0.5, "f1": 0.55, "precision": 0.6, "recall": 0.5,
+        "brier": 0.2, "ece": 0.05, "predicted_positive_rate": 0.3, "threshold": 0.5});
+    for (k, v) in edit {
+        test[*k] = v.clone();
+    }
+    json!({"validation": test.clone(), "test": test})
+}
+
+// 2b. The metrics a holder reports: every engine metric in range is accepted (C-index and
+// integrated Brier score for survival, the multi-class Brier score up to 2); anything out of
+// range is refused and nothing is stored; the round shows each holder's metrics and their
+// uniform mean, predicted-positive rate included.
+async fn reported_metrics_are_range_checked_and_averaged(app: TestApp) {
+    let permit = app
+        .permit_id(&federation_application(&TWO, 1000.0, "record"))
+        .await;
+    let id = app.submit_study(&study_body(&permit, &TWO)).await;
+    let (a, b) = (Node::new(&app, TWO[0]), Node::new(&app, TWO[1]));
+    let ta = a.task(&id, 1, TaskKind::Fit).await;
+    for (field, bad) in [
+        ("c_index", json!(1.5)),
+        ("integrated_brier", json!(-0.1)),
+        ("ece", json!(1.01)),
+        ("predicted_positive_rate", json!(-0.5)),
+        ("precision", json!(2.0)),
+        ("brier", json!(2.5)),
+        ("threshold", json!(1.5)),
+    ] {
+        let mut body = result_body(&ta, 40, Some(a.echo(&ta, 0.01).await));
+        body["evaluation"] = evaluation(&[(field, bad)]);
+        let r = a.upload(&ta, &body).await;
+        assert_eq!(
+            (r.status.as_u16(), r.code()),
+            (422, "invalid_metrics"),
+            "{field}: {}",
+            r.text
+        );
+    }
+    // in range: a survival holder's C-index, a multi-class Brier score above 1
+    let mut body = result_body(&ta, 40, Some(a.echo(&ta, 0.01).await));
+    body["evaluation"] = evaluation(&[("c_index", json!(0.7)), ("integrated_brier", json!(0.15))]);
+    let r = a.upload(&ta, &body).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let tb = b.task(&id, 1, TaskKind::Fit).await;
+    let mut body = result_body(&tb, 40, Some(b.echo(&tb, 0.01).await));
+    body["evaluation"] = evaluation(&[
+        ("brier", json!(1.2)),
+        ("predicted_positive_rate", json!(0.1)),
+    ]);
+    let r = b.upload(&tb, &body).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    // both evaluated the initial model: round 0's evaluation carries every field and the mean
+    let view = app
+        .wait_for(
+            &format!("/v1/studies/{id}/rounds"),
+            &app.researcher(),
+            30,
+            "the initial evaluation",
+            |v| {
+                v["initial_evaluation"]["sites"]
+                    .as_array()
+                    .is_some_and(|s| s.len() == 2)
+            },
+        )
+        .await;
+    let ev = &view["initial_evaluation"];
+    let mean = &ev["mean_test"];
+    assert!(
+        (mean["predicted_positive_rate"].as_f64().unwrap() - 0.2).abs() < 1e-12,
+        "{ev}"
+    );
+    assert!(
+        (mean["brier"].as_f64().unwrap() - 0.7).abs() < 1e-12,
+        "{ev}"
+    );
+    // a metric only one holder has is averaged over that holder
+    assert!(
+        (mean["c_index"].as_f64().unwrap() - 0.7).abs() < 1e-12,
+        "{ev}"
+    );
+    assert_eq!(mean["n"], 80);
+    let sites = ev["sites"].as_array().unwrap();
+    assert!(
+        sites.iter().any(|s| s["test"]["integrated_brier"] == 0.15),
+        "{ev}"
+    );
+}
+both_backends!(reported_metrics_are_range_checked_and_averaged);
