@@ -9,6 +9,7 @@ use fl_engine::{
     dp::{default_orders, sigma_for_target_epsilon, RdpConversion},
     model::{
         Backbone, Cell, CnnConfig, ColumnRange, MaskLayout, MlpConfig, Norm, Readout, SeqConfig,
+        MAX_RECURRENT_LAYERS,
     },
     strategy::{dp_steps_per_round, Support, TrainSetting, WeightedMean},
     train::{Budget, LossKind, OptimizerConfig, RecordDp, TrainConfig},
@@ -75,6 +76,10 @@ pub enum InputsRequest {
     Features(Vec<String>),
 }
 
+fn one() -> usize {
+    1
+}
+
 /// A feature extractor. Widths that follow from the feature specification (inputs, steps,
 /// channels) are filled in by the gateway.
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
@@ -95,6 +100,9 @@ pub enum BackboneRequest {
     /// A GRU over the hourly series (masked missing bins).
     Gru {
         hidden: usize,
+        /// Stacked layers (1 to 4, default 1).
+        #[serde(default = "one")]
+        layers: usize,
         /// `last` (default) or `mean` over observed steps.
         #[serde(default)]
         #[schema(value_type = String)]
@@ -103,6 +111,9 @@ pub enum BackboneRequest {
     /// An LSTM over the hourly series (masked missing bins).
     Lstm {
         hidden: usize,
+        /// Stacked layers (1 to 4, default 1).
+        #[serde(default = "one")]
+        layers: usize,
         #[serde(default)]
         #[schema(value_type = String)]
         readout: Readout,
@@ -113,6 +124,8 @@ pub enum BackboneRequest {
         #[schema(value_type = String)]
         cell: Cell,
         hidden: usize,
+        #[serde(default = "one")]
+        layers: usize,
         #[serde(default)]
         static_hidden: Vec<usize>,
         #[serde(default)]
@@ -444,13 +457,24 @@ fn parse_backbone(
         }
         layout.has_series()
     };
-    let seq = |cell, hidden, readout| SeqConfig {
-        cell,
-        time: layout.steps,
-        features: layout.channels,
-        hidden,
-        mask: MaskLayout::PerValue,
-        readout,
+    let seq = |e: &mut Errors, cell, hidden, layers, readout| {
+        in_range(e, &format!("{field}.hidden"), hidden, 1, MAX_HIDDEN_WIDTH);
+        in_range(
+            e,
+            &format!("{field}.layers"),
+            layers,
+            1,
+            MAX_RECURRENT_LAYERS,
+        );
+        SeqConfig {
+            cell,
+            time: layout.steps,
+            features: layout.channels,
+            hidden,
+            mask: MaskLayout::PerValue,
+            readout,
+            layers,
+        }
     };
     match b {
         BackboneRequest::Mlp {
@@ -520,34 +544,41 @@ fn parse_backbone(
                 },
             ))
         }
-        BackboneRequest::Gru { hidden, readout } | BackboneRequest::Lstm { hidden, readout } => {
+        BackboneRequest::Gru {
+            hidden,
+            layers,
+            readout,
+        }
+        | BackboneRequest::Lstm {
+            hidden,
+            layers,
+            readout,
+        } => {
             let cell = if matches!(b, BackboneRequest::Gru { .. }) {
                 Cell::Gru
             } else {
                 Cell::Lstm
             };
-            in_range(e, &format!("{field}.hidden"), *hidden, 1, MAX_HIDDEN_WIDTH);
+            let seq = seq(e, cell, *hidden, *layers, *readout);
             if !needs_series(e, "recurrent network") {
                 return None;
             }
-            Some(over(
-                vec![series],
-                Backbone::Recurrent(seq(cell, *hidden, *readout)),
-            ))
+            Some(over(vec![series], Backbone::Recurrent(seq)))
         }
         BackboneRequest::Fusion {
             cell,
             hidden,
+            layers,
             static_hidden,
             readout,
         } => {
-            in_range(e, &format!("{field}.hidden"), *hidden, 1, MAX_HIDDEN_WIDTH);
+            let seq = seq(e, *cell, *hidden, *layers, *readout);
             hidden_widths(e, &format!("{field}.static_hidden"), static_hidden);
             if !needs_series(e, "recurrent + static fusion") {
                 return None;
             }
             Some(Backbone::Fusion {
-                series: seq(*cell, *hidden, *readout),
+                series: seq,
                 static_inputs: layout.statics(),
                 static_hidden: static_hidden.clone(),
             })
@@ -1435,12 +1466,24 @@ pub(crate) mod tests {
                     hidden: 4,
                     mask: MaskLayout::PerValue,
                     readout: Readout::Last,
+                    layers: 1,
                 })),
             }
         );
         // nn.LSTM(4, 4): 4 (4*4 + 4*4 + 2*4) = 160 (values and mask channels), output 5
         assert_eq!(s.parameter_count, Some(165));
         assert_eq!(s.model.inputs(), 10);
+        // two stacked layers: the second reads the first's 4 hidden units
+        r.model = model(serde_json::json!({"architecture": "net",
+            "backbone": {"kind": "gru", "hidden": 4, "layers": 2}}));
+        let s = parse_study(&r, 1e-5, FLOOR, LIMITS, 7).unwrap();
+        assert_eq!(s.parameter_count, Some(3 * 40 + 3 * 40 + 5));
+        r.model = model(serde_json::json!({"architecture": "net",
+            "backbone": {"kind": "gru", "hidden": 4, "layers": 9}}));
+        assert_eq!(
+            codes(&r),
+            [("model.backbone.layers".to_owned(), "out_of_range")]
+        );
         // the fusion reads the whole row; FENDA's extractors read different widths
         r.model = model(serde_json::json!({"architecture": "net",
             "backbone": {"kind": "fusion", "cell": "lstm", "hidden": 4, "static_hidden": [3]}}));
