@@ -888,3 +888,52 @@ async fn time_series_study_with_a_gru_on_bulk_data_exports() {
     let auroc = mean["auroc"].as_f64().unwrap();
     assert!(auroc > 0.6, "mean test AUROC {auroc}: {mean}");
 }
+
+/// The binary mortality label as a two-class softmax with class-weighted cross-entropy under
+/// FedPer (a shared extractor, site-local heads), and as a one-label multi-label task with
+/// per-label BCE: the node builds class-index and bit-mask targets, the holders report macro
+/// metrics.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multi_class_and_multi_label_studies_on_bulk_data_exports() {
+    let view = icu_study(
+        "mortality",
+        json!({"architecture": "head_net", "backbone": {"kind": "mlp", "hidden": [8],
+               "norm": {"kind": "group", "groups": 2}}}),
+        &[
+            ("task", json!({"multiclass": {"classes": 2}})),
+            (
+                "loss",
+                json!({"CrossEntropy": {"class_weights": [1.0, 3.0]}}),
+            ),
+            ("strategy", json!({"name": "fedper"})),
+        ],
+    )
+    .await;
+    let (mean, sites) = last_evaluation(&view);
+    for s in &sites {
+        for k in ["auroc", "f1", "brier", "ece", "balanced_accuracy"] {
+            let v = s[k].as_f64().unwrap_or_else(|| panic!("no {k}: {s}"));
+            assert!((0.0..=1.0).contains(&v), "{k}: {s}");
+        }
+    }
+    assert!(mean["auroc"].as_f64().unwrap() > 0.6, "{mean}");
+
+    let view = icu_study(
+        "mortality",
+        json!({"architecture": "mlp", "hidden": [8]}),
+        &[
+            ("task", json!({"multilabel": {"labels": 1}})),
+            ("loss", json!({"MultiLabelBce": {"pos_weight": [2.0]}})),
+        ],
+    )
+    .await;
+    let (mean, _) = last_evaluation(&view);
+    assert_eq!(
+        mean["task"],
+        json!({"multi_label": {"labels": 1}}),
+        "{mean}"
+    );
+    let ppr = mean["predicted_positive_rate"].as_f64().unwrap();
+    assert!(ppr > 0.0 && ppr < 1.0, "{mean}");
+    assert!(mean["auroc"].as_f64().unwrap() > 0.6, "{mean}");
+}
