@@ -638,3 +638,84 @@ fn node_check_reports_without_a_gateway() {
             > 0
     );
 }
+
+#[test]
+fn study_data_sets_lay_rows_out_as_the_study_reads_them() {
+    use ehds_gateway::domain::study::{RowLayout, StudyTask};
+    // time series: [series | mask | static], series time-major
+    let s = spec("timeseries");
+    let rows = read_site(&s, "south");
+    let tensors = rows.tensors(0.2, 5).unwrap();
+    let data = tensors
+        .site_data("south", rows.task, StudyTask::Binary)
+        .unwrap();
+    let layout = RowLayout::of(&s);
+    let (t, k, d) = (24, 6, tensors.n_features);
+    assert_eq!((layout.steps, layout.channels, layout.statics()), (t, k, d));
+    assert_eq!(data.train.n_features(), layout.width());
+    assert_eq!(layout.width(), 2 * t * k + d);
+    assert_eq!(data.train.len(), tensors.train.n);
+    for i in [0, tensors.train.n - 1] {
+        let row = &data.train.features()[i * layout.width()..(i + 1) * layout.width()];
+        assert_eq!(
+            &row[..t * k],
+            &tensors.train.series[i * t * k..(i + 1) * t * k]
+        );
+        let mask: Vec<f32> = tensors.train.mask[i * t * k..(i + 1) * t * k]
+            .iter()
+            .map(|&m| f32::from(m))
+            .collect();
+        assert_eq!(&row[t * k..2 * t * k], mask.as_slice());
+        assert_eq!(
+            &row[2 * t * k..],
+            &tensors.train.features[i * d..(i + 1) * d]
+        );
+    }
+    assert_eq!(data.train.labels(), tensors.train.labels.as_slice());
+    // a binary label also trains a two-class softmax, never a survival model
+    assert!(tensors
+        .site_data("south", rows.task, StudyTask::Multiclass { classes: 2 })
+        .is_ok());
+    assert!(tensors
+        .site_data("south", rows.task, StudyTask::Survival)
+        .is_err());
+
+    // survival: the engine's survival targets are the extracted days and events
+    let s = spec("survival");
+    let rows = read_site(&s, "west");
+    let tensors = rows.tensors(0.2, 3).unwrap();
+    let data = tensors
+        .site_data("west", rows.task, StudyTask::Survival)
+        .unwrap();
+    assert_eq!(data.test.n_features(), RowLayout::of(&s).width());
+    let (time, event) = data.test.survival_targets().unwrap();
+    assert_eq!(time, tensors.test.time);
+    let events: Vec<bool> = tensors.test.labels.iter().map(|&l| l == 1).collect();
+    assert_eq!(event, events);
+    assert!(event.contains(&true) && event.contains(&false));
+    assert!(tensors
+        .site_data("west", rows.task, StudyTask::Binary)
+        .is_err());
+}
+
+#[test]
+fn a_binary_study_on_static_features_gets_the_same_data_as_before() {
+    use ehds_gateway::domain::study::StudyTask;
+    let s = spec("mortality");
+    let rows = read_site(&s, "north");
+    let before = rows.site_data("north", 0.2, 9).unwrap();
+    let now = rows
+        .tensors(0.2, 9)
+        .unwrap()
+        .site_data("north", rows.task, StudyTask::Binary)
+        .unwrap();
+    for (a, b) in [
+        (&before.train, &now.train),
+        (&before.val, &now.val),
+        (&before.test, &now.test),
+    ] {
+        assert_eq!(a.features(), b.features());
+        assert_eq!(a.labels(), b.labels());
+        assert_eq!(a.task(), b.task());
+    }
+}

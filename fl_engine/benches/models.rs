@@ -29,6 +29,7 @@ fn seq(cell: Cell) -> SeqConfig {
         hidden: 64,
         mask: MaskLayout::PerStep,
         readout: Readout::Last,
+        layers: 1,
     }
 }
 

@@ -102,6 +102,7 @@ fn seq(cell: Cell) -> SeqConfig {
         hidden: 8,
         mask: MaskLayout::PerStep,
         readout: Readout::Last,
+        layers: 1,
     }
 }
 

@@ -238,12 +238,22 @@ pub async fn parameters(
 /// Whether a holder's metrics are sane: finite, rates within [0, 1].
 pub fn metric_ok(m: &fl_engine::MetricSummary) -> bool {
     let unit = |v: f64| v.is_finite() && (0.0..=1.0).contains(&v);
+    // the multi-class Brier score sums over the classes: at most 2
+    let brier = |v: f64| v.is_finite() && (0.0..=2.0).contains(&v);
     unit(m.accuracy)
         && unit(m.balanced_accuracy)
         && m.loss.is_finite()
         && m.auroc.is_none_or(unit)
         && m.auprc.is_none_or(unit)
         && m.f1.is_none_or(unit)
+        && m.precision.is_none_or(unit)
+        && m.recall.is_none_or(unit)
+        && m.brier.is_none_or(brier)
+        && m.ece.is_none_or(unit)
+        && m.predicted_positive_rate.is_none_or(unit)
+        && m.threshold.is_none_or(|t| unit(f64::from(t)))
+        && m.c_index.is_none_or(unit)
+        && m.integrated_brier.is_none_or(unit)
 }
 
 /// Accepts the result of `task` once everything about it checks out: stores the update (fit)

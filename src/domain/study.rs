@@ -9,7 +9,7 @@
 use chrono::{DateTime, Utc};
 use fl_engine::{
     dp::{RdpAccountant, SampledGaussian},
-    ModelSpec, StrategyConfig, TrainConfig,
+    LossKind, ModelSpec, StrategyConfig, TrainConfig,
 };
 use serde::{Deserialize, Serialize};
 
@@ -70,6 +70,124 @@ impl DpPlan {
     }
 }
 
+/// What a study predicts. The feature specification's label determines what it can be: a
+/// binary label trains a binary classifier (one sigmoid), a two-class softmax
+/// (`multiclass` with 2 classes) or one independent sigmoid (`multilabel` with 1 label); a
+/// survival label trains a survival model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StudyTask {
+    /// One logit, labels 0 / 1.
+    #[default]
+    Binary,
+    /// One logit per class (softmax), labels are class indices.
+    Multiclass { classes: u32 },
+    /// One logit per label (independent sigmoids), at most 32 labels.
+    Multilabel { labels: u32 },
+    /// Right-censored (time, event); one output, the Cox risk score.
+    Survival,
+}
+
+impl StudyTask {
+    /// The task of the engine's data sets.
+    pub fn engine(self) -> fl_engine::data::Task {
+        use fl_engine::data::Task;
+        match self {
+            Self::Binary | Self::Multiclass { .. } => Task::Classification,
+            Self::Multilabel { labels } => Task::MultiLabel { labels },
+            Self::Survival => Task::Survival,
+        }
+    }
+
+    /// The model's output width.
+    pub fn outputs(self) -> usize {
+        match self {
+            Self::Binary | Self::Survival => 1,
+            Self::Multiclass { classes } => classes as usize,
+            Self::Multilabel { labels } => labels as usize,
+        }
+    }
+
+    /// The loss a study of this task trains with unless it names one.
+    pub fn default_loss(self) -> LossKind {
+        match self {
+            Self::Binary => LossKind::bce(),
+            Self::Multiclass { .. } => LossKind::CrossEntropy {
+                class_weights: None,
+            },
+            Self::Multilabel { .. } => LossKind::MultiLabelBce { pos_weight: None },
+            Self::Survival => LossKind::Cox,
+        }
+    }
+
+    pub fn describe(self) -> String {
+        match self {
+            Self::Binary => "binary".into(),
+            Self::Multiclass { classes } => format!("{classes}-class"),
+            Self::Multilabel { labels } => format!("{labels}-label"),
+            Self::Survival => "survival".into(),
+        }
+    }
+}
+
+/// The flat row a node builds for every subject, as every model of a study reads it:
+/// `[series | mask | static]`. With a time series, `series` is the `[steps, channels]` values
+/// time-major (`x[t0,c0], x[t0,c1], .., x[t1,c0], ..`), `mask` the presence mask in the same
+/// order (1 where the bin had an Observation: the engine's `per_value` mask layout); then the
+/// static columns of the feature specification, in order. Without a series the row is the
+/// static columns alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowLayout {
+    pub steps: usize,
+    pub channels: usize,
+    /// Per feature of the specification: its name and its static columns' range in the row.
+    pub features: Vec<(String, std::ops::Range<usize>)>,
+}
+
+impl RowLayout {
+    pub fn of(spec: &crate::domain::feature_spec::FeatureSpec) -> Self {
+        let (steps, channels) = spec
+            .series
+            .as_ref()
+            .map_or((0, 0), |s| (s.steps(), s.channels.len()));
+        let mut at = 2 * steps * channels;
+        let features = spec
+            .features
+            .iter()
+            .map(|f| {
+                let w = f.columns().len();
+                at += w;
+                (f.name.clone(), at - w..at)
+            })
+            .collect();
+        Self {
+            steps,
+            channels,
+            features,
+        }
+    }
+
+    pub fn has_series(&self) -> bool {
+        self.steps * self.channels > 0
+    }
+
+    /// Width of the series values and their mask.
+    pub fn series_width(&self) -> usize {
+        2 * self.steps * self.channels
+    }
+
+    /// Number of static columns.
+    pub fn statics(&self) -> usize {
+        self.width() - self.series_width()
+    }
+
+    pub fn width(&self) -> usize {
+        self.features
+            .last()
+            .map_or(self.series_width(), |(_, r)| r.end)
+    }
+}
+
 /// The minimum the final aggregate must rest on before it may leave (Art. 73(2) output check).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct OutputCheck {
@@ -88,8 +206,14 @@ pub struct StudySpec {
     /// The node's feature specification (see `node::features`), as submitted.
     #[schema(value_type = Object)]
     pub feature_spec: serde_json::Value,
+    /// What the study predicts (stored studies from before tasks were offered are binary).
+    #[serde(default)]
+    pub task: StudyTask,
     #[schema(value_type = Object)]
     pub model: ModelSpec,
+    /// Trainable values of the model (`ModelSpec::parameter_count`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parameter_count: Option<usize>,
     /// The method as `{"<name>": {<settings>}}` (see `fl_engine::strategy::stored`).
     #[schema(value_type = Object)]
     #[serde(with = "fl_engine::strategy::stored")]

@@ -7,10 +7,13 @@
 
 use fl_engine::{
     dp::{default_orders, sigma_for_target_epsilon, RdpConversion},
-    model::MlpConfig,
-    strategy::{dp_steps_per_round, Support, TrainSetting},
+    model::{
+        Backbone, Cell, CnnConfig, ColumnRange, MaskLayout, MlpConfig, Norm, Readout, SeqConfig,
+        MAX_RECURRENT_LAYERS,
+    },
+    strategy::{dp_steps_per_round, Support, TrainSetting, WeightedMean},
     train::{Budget, LossKind, OptimizerConfig, RecordDp, TrainConfig},
-    ModelSpec, StrategyConfig,
+    ModelSpec, Net, ParameterSet, StrategyConfig,
 };
 use serde::{Deserialize, Serialize};
 
@@ -18,7 +21,7 @@ use super::{
     application::{non_blank, parse_list},
     check::{check, CheckRequest, DenyReason},
     optout::FilterPolicy,
-    study::{DpLevel, DpPlan, OutputCheck, StudySpec},
+    study::{DpLevel, DpPlan, OutputCheck, RowLayout, StudySpec, StudyTask},
     time::Timestamp,
     BudgetUnit, DataCategory, Errors, FieldError, OrgId, Permit, PermitId, Purpose,
 };
@@ -27,12 +30,14 @@ use crate::domain::feature_spec::FeatureSpec;
 pub const MAX_ROUNDS: u64 = 1000;
 pub const MAX_LOCAL_STEPS: usize = 100_000;
 pub const MAX_HIDDEN_WIDTH: usize = 4096;
+pub const MAX_CNN_STAGES: usize = 6;
 
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelRequest {
     /// `logistic`, `mlp`, `apfl` (APFL's twins), `head_net` (FedPer, MOON, HPFL) or `fenda`
-    /// (FENDA-FL, PerFCL).
+    /// (FENDA-FL, PerFCL): MLP forms over the whole row. With a `backbone`: `net` (the
+    /// backbone and an output layer), `head_net`, `fenda` or `apfl` over that backbone.
     pub architecture: String,
     /// Hidden widths: of the MLP, of each APFL twin, of the head net's body, or of FENDA's
     /// global extractor.
@@ -43,6 +48,93 @@ pub struct ModelRequest {
     pub local_hidden: Option<Vec<usize>>,
     #[serde(default)]
     pub dropout: f32,
+    /// The feature extractor (docs/fl-models.md): an MLP with normalisation, a GRU or LSTM
+    /// over the time series, the LSTM + static-MLP fusion, or a CNN over the series grid.
+    /// FENDA-FL's global extractor.
+    #[serde(default)]
+    pub backbone: Option<BackboneRequest>,
+    /// FENDA-FL's local extractor (defaults to `backbone`); it may read other inputs.
+    #[serde(default)]
+    pub local_backbone: Option<BackboneRequest>,
+    /// Output width; follows from the task when left out, refused when it does not fit it.
+    #[serde(default)]
+    pub outputs: Option<usize>,
+}
+
+/// Which part of the row an MLP extractor reads (see [`RowLayout`]).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum InputsRequest {
+    /// The whole row.
+    #[default]
+    All,
+    /// The static columns.
+    Static,
+    /// The time series values and their mask.
+    Series,
+    /// The static columns of these features of the specification.
+    Features(Vec<String>),
+}
+
+fn one() -> usize {
+    1
+}
+
+/// A feature extractor. Widths that follow from the feature specification (inputs, steps,
+/// channels) are filled in by the gateway.
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum BackboneRequest {
+    /// Linear -> norm -> ReLU -> dropout per hidden layer.
+    Mlp {
+        hidden: Vec<usize>,
+        #[serde(default)]
+        dropout: f32,
+        /// `{"kind": "none" | "layer" | "batch"}` or `{"kind": "group", "groups": G}`.
+        #[serde(default)]
+        #[schema(value_type = Object)]
+        norm: Norm,
+        #[serde(default)]
+        inputs: InputsRequest,
+    },
+    /// A GRU over the hourly series (masked missing bins).
+    Gru {
+        hidden: usize,
+        /// Stacked layers (1 to 4, default 1).
+        #[serde(default = "one")]
+        layers: usize,
+        /// `last` (default) or `mean` over observed steps.
+        #[serde(default)]
+        #[schema(value_type = String)]
+        readout: Readout,
+    },
+    /// An LSTM over the hourly series (masked missing bins).
+    Lstm {
+        hidden: usize,
+        /// Stacked layers (1 to 4, default 1).
+        #[serde(default = "one")]
+        layers: usize,
+        #[serde(default)]
+        #[schema(value_type = String)]
+        readout: Readout,
+    },
+    /// The recurrent network over the series fused with an MLP over the static columns.
+    Fusion {
+        /// `lstm` or `gru`.
+        #[schema(value_type = String)]
+        cell: Cell,
+        hidden: usize,
+        #[serde(default = "one")]
+        layers: usize,
+        #[serde(default)]
+        static_hidden: Vec<usize>,
+        #[serde(default)]
+        #[schema(value_type = String)]
+        readout: Readout,
+    },
+    /// A ResNet-style CNN with GroupNorm over the series as a `[2, steps, channels]` image
+    /// (values and presence mask).
+    Cnn { stages: Vec<usize>, groups: usize },
 }
 
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
@@ -92,6 +184,13 @@ pub struct StudyRequest {
     /// The feature specification the data holders extract model inputs with.
     #[schema(value_type = Object)]
     pub feature_spec: serde_json::Value,
+    /// `"binary"`, `{"multiclass": {"classes": C}}`, `{"multilabel": {"labels": L}}` or
+    /// `"survival"`; follows from the feature specification's label when left out.
+    pub task: Option<StudyTask>,
+    /// The engine's loss, e.g. `{"BceWithLogits": {"pos_weight": 3.0}}`,
+    /// `{"CrossEntropy": {"class_weights": [1, 4]}}`, `{"Focal": {"gamma": 2, "alpha": 0.25}}`
+    /// or `"Cox"` (docs/fl-tasks.md); the task's default when left out.
+    pub loss: Option<LossKind>,
     pub model: ModelRequest,
     /// The federated method and its settings, e.g. `{"name": "fedprox", "mu": 0.1}`; settings
     /// left out take the method's defaults (docs/fl-methods.md). Parsed with the rest of the
@@ -123,6 +222,12 @@ pub struct OutputFloor {
     pub min_samples_per_site: u64,
 }
 
+/// What the federation can carry: the largest update a node may upload.
+#[derive(Debug, Clone, Copy)]
+pub struct FederationLimits {
+    pub max_update_bytes: usize,
+}
+
 fn positive(e: &mut Errors, field: &str, v: f64) -> bool {
     let ok = v.is_finite() && v > 0.0;
     if !ok {
@@ -151,25 +256,55 @@ fn in_range<T: PartialOrd + std::fmt::Display + Copy>(
     }
 }
 
-fn parse_model(e: &mut Errors, m: &ModelRequest, inputs: usize) -> Option<ModelSpec> {
-    for (i, w) in m
-        .hidden
-        .iter()
-        .chain(m.local_hidden.iter().flatten())
-        .enumerate()
-    {
-        in_range(e, &format!("model.hidden[{i}]"), *w, 1, MAX_HIDDEN_WIDTH);
+fn hidden_widths(e: &mut Errors, field: &str, hidden: &[usize]) {
+    for (i, w) in hidden.iter().enumerate() {
+        in_range(e, &format!("{field}[{i}]"), *w, 1, MAX_HIDDEN_WIDTH);
     }
-    if m.hidden.len() > 8 {
-        e.push("model.hidden", "too_deep", "at most 8 hidden layers");
+    if hidden.len() > 8 {
+        e.push(field, "too_deep", "at most 8 hidden layers");
     }
-    if !(0.0..1.0).contains(&m.dropout) {
+}
+
+fn dropout_ok(e: &mut Errors, field: &str, dropout: f32) {
+    if !(0.0..1.0).contains(&dropout) {
+        e.push(field, "out_of_range", "dropout must lie in [0, 1)");
+    }
+}
+
+fn parse_model(
+    e: &mut Errors,
+    m: &ModelRequest,
+    layout: Option<&RowLayout>,
+    outputs: usize,
+) -> Option<ModelSpec> {
+    if let Some(o) = m.outputs {
+        if o != outputs {
+            e.push(
+                "model.outputs",
+                "head_task_mismatch",
+                format!(
+                    "the task needs {outputs} model output(s) (one risk score for survival, one \
+                     logit for binary, one per class or label otherwise), not {o}"
+                ),
+            );
+        }
+    }
+    if let Some(b) = &m.backbone {
+        return parse_backbone_model(e, m, b, layout, outputs);
+    }
+    if m.local_backbone.is_some() {
         e.push(
-            "model.dropout",
-            "out_of_range",
-            "dropout must lie in [0, 1)",
+            "model.local_backbone",
+            "not_applicable",
+            "a local backbone goes with a `backbone`",
         );
     }
+    let inputs = layout.map_or(1, RowLayout::width);
+    hidden_widths(e, "model.hidden", &m.hidden);
+    if let Some(local) = &m.local_hidden {
+        hidden_widths(e, "model.local_hidden", local);
+    }
+    dropout_ok(e, "model.dropout", m.dropout);
     let mlp = |hidden: &[usize], outputs| MlpConfig {
         inputs,
         hidden: hidden.to_vec(),
@@ -186,19 +321,19 @@ fn parse_model(e: &mut Errors, m: &ModelRequest, inputs: usize) -> Option<ModelS
         }
     };
     match m.architecture.as_str() {
-        "logistic" => Some(ModelSpec::logistic(inputs, 1)),
-        "mlp" => Some(ModelSpec::Mlp(mlp(&m.hidden, 1))),
+        "logistic" => Some(ModelSpec::logistic(inputs, outputs)),
+        "mlp" => Some(ModelSpec::Mlp(mlp(&m.hidden, outputs))),
         // APFL's global and local twins, each an MLP with these hidden layers, mixed 50/50
         // until each site learns its own weight
         "apfl" => Some(ModelSpec::Apfl {
-            twin: mlp(&m.hidden, 1),
+            twin: mlp(&m.hidden, outputs),
             alpha: 0.5,
         }),
         "head_net" => {
             needs_hidden(e);
             Some(ModelSpec::HeadNet {
                 body: mlp(&m.hidden, 0),
-                outputs: 1,
+                outputs,
             })
         }
         "fenda" => {
@@ -206,18 +341,425 @@ fn parse_model(e: &mut Errors, m: &ModelRequest, inputs: usize) -> Option<ModelS
             Some(ModelSpec::Fenda {
                 global: mlp(&m.hidden, 0),
                 local: mlp(m.local_hidden.as_deref().unwrap_or(&m.hidden), 0),
-                outputs: 1,
+                outputs,
             })
         }
         other => {
             e.push(
                 "model.architecture",
                 "unknown_architecture",
-                format!("`{other}` is not one of logistic, mlp, apfl, head_net, fenda"),
+                format!("`{other}` is not one of logistic, mlp, apfl, head_net, fenda (or net with a backbone)"),
             );
             None
         }
     }
+}
+
+/// The `Backbone*` model a request with a `backbone` names.
+fn parse_backbone_model(
+    e: &mut Errors,
+    m: &ModelRequest,
+    b: &BackboneRequest,
+    layout: Option<&RowLayout>,
+    outputs: usize,
+) -> Option<ModelSpec> {
+    if !m.hidden.is_empty() || m.local_hidden.is_some() || m.dropout != 0.0 {
+        e.push(
+            "model.hidden",
+            "not_applicable",
+            "with a `backbone`, widths and dropout belong to the backbone",
+        );
+    }
+    let global = layout.and_then(|l| parse_backbone(e, "model.backbone", b, l));
+    let spec = match m.architecture.as_str() {
+        "net" => ModelSpec::BackboneNet {
+            body: global?,
+            outputs,
+        },
+        "head_net" => ModelSpec::BackboneHeadNet {
+            body: global?,
+            outputs,
+        },
+        "apfl" => ModelSpec::BackboneApfl {
+            twin: global?,
+            outputs,
+            alpha: 0.5,
+        },
+        "fenda" => {
+            let local = match &m.local_backbone {
+                Some(lb) => layout.and_then(|l| parse_backbone(e, "model.local_backbone", lb, l)),
+                None => global.clone(),
+            };
+            ModelSpec::BackboneFenda {
+                global: global?,
+                local: local?,
+                outputs,
+            }
+        }
+        other => {
+            e.push(
+                "model.architecture",
+                "unknown_architecture",
+                format!("`{other}` does not compose a backbone: use net, head_net, fenda or apfl"),
+            );
+            return None;
+        }
+    };
+    if m.architecture != "fenda" && m.local_backbone.is_some() {
+        e.push(
+            "model.local_backbone",
+            "not_applicable",
+            "only FENDA-FL (`fenda`) has a local extractor",
+        );
+    }
+    Some(spec)
+}
+
+/// The engine's backbone for a request, reading its part of the study's row.
+fn parse_backbone(
+    e: &mut Errors,
+    field: &str,
+    b: &BackboneRequest,
+    layout: &RowLayout,
+) -> Option<Backbone> {
+    let width = layout.width();
+    let series = ColumnRange {
+        start: 0,
+        end: layout.series_width(),
+    };
+    // a backbone over part of the row reads it through a column selection
+    let over = |columns: Vec<ColumnRange>, body: Backbone| {
+        if columns
+            == [ColumnRange {
+                start: 0,
+                end: width,
+            }]
+        {
+            body
+        } else {
+            Backbone::Columns {
+                inputs: width,
+                columns,
+                body: Box::new(body),
+            }
+        }
+    };
+    let needs_series = |e: &mut Errors, what: &str| {
+        if !layout.has_series() {
+            e.push(
+                field,
+                "sequence_model_needs_series",
+                format!(
+                    "a {what} reads the time series, and this feature specification has none \
+                     (add `time_series`, or use an `mlp` backbone)"
+                ),
+            );
+        }
+        layout.has_series()
+    };
+    let seq = |e: &mut Errors, cell, hidden, layers, readout| {
+        in_range(e, &format!("{field}.hidden"), hidden, 1, MAX_HIDDEN_WIDTH);
+        in_range(
+            e,
+            &format!("{field}.layers"),
+            layers,
+            1,
+            MAX_RECURRENT_LAYERS,
+        );
+        SeqConfig {
+            cell,
+            time: layout.steps,
+            features: layout.channels,
+            hidden,
+            mask: MaskLayout::PerValue,
+            readout,
+            layers,
+        }
+    };
+    match b {
+        BackboneRequest::Mlp {
+            hidden,
+            dropout,
+            norm,
+            inputs,
+        } => {
+            hidden_widths(e, &format!("{field}.hidden"), hidden);
+            dropout_ok(e, &format!("{field}.dropout"), *dropout);
+            let statics = ColumnRange {
+                start: layout.series_width(),
+                end: width,
+            };
+            let columns = match inputs {
+                InputsRequest::All => vec![ColumnRange {
+                    start: 0,
+                    end: width,
+                }],
+                InputsRequest::Static => vec![statics],
+                InputsRequest::Series => {
+                    if !needs_series(e, "series MLP") {
+                        return None;
+                    }
+                    vec![series]
+                }
+                InputsRequest::Features(names) => {
+                    if names.is_empty() {
+                        e.push(
+                            format!("{field}.inputs"),
+                            "empty_list",
+                            "name at least one feature",
+                        );
+                        return None;
+                    }
+                    let mut columns = Vec::new();
+                    for name in names {
+                        match layout.features.iter().find(|(n, _)| n == name) {
+                            Some((_, r)) if !r.is_empty() => columns.push(ColumnRange {
+                                start: r.start,
+                                end: r.end,
+                            }),
+                            Some(_) => {}
+                            None => e.push(
+                                format!("{field}.inputs"),
+                                "unknown_feature",
+                                format!("the feature specification has no feature `{name}`"),
+                            ),
+                        }
+                    }
+                    columns.sort_by_key(|c| c.start);
+                    columns.dedup();
+                    if columns.is_empty() {
+                        return None;
+                    }
+                    columns
+                }
+            };
+            let inputs = columns.iter().map(|c| c.end - c.start).sum();
+            Some(over(
+                columns,
+                Backbone::Mlp {
+                    inputs,
+                    hidden: hidden.clone(),
+                    dropout: *dropout,
+                    norm: *norm,
+                },
+            ))
+        }
+        BackboneRequest::Gru {
+            hidden,
+            layers,
+            readout,
+        }
+        | BackboneRequest::Lstm {
+            hidden,
+            layers,
+            readout,
+        } => {
+            let cell = if matches!(b, BackboneRequest::Gru { .. }) {
+                Cell::Gru
+            } else {
+                Cell::Lstm
+            };
+            let seq = seq(e, cell, *hidden, *layers, *readout);
+            if !needs_series(e, "recurrent network") {
+                return None;
+            }
+            Some(over(vec![series], Backbone::Recurrent(seq)))
+        }
+        BackboneRequest::Fusion {
+            cell,
+            hidden,
+            layers,
+            static_hidden,
+            readout,
+        } => {
+            let seq = seq(e, *cell, *hidden, *layers, *readout);
+            hidden_widths(e, &format!("{field}.static_hidden"), static_hidden);
+            if !needs_series(e, "recurrent + static fusion") {
+                return None;
+            }
+            Some(Backbone::Fusion {
+                series: seq,
+                static_inputs: layout.statics(),
+                static_hidden: static_hidden.clone(),
+            })
+        }
+        BackboneRequest::Cnn { stages, groups } => {
+            if stages.is_empty() || stages.len() > MAX_CNN_STAGES {
+                e.push(
+                    format!("{field}.stages"),
+                    "out_of_range",
+                    format!("a CNN has 1 to {MAX_CNN_STAGES} stages"),
+                );
+            }
+            for (i, w) in stages.iter().enumerate() {
+                in_range(e, &format!("{field}.stages[{i}]"), *w, 1, 1024);
+            }
+            if !needs_series(e, "CNN") {
+                return None;
+            }
+            Some(over(
+                vec![series],
+                Backbone::Cnn(CnnConfig {
+                    channels: 2,
+                    height: layout.steps,
+                    width: layout.channels,
+                    stages: stages.clone(),
+                    groups: *groups,
+                }),
+            ))
+        }
+    }
+}
+
+/// The task the study trains: the one it names, or the one its label determines; refused
+/// where the label cannot provide it.
+fn parse_task(e: &mut Errors, req: Option<StudyTask>, spec: &FeatureSpec) -> Option<StudyTask> {
+    use crate::domain::feature_spec::Task as Label;
+    let label = spec.task();
+    let task = req.unwrap_or(match label {
+        Label::Binary => StudyTask::Binary,
+        Label::Survival => StudyTask::Survival,
+    });
+    match task {
+        StudyTask::Multiclass { classes } if !(2..=1024).contains(&classes) => {
+            e.push(
+                "task.multiclass.classes",
+                "out_of_range",
+                "a multi-class task has 2 to 1024 classes",
+            );
+            return None;
+        }
+        StudyTask::Multilabel { labels }
+            if !(1..=fl_engine::data::MAX_LABELS).contains(&labels) =>
+        {
+            e.push(
+                "task.multilabel.labels",
+                "out_of_range",
+                format!(
+                    "a multi-label task has 1 to {} labels",
+                    fl_engine::data::MAX_LABELS
+                ),
+            );
+            return None;
+        }
+        _ => {}
+    }
+    let fits = match label {
+        Label::Binary => matches!(
+            task,
+            StudyTask::Binary
+                | StudyTask::Multiclass { classes: 2 }
+                | StudyTask::Multilabel { labels: 1 }
+        ),
+        Label::Survival => task == StudyTask::Survival,
+    };
+    if !fits {
+        let what = match label {
+            Label::Binary => "a binary label (2 classes, 1 label)",
+            Label::Survival => "a survival label (time, event)",
+        };
+        e.push(
+            "task",
+            "task_label_mismatch",
+            format!(
+                "the feature specification's label `{}` is {what}; it cannot train a {} task",
+                spec.label.name,
+                task.describe()
+            ),
+        );
+        return None;
+    }
+    Some(task)
+}
+
+/// The loss: the one named, or the task's default; refused where it does not fit the task
+/// and the model's outputs, or its settings are out of range.
+fn parse_loss(e: &mut Errors, req: Option<&LossKind>, task: StudyTask) -> LossKind {
+    let loss = req.cloned().unwrap_or_else(|| task.default_loss());
+    let outputs = task.outputs();
+    let positive = |v: f32| v.is_finite() && v > 0.0;
+    let bad = |e: &mut Errors, field: &str, why: String| {
+        e.push(format!("loss.{field}"), "invalid_loss_setting", why)
+    };
+    match &loss {
+        LossKind::BceWithLogits {
+            pos_weight: Some(w),
+        } if !positive(*w) => bad(
+            e,
+            "pos_weight",
+            format!("must be a finite number > 0, got {w}"),
+        ),
+        LossKind::CrossEntropy {
+            class_weights: Some(w),
+        } if w.len() != outputs || !w.iter().all(|v| positive(*v)) => bad(
+            e,
+            "class_weights",
+            format!("give {outputs} finite weights > 0, one per class"),
+        ),
+        LossKind::Focal { gamma, alpha } => {
+            if !(gamma.is_finite() && *gamma >= 0.0) {
+                bad(
+                    e,
+                    "gamma",
+                    format!("must be a finite number >= 0, got {gamma}"),
+                );
+            }
+            if let Some(a) = alpha.filter(|a| !(0.0..=1.0).contains(a)) {
+                bad(e, "alpha", format!("must lie in [0, 1], got {a}"));
+            }
+        }
+        LossKind::MultiLabelBce {
+            pos_weight: Some(w),
+        } if w.len() != outputs || !w.iter().all(|v| positive(*v)) => bad(
+            e,
+            "pos_weight",
+            format!("give {outputs} finite weights > 0, one per label"),
+        ),
+        _ => {}
+    }
+    if let Err(err) = loss.check_task(task.engine(), outputs) {
+        e.push(
+            "loss",
+            "loss_task_mismatch",
+            format!(
+                "a {} task cannot train with this loss: {err}",
+                task.describe()
+            ),
+        );
+    }
+    loss
+}
+
+/// What one site's update of the model weighs on the wire, at least: the parameters the
+/// method sends, plus its side values (control variates, ...), as the safetensors file the
+/// node uploads. Also whether the model keeps site-local state (BatchNorm statistics).
+fn update_size(
+    model: &ModelSpec,
+    strategy: &StrategyConfig,
+    holders: &[OrgId],
+    rounds: u64,
+) -> fl_engine::Result<(usize, bool)> {
+    let net = Net::new(model, 0)?;
+    let local_state = net
+        .vars()
+        .iter()
+        .any(|(n, _)| fl_engine::params::is_site_local_state(n));
+    let global = net.parameters()?.select(&strategy.shared());
+    let server = strategy.server(holders.len().max(1), Box::new(WeightedMean))?;
+    let ins = server.configure_fit(rounds.max(1), &global)?;
+    let study = super::StudyId::new().to_string();
+    let holder = holders.iter().map(OrgId::as_str).max_by_key(|h| h.len());
+    let file = |p: &ParameterSet| -> fl_engine::Result<usize> {
+        Ok(fl_engine::save_safetensors(p, &study, rounds, holder)?
+            .0
+            .len())
+    };
+    let mut bytes = file(&ins.params)?;
+    if !ins.extras.is_empty() {
+        // sent in the same file under an `extras/` prefix
+        bytes += file(&ins.extras)? + ins.extras.len() * "extras/".len();
+    }
+    Ok((bytes, local_state))
 }
 
 /// The engine's configuration of the requested method; its range checks are the engine's.
@@ -262,12 +804,17 @@ fn strategy_from_request(e: &mut Errors, raw: &serde_json::Value) -> Option<Stra
 }
 
 /// The method's rule on the local training (SCAFFOLD: plain SGD, FedNova: SGD).
-fn check_training(e: &mut Errors, strategy: &StrategyConfig, optimizer: &OptimizerConfig) {
+fn check_training(
+    e: &mut Errors,
+    strategy: &StrategyConfig,
+    optimizer: &OptimizerConfig,
+    loss: LossKind,
+) {
     let probe = TrainConfig {
         optimizer: optimizer.clone(),
         budget: Budget::Steps(1),
         batch_size: 1,
-        loss: LossKind::bce(),
+        loss,
         record_dp: None,
     };
     if let Err(refusal) = strategy.spec().check_train(&probe) {
@@ -313,6 +860,7 @@ pub fn parse_study(
     req: &StudyRequest,
     delta: f64,
     floor: OutputFloor,
+    limits: FederationLimits,
     default_seed: u64,
 ) -> Result<StudySpec, Vec<FieldError>> {
     let mut e = Errors::default();
@@ -354,36 +902,39 @@ pub fn parse_study(
             );
         }
     }
-    if let Some(spec) = &spec {
-        // The engine trains binary classifiers on static inputs; a survival label or a time
-        // series needs the sequence and survival models, so such a study is refused here
-        // rather than trained on the event flag alone.
-        if spec.task() != crate::domain::feature_spec::Task::Binary {
-            e.push(
-                "feature_spec.label",
-                "unsupported_task",
-                "a survival label needs the survival models, which studies cannot use yet",
-            );
-        }
-        if spec.series.is_some() {
-            e.push(
-                "feature_spec.time_series",
-                "unsupported_task",
-                "a time series needs the sequence models, which studies cannot use yet",
-            );
+    let layout = spec.as_ref().map(RowLayout::of);
+    let task = spec.as_ref().and_then(|s| parse_task(&mut e, req.task, s));
+    let loss = task.map(|t| parse_loss(&mut e, req.loss.as_ref(), t));
+    // without a valid task the model is checked at the width of a binary one
+    let outputs = task.map_or(1, StudyTask::outputs);
+    let model = parse_model(&mut e, &req.model, layout.as_ref(), outputs);
+    // built only from widths in range: the count builds the model's variables
+    let model_fields_ok = |e: &Errors| e.0.iter().all(|f| !f.field.starts_with("model"));
+    let mut parameter_count = None;
+    if let Some(m) = model.as_ref().filter(|_| model_fields_ok(&e)) {
+        match m.parameter_count() {
+            Ok(n) => parameter_count = Some(n),
+            Err(err) => e.push("model", "invalid_model", err.to_string()),
         }
     }
-    let inputs = spec.as_ref().map_or(1, FeatureSpec::n_columns);
-    let model = parse_model(&mut e, &req.model, inputs);
     let strategy = strategy_from_request(&mut e, &req.strategy);
     if let (Some(m), Some(s)) = (&model, &strategy) {
         if let Err(err) = s.check_model(m) {
             e.push("model", "model_strategy_mismatch", err.to_string());
         }
     }
+    if let (Some(t), Some(s)) = (task, &strategy) {
+        if let Support::No(why) = s.supports_task(t.engine()) {
+            e.push(
+                "strategy.name",
+                "strategy_refuses_task",
+                format!("{} does not train a {} task: {why}", s.name(), t.describe()),
+            );
+        }
+    }
     let optimizer = parse_optimizer(&mut e, &req.optimizer);
     if let (Some(s), Some(o)) = (&strategy, &optimizer) {
-        check_training(&mut e, s, o);
+        check_training(&mut e, s, o, loss.clone().unwrap_or_else(LossKind::bce));
     }
     let budget = match (req.local_steps, req.local_epochs) {
         (Some(s), None) => {
@@ -452,13 +1003,54 @@ pub fn parse_study(
     }
 
     let dp = parse_dp(&mut e, &req.dp, &strategy, budget, req.rounds, delta);
+    let record_dp = req.dp.level == "record";
+    if let Some(l) = loss.as_ref().filter(|l| record_dp && !l.decomposes()) {
+        e.push(
+            "dp.level",
+            "loss_refuses_record_dp",
+            format!(
+                "record-level DP-SGD clips each example's gradient, and the {l:?} loss has no \
+                 per-example term (each event's risk set is the whole batch); use client-level \
+                 DP (docs/fl-tasks.md)"
+            ),
+        );
+    }
+    if let (Some(m), Some(s), Some(count)) = (&model, &strategy, parameter_count) {
+        if model_fields_ok(&e) {
+            match update_size(m, s, &data_holders, req.rounds) {
+                Ok((bytes, local_state)) => {
+                    if bytes > limits.max_update_bytes {
+                        e.push(
+                            "model",
+                            "model_too_large",
+                            format!(
+                                "the model has {count} parameters; one site's {} update is at \
+                                 least {bytes} bytes, over the federation's limit of {} bytes",
+                                s.name(),
+                                limits.max_update_bytes
+                            ),
+                        );
+                    }
+                    if local_state && record_dp {
+                        e.push(
+                            "dp.level",
+                            "model_refuses_record_dp",
+                            "record-level DP needs per-example gradients, which BatchNorm's \
+                             batch statistics couple: use GroupNorm or LayerNorm",
+                        );
+                    }
+                }
+                Err(err) => e.push("model", "invalid_model", err.to_string()),
+            }
+        }
+    }
     let mut train = None;
-    if let (Some(optimizer), Some(budget), Some(dp)) = (optimizer, budget, dp) {
+    if let (Some(optimizer), Some(budget), Some(dp), Some(loss)) = (optimizer, budget, dp, loss) {
         train = Some(TrainConfig {
             optimizer,
             budget,
             batch_size: req.batch_size,
-            loss: LossKind::bce(),
+            loss,
             record_dp: (dp.level == DpLevel::Record).then_some(RecordDp {
                 clip_norm: dp.clip_norm,
                 noise_multiplier: dp.noise_multiplier,
@@ -469,8 +1061,15 @@ pub fn parse_study(
     if !e.0.is_empty() {
         return Err(e.0);
     }
-    let (Some(permit_id), Some(purpose), Some(model), Some(strategy), Some(train), Some(dp)) =
-        (permit_id, purpose, model, strategy, train, dp)
+    let (
+        Some(permit_id),
+        Some(purpose),
+        Some(task),
+        Some(model),
+        Some(strategy),
+        Some(train),
+        Some(dp),
+    ) = (permit_id, purpose, task, model, strategy, train, dp)
     else {
         return Err(vec![FieldError::new(
             "",
@@ -485,7 +1084,9 @@ pub fn parse_study(
         categories,
         data_holders,
         feature_spec: req.feature_spec.clone(),
+        task,
         model,
+        parameter_count,
         strategy,
         train,
         rounds: req.rounds,
@@ -762,10 +1363,14 @@ pub(crate) mod tests {
         min_samples_per_site: 10,
     };
 
+    const LIMITS: FederationLimits = FederationLimits {
+        max_update_bytes: 64 * 1024 * 1024,
+    };
+
     pub(crate) fn spec(rounds: u64) -> StudySpec {
         let mut r = request();
         r.rounds = rounds;
-        parse_study(&r, 1e-5, FLOOR, 7).unwrap()
+        parse_study(&r, 1e-5, FLOOR, LIMITS, 7).unwrap()
     }
 
     fn permit(epsilon: f64, unit: BudgetUnit) -> Permit {
@@ -804,34 +1409,210 @@ pub(crate) mod tests {
         assert!(s.train.record_dp.is_none());
     }
 
-    #[test]
-    fn survival_and_time_series_specifications_are_refused_until_the_engine_trains_them() {
+    fn survival_series_request() -> StudyRequest {
         let mut r = request();
         r.feature_spec = serde_json::json!({"name": "s",
             "cohort": {"unit": "encounter", "index": "admission", "category": "ehr_data"},
             "features": [{"name": "age", "category": "ehr_data", "source": {"patient": "age"},
-                          "transform": {"kind": "number"}}],
-            "time_series": {"hours": 2, "channels": [{"name": "hr", "category": "ehr_data",
-                "observation": {"system": "http://loinc.org", "code": "8867-4"}}]},
+                          "transform": {"kind": "number"}},
+                         {"name": "sex", "category": "ehr_data", "source": {"patient": "gender"},
+                          "transform": {"kind": "map", "values": {"male": 1, "female": 0}}}],
+            "time_series": {"hours": 2, "channels": [
+                {"name": "hr", "category": "ehr_data",
+                 "observation": {"system": "http://loinc.org", "code": "8867-4"}},
+                {"name": "rr", "category": "ehr_data",
+                 "observation": {"system": "http://loinc.org", "code": "9279-1"}}]},
             "label": {"name": "y", "category": "ehr_data",
                       "source": {"survival": {"event": {"death": {}}, "follow_up": "30d"}}}});
-        let errors = parse_study(&r, 1e-5, FLOOR, 7).unwrap_err();
-        let fields: Vec<(&str, &str)> = errors.iter().map(|e| (e.field.as_str(), e.code)).collect();
-        assert!(
-            fields.contains(&("feature_spec.label", "unsupported_task")),
-            "{fields:?}"
+        r
+    }
+
+    fn codes(r: &StudyRequest) -> Vec<(String, &'static str)> {
+        parse_study(r, 1e-5, FLOOR, LIMITS, 7)
+            .unwrap_err()
+            .into_iter()
+            .map(|e| (e.field, e.code))
+            .collect()
+    }
+
+    fn model(v: serde_json::Value) -> ModelRequest {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn a_survival_label_trains_a_cox_model_and_series_feed_the_sequence_models() {
+        let mut r = survival_series_request();
+        // the row: 2 steps x 2 channels of values, their mask, then age and sex
+        let s = parse_study(&r, 1e-5, FLOOR, LIMITS, 7).unwrap();
+        assert_eq!(s.task, StudyTask::Survival);
+        assert_eq!(s.train.loss, LossKind::Cox);
+        assert_eq!(s.model, ModelSpec::logistic(10, 1));
+        assert_eq!(s.parameter_count, Some(11));
+        r.model = model(serde_json::json!({"architecture": "net",
+            "backbone": {"kind": "lstm", "hidden": 4}}));
+        let s = parse_study(&r, 1e-5, FLOOR, LIMITS, 7).unwrap();
+        let ModelSpec::BackboneNet { body, outputs: 1 } = &s.model else {
+            panic!("{:?}", s.model)
+        };
+        assert_eq!(
+            body,
+            &Backbone::Columns {
+                inputs: 10,
+                columns: vec![ColumnRange { start: 0, end: 8 }],
+                body: Box::new(Backbone::Recurrent(SeqConfig {
+                    cell: Cell::Lstm,
+                    time: 2,
+                    features: 2,
+                    hidden: 4,
+                    mask: MaskLayout::PerValue,
+                    readout: Readout::Last,
+                    layers: 1,
+                })),
+            }
         );
-        assert!(
-            fields.contains(&("feature_spec.time_series", "unsupported_task")),
-            "{fields:?}"
+        // nn.LSTM(4, 4): 4 (4*4 + 4*4 + 2*4) = 160 (values and mask channels), output 5
+        assert_eq!(s.parameter_count, Some(165));
+        assert_eq!(s.model.inputs(), 10);
+        // two stacked layers: the second reads the first's 4 hidden units
+        r.model = model(serde_json::json!({"architecture": "net",
+            "backbone": {"kind": "gru", "hidden": 4, "layers": 2}}));
+        let s = parse_study(&r, 1e-5, FLOOR, LIMITS, 7).unwrap();
+        assert_eq!(s.parameter_count, Some(3 * 40 + 3 * 40 + 5));
+        r.model = model(serde_json::json!({"architecture": "net",
+            "backbone": {"kind": "gru", "hidden": 4, "layers": 9}}));
+        assert_eq!(
+            codes(&r),
+            [("model.backbone.layers".to_owned(), "out_of_range")]
         );
-        // the same cohort with a binary label is a valid study
-        r.feature_spec["label"]["source"] = serde_json::json!({"death": {"within": "30d"}});
-        r.feature_spec
-            .as_object_mut()
-            .unwrap()
-            .remove("time_series");
-        assert!(parse_study(&r, 1e-5, FLOOR, 7).is_ok());
+        // the fusion reads the whole row; FENDA's extractors read different widths
+        r.model = model(serde_json::json!({"architecture": "net",
+            "backbone": {"kind": "fusion", "cell": "lstm", "hidden": 4, "static_hidden": [3]}}));
+        let s = parse_study(&r, 1e-5, FLOOR, LIMITS, 7).unwrap();
+        assert_eq!(s.model.inputs(), 10);
+        r.model = model(serde_json::json!({"architecture": "fenda",
+            "backbone": {"kind": "gru", "hidden": 4},
+            "local_backbone": {"kind": "mlp", "hidden": [4], "inputs": {"features": ["sex"]},
+                               "norm": {"kind": "layer"}}}));
+        r.strategy = serde_json::json!({"name": "fenda_fl"});
+        let s = parse_study(&r, 1e-5, FLOOR, LIMITS, 7).unwrap();
+        let ModelSpec::BackboneFenda { local, .. } = &s.model else {
+            panic!("{:?}", s.model)
+        };
+        assert_eq!(local.row_width(), 10);
+        assert!(matches!(local, Backbone::Columns { columns, .. }
+            if columns == &[ColumnRange { start: 9, end: 10 }]));
+        // the CNN reads the series grid as a two-channel image
+        r.strategy = serde_json::json!({"name": "fedavg"});
+        r.model = model(serde_json::json!({"architecture": "net",
+            "backbone": {"kind": "cnn", "stages": [4], "groups": 2}}));
+        assert!(parse_study(&r, 1e-5, FLOOR, LIMITS, 7).is_ok());
+    }
+
+    #[test]
+    fn each_bad_task_loss_model_or_dp_combination_has_its_code() {
+        let base = survival_series_request();
+        // a survival task with a softmax head, and with a classification loss
+        let mut r = base.clone();
+        r.model.outputs = Some(2);
+        assert!(codes(&r).contains(&("model.outputs".into(), "head_task_mismatch")));
+        let mut r = base.clone();
+        r.loss = Some(LossKind::CrossEntropy {
+            class_weights: None,
+        });
+        assert_eq!(codes(&r), [("loss".to_owned(), "loss_task_mismatch")]);
+        // a binary task on a survival label
+        let mut r = base.clone();
+        r.task = Some(StudyTask::Binary);
+        assert_eq!(codes(&r), [("task".to_owned(), "task_label_mismatch")]);
+        // Cox under record-level DP
+        let mut r = base.clone();
+        r.dp = DpRequest {
+            level: "record".into(),
+            clip_norm: 1.0,
+            noise_multiplier: Some(1.0),
+            target_epsilon: None,
+            sampling_rate: Some(0.1),
+            noise_seed: None,
+        };
+        assert_eq!(
+            codes(&r),
+            [("dp.level".to_owned(), "loss_refuses_record_dp")]
+        );
+        // BatchNorm under record-level DP
+        let mut b = r.clone();
+        b.task = None;
+        b.feature_spec["label"]["source"] = serde_json::json!({"death": {"within": "30d"}});
+        b.model = model(serde_json::json!({"architecture": "net",
+            "backbone": {"kind": "mlp", "hidden": [4], "norm": {"kind": "batch"}}}));
+        assert_eq!(
+            codes(&b),
+            [("dp.level".to_owned(), "model_refuses_record_dp")]
+        );
+        // FedLC calibrates by class counts
+        let mut r = base.clone();
+        r.strategy = serde_json::json!({"name": "fedlc"});
+        assert_eq!(
+            codes(&r),
+            [("strategy.name".to_owned(), "strategy_refuses_task")]
+        );
+        // a sequence model on a static specification
+        let mut r = request();
+        r.model = model(serde_json::json!({"architecture": "net",
+            "backbone": {"kind": "gru", "hidden": 4}}));
+        assert_eq!(
+            codes(&r),
+            [("model.backbone".to_owned(), "sequence_model_needs_series")]
+        );
+        // a model whose update does not fit the federation's limit
+        let mut r = request();
+        r.model = model(serde_json::json!({"architecture": "mlp", "hidden": [64]}));
+        let small = FederationLimits {
+            max_update_bytes: 4 * 128,
+        };
+        let errs = parse_study(&r, 1e-5, FLOOR, small, 7).unwrap_err();
+        assert_eq!(errs[0].code, "model_too_large", "{errs:?}");
+        assert!(
+            errs[0].message.contains("193 parameters"),
+            "{}",
+            errs[0].message
+        );
+        // SCAFFOLD's control variates double it
+        let fits = FederationLimits {
+            max_update_bytes: 2048,
+        };
+        assert!(parse_study(&r, 1e-5, FLOOR, fits, 7).is_ok());
+        r.strategy = serde_json::json!({"name": "scaffold"});
+        r.dp = DpRequest {
+            level: "record".into(),
+            clip_norm: 1.0,
+            noise_multiplier: Some(1.0),
+            target_epsilon: None,
+            sampling_rate: Some(0.1),
+            noise_seed: None,
+        };
+        let errs = parse_study(&r, 1e-5, FLOOR, fits, 7).unwrap_err();
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert_eq!(errs[0].code, "model_too_large");
+        // a multi-class task on a binary label with more than two classes; bad loss settings
+        let mut r = request();
+        r.task = Some(StudyTask::Multiclass { classes: 3 });
+        assert_eq!(codes(&r), [("task".to_owned(), "task_label_mismatch")]);
+        r.task = Some(StudyTask::Multiclass { classes: 2 });
+        r.loss = Some(LossKind::CrossEntropy {
+            class_weights: Some(vec![1.0, -1.0]),
+        });
+        assert_eq!(
+            codes(&r),
+            [("loss.class_weights".to_owned(), "invalid_loss_setting")]
+        );
+        r.loss = Some(LossKind::Focal {
+            gamma: 2.0,
+            alpha: None,
+        });
+        let s = parse_study(&r, 1e-5, FLOOR, LIMITS, 7).unwrap();
+        assert_eq!(s.model, ModelSpec::logistic(1, 2));
+        r.loss = Some(LossKind::bce());
+        assert_eq!(codes(&r), [("loss".to_owned(), "loss_task_mismatch")]);
     }
 
     #[test]
@@ -843,7 +1624,7 @@ pub(crate) mod tests {
         r.min_sites = 3;
         r.local_epochs = Some(1);
         r.dp.target_epsilon = Some(1.0);
-        let codes: Vec<&str> = parse_study(&r, 1e-5, FLOOR, 7)
+        let codes: Vec<&str> = parse_study(&r, 1e-5, FLOOR, LIMITS, 7)
             .unwrap_err()
             .iter()
             .map(|e| e.code)
@@ -871,17 +1652,20 @@ pub(crate) mod tests {
             sampling_rate: Some(0.05),
             noise_seed: None,
         };
-        let s = parse_study(&r, 1e-5, FLOOR, 7).unwrap();
+        let s = parse_study(&r, 1e-5, FLOOR, LIMITS, 7).unwrap();
         assert_eq!((s.dp.sampling_rate, s.dp.steps_per_round), (0.05, 10));
         assert!(s.train.record_dp.is_some());
         r.strategy = serde_json::json!({"name": "ditto"});
         assert_eq!(
-            parse_study(&r, 1e-5, FLOOR, 7).unwrap().dp.steps_per_round,
+            parse_study(&r, 1e-5, FLOOR, LIMITS, 7)
+                .unwrap()
+                .dp
+                .steps_per_round,
             20
         );
         r.local_steps = None;
         r.local_epochs = Some(1);
-        let err = parse_study(&r, 1e-5, FLOOR, 7).unwrap_err();
+        let err = parse_study(&r, 1e-5, FLOOR, LIMITS, 7).unwrap_err();
         assert!(err.iter().any(|e| e.code == "record_dp_needs_steps"));
     }
 
@@ -890,7 +1674,7 @@ pub(crate) mod tests {
         let mut r = request();
         r.dp.noise_multiplier = None;
         r.dp.target_epsilon = Some(5.0);
-        let s = parse_study(&r, 1e-5, FLOOR, 7).unwrap();
+        let s = parse_study(&r, 1e-5, FLOOR, LIMITS, 7).unwrap();
         let eps = s.dp.epsilon_for_rounds(10).unwrap();
         assert!(eps <= 5.0 && eps > 5.0 - 1e-6, "{eps}");
     }
@@ -961,7 +1745,7 @@ pub(crate) mod tests {
             noise_seed: None,
         };
         r.data_holders.push("hosp-9".into());
-        let s = parse_study(&r, 1e-5, FLOOR, 7).unwrap();
+        let s = parse_study(&r, 1e-5, FLOOR, LIMITS, 7).unwrap();
         let later = time::now() + chrono::Duration::seconds(1);
         let reasons = assess(&s, &permit(100.0, BudgetUnit::DataHolder), 0.0, later).unwrap();
         assert_eq!(reasons.len(), 2, "{reasons:?}");

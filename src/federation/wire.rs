@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::{
     optout::FilterPolicy,
-    study::{SiteEvaluation, StudySpec, TaskKind},
+    study::{SiteEvaluation, StudySpec, StudyTask, TaskKind},
     DataCategory, OrgId, PermitId, Purpose, StudyId, TaskId,
 };
 
@@ -31,6 +31,9 @@ pub struct NodeStudy {
     pub categories: Vec<DataCategory>,
     #[schema(value_type = Object)]
     pub feature_spec: serde_json::Value,
+    /// What the node's data set holds (absent from older gateways: binary).
+    #[serde(default)]
+    pub task: StudyTask,
     #[schema(value_type = Object)]
     pub model: ModelSpec,
     /// The method as `{"<name>": {<settings>}}` (see `fl_engine::strategy::stored`).
@@ -51,6 +54,7 @@ impl From<&StudySpec> for NodeStudy {
             purpose: s.purpose,
             categories: s.categories.clone(),
             feature_spec: s.feature_spec.clone(),
+            task: s.task,
             model: s.model.clone(),
             strategy: s.strategy.clone(),
             train: s.train.clone(),

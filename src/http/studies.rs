@@ -32,7 +32,7 @@ use crate::{
         study::{
             Round, RoundPhase, SiteContribution, SiteEvaluation, Study, StudySpec, StudyStatus,
         },
-        study_request::{parse_study, OutputFloor, StudyRequest},
+        study_request::{parse_study, FederationLimits, OutputFloor, StudyRequest},
         time, PermitId, StudyId,
     },
     store::Tx,
@@ -60,6 +60,8 @@ pub struct StudyView {
     /// Epsilon spent so far and what the whole plan spends (composed under Rényi DP).
     pub epsilon_spent: f64,
     pub epsilon_planned: f64,
+    /// Trainable values of the study's model.
+    pub parameter_count: Option<usize>,
     pub created_at: chrono::DateTime<chrono::Utc>,
     pub updated_at: chrono::DateTime<chrono::Utc>,
     pub spec: StudySpec,
@@ -78,6 +80,10 @@ impl StudyView {
             rounds_planned: s.spec.rounds,
             epsilon_spent: s.epsilon_spent,
             epsilon_planned: studies::epsilon_planned(s),
+            parameter_count: s
+                .spec
+                .parameter_count
+                .or_else(|| s.spec.model.parameter_count().ok()),
             created_at: s.created_at,
             updated_at: s.updated_at,
             spec: s.spec.clone(),
@@ -125,7 +131,10 @@ pub async fn create(
         NoiseKeyError::Internal(e) => tag(ApiError::internal(e)),
     })?;
     let delta = permit.terms().privacy_budget.delta.value();
-    let spec = parse_study(&req, delta, floor, studies::random_seed()?)
+    let limits = FederationLimits {
+        max_update_bytes: fed.max_update_bytes,
+    };
+    let spec = parse_study(&req, delta, floor, limits, studies::random_seed()?)
         .map_err(|errors| tag(ApiError::invalid(errors)))?;
     let study = studies::submit(
         &mut *tx,
@@ -238,6 +247,13 @@ pub struct EvaluationView {
     pub mean_validation_accuracy: f64,
     pub mean_test_accuracy: f64,
     pub mean_test_balanced_accuracy: f64,
+    /// Every metric as the uniform mean over the holders (`loss` example-weighted): F1,
+    /// AUROC, calibration, the predicted-positive rate that shows a collapse to one class,
+    /// C-index for survival, ...
+    #[schema(value_type = Object)]
+    pub mean_validation: Option<fl_engine::MetricSummary>,
+    #[schema(value_type = Object)]
+    pub mean_test: Option<fl_engine::MetricSummary>,
     pub sites: Vec<SiteEvaluation>,
 }
 
@@ -252,6 +268,15 @@ impl EvaluationView {
             mean_validation_accuracy: mean(&|s| s.validation.accuracy),
             mean_test_accuracy: mean(&|s| s.test.accuracy),
             mean_test_balanced_accuracy: mean(&|s| s.test.balanced_accuracy),
+            mean_validation: fl_engine::MetricSummary::uniform_mean(
+                &sites
+                    .iter()
+                    .map(|s| s.validation.clone())
+                    .collect::<Vec<_>>(),
+            ),
+            mean_test: fl_engine::MetricSummary::uniform_mean(
+                &sites.iter().map(|s| s.test.clone()).collect::<Vec<_>>(),
+            ),
             sites,
         })
     }

@@ -20,7 +20,7 @@ use fl_engine::{
     dp::NoiseRng,
     sim::stream_seed,
     strategy::{ClientStrategy, Site, SiteSnapshot},
-    train::evaluate,
+    train::{evaluate_with, EvalOptions},
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -295,11 +295,9 @@ impl Agent {
         let exclusion = rows.exclude(&excluded);
         let s = &task.study;
         let stream = holder_stream(&task.data_holder);
-        let data = rows.site_data(
-            task.data_holder.as_str(),
-            s.validation_fraction,
-            stream_seed(s.seed, stream, u64::MAX),
-        )?;
+        let data = rows
+            .tensors(s.validation_fraction, stream_seed(s.seed, stream, u64::MAX))?
+            .site_data(task.data_holder.as_str(), rows.task, s.task)?;
         let ins = gateway.task_parameters(task).await?;
         let start_from = match task.kind {
             TaskKind::Fit => task.round - 1,
@@ -308,15 +306,21 @@ impl Agent {
         let (mut site, mut client) = self.site(task, data, start_from)?;
         let num_examples = site.data.train.len() as u64;
 
-        let (val, test, loss) = (
+        let (train, val, test, loss) = (
+            site.data.train.clone(),
             site.data.val.clone(),
             site.data.test.clone(),
             site.train.loss.clone(),
         );
         let net = client.evaluation_net(&mut site, &ins.params)?;
+        // survival metrics fit the baseline hazard and censoring on the site's training part
+        let opts = EvalOptions {
+            reference: Some(&train),
+            ..EvalOptions::default()
+        };
         let evaluation = NodeEvaluation {
-            validation: evaluate(net, &val, &loss)?,
-            test: evaluate(net, &test, &loss)?,
+            validation: evaluate_with(net, &val, &loss, &opts)?,
+            test: evaluate_with(net, &test, &loss, &opts)?,
         };
         let mut body = TaskResultBody {
             num_examples,

@@ -3,12 +3,18 @@
 //! (time, event) pairs; split into train / validation / test as [`SiteRows::site_data`]
 //! splits, and imputed and standardised with statistics of the training part only.
 //!
-//! These are what the engine's `Dataset` carries for binary classification today, plus what it
-//! does not yet carry: the engine's sequence (GRU/LSTM) and survival (Cox) models will consume
-//! them.
-use fl_engine::data::Standardizer;
+//! [`SiteTensors::site_data`] lays them out as the engine's data sets for a study's task: one
+//! flat row per subject in the study's [`RowLayout`] (`[series | mask | static]`, the series
+//! time-major, which the engine's recurrent, fusion and CNN backbones read with a `per_value`
+//! mask), with class labels, label bit masks or survival (time, event) targets.
+use fl_engine::data::{Dataset, SiteData, Standardizer};
 
-use super::{SiteRows, SourceError, SubjectRow};
+use super::{SiteRows, SourceError, SubjectRow, Task as LabelKind};
+use crate::domain::study::StudyTask;
+
+fn data_error(msg: String) -> SourceError {
+    SourceError::Engine(fl_engine::error::EngineError::Data(msg))
+}
 
 /// One split.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -27,6 +33,64 @@ pub struct TensorSet {
     pub time: Vec<f32>,
 }
 
+impl TensorSet {
+    /// The flat rows `[series | mask | static]` (only the static part without a series).
+    pub fn rows(&self, series_len: usize, n_features: usize) -> Result<Vec<f32>, SourceError> {
+        if self.series.len() != self.n * series_len
+            || self.mask.len() != self.series.len()
+            || self.features.len() != self.n * n_features
+        {
+            return Err(data_error(format!(
+                "{} rows do not hold {series_len} series values and {n_features} features each",
+                self.n
+            )));
+        }
+        let mut x = Vec::with_capacity(self.n * (2 * series_len + n_features));
+        for i in 0..self.n {
+            let at = i * series_len..(i + 1) * series_len;
+            x.extend_from_slice(&self.series[at.clone()]);
+            x.extend(self.mask[at].iter().map(|&m| f32::from(m)));
+            x.extend_from_slice(&self.features[i * n_features..(i + 1) * n_features]);
+        }
+        Ok(x)
+    }
+
+    /// The engine's data set of this split for `task`.
+    fn dataset(
+        &self,
+        series_len: usize,
+        n_features: usize,
+        task: StudyTask,
+    ) -> Result<Dataset, SourceError> {
+        let x = self.rows(series_len, n_features)?;
+        let width = 2 * series_len + n_features;
+        Ok(match task {
+            StudyTask::Binary | StudyTask::Multiclass { .. } => {
+                Dataset::new(width, x, self.labels.clone())?
+            }
+            StudyTask::Multilabel { labels } => {
+                let targets: Vec<Vec<bool>> = self
+                    .labels
+                    .iter()
+                    .map(|&code| (0..labels).map(|k| code >> k & 1 == 1).collect())
+                    .collect();
+                Dataset::multi_label(width, x, labels, &targets)?
+            }
+            StudyTask::Survival => {
+                if self.time.len() != self.n {
+                    return Err(data_error(format!(
+                        "{} survival times for {} rows",
+                        self.time.len(),
+                        self.n
+                    )));
+                }
+                let event: Vec<bool> = self.labels.iter().map(|&l| l == 1).collect();
+                Dataset::survival(width, x, &self.time, &event)?
+            }
+        })
+    }
+}
+
 /// Train, validation and test tensors of one site.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SiteTensors {
@@ -38,6 +102,45 @@ pub struct SiteTensors {
     pub test: TensorSet,
     /// Per channel (mean, std) of the training part's observed values.
     pub channel_stats: Vec<(f32, f32)>,
+}
+
+impl SiteTensors {
+    /// The site's data as the engine trains a study of `task` on it: every split's rows laid
+    /// out as the study's `RowLayout` (`[series | mask | static]`), targets as the task reads
+    /// them. `label` is what the feature specification's label is; a task it cannot provide
+    /// is refused.
+    pub fn site_data(
+        &self,
+        name: &str,
+        label: LabelKind,
+        task: StudyTask,
+    ) -> Result<SiteData, SourceError> {
+        let fits = match label {
+            LabelKind::Binary => matches!(
+                task,
+                StudyTask::Binary
+                    | StudyTask::Multiclass { classes: 2.. }
+                    | StudyTask::Multilabel { labels: 1.. }
+            ),
+            LabelKind::Survival => task == StudyTask::Survival,
+        };
+        if !fits {
+            return Err(SourceError::Engine(
+                fl_engine::error::EngineError::InvalidConfig(format!(
+                    "site `{name}`: the specification's {label:?} label cannot train a {} task",
+                    task.describe()
+                )),
+            ));
+        }
+        let series_len = self.steps * self.channels.len();
+        let split = |t: &TensorSet| t.dataset(series_len, self.n_features, task);
+        Ok(SiteData {
+            name: name.to_owned(),
+            train: split(&self.train)?,
+            val: split(&self.val)?,
+            test: split(&self.test)?,
+        })
+    }
 }
 
 impl SiteRows {

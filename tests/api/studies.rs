@@ -722,6 +722,221 @@ async fn a_method_s_training_rule_is_checked_at_submission(app: TestApp) {
 }
 both_backends!(a_method_s_training_rule_is_checked_at_submission);
 
+fn icu_features(name: &str) -> Value {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/icu-federation")
+        .join(format!("{name}.features.json"));
+    serde_json::from_slice(&std::fs::read(path).expect("ICU feature spec")).unwrap()
+}
+
+/// The only refusal of `r`, as (field, code).
+fn only_field(r: &Reply) -> (String, String) {
+    let f = field_codes(r);
+    assert_eq!(f.len(), 1, "{}", r.text);
+    f[0].clone()
+}
+
+// 1b. Tasks, losses and model families: each combination the engine cannot honour has its
+// own code, nothing is stored, the refusal is audited; the accepted study reports its task,
+// loss and parameter count.
+async fn tasks_losses_and_models_are_checked_at_submission(app: TestApp) {
+    let alice = app.researcher();
+    let permit = app
+        .permit_id(&federation_application(&TWO, 1000.0, "record"))
+        .await;
+    let survival = with(
+        study_body(&permit, &TWO),
+        &[("feature_spec", icu_features("survival"))],
+    );
+    let series = with(
+        study_body(&permit, &TWO),
+        &[("feature_spec", icu_features("timeseries"))],
+    );
+    let record_dp = json!({"level": "record", "clip_norm": 1.0, "noise_multiplier": 1.0,
+                           "sampling_rate": 0.1});
+    let cases: Vec<(Value, &str, &str)> = vec![
+        // a survival task with a softmax head
+        (
+            with(
+                survival.clone(),
+                &[("model", json!({"architecture": "logistic", "outputs": 2}))],
+            ),
+            "model.outputs",
+            "head_task_mismatch",
+        ),
+        (
+            with(
+                survival.clone(),
+                &[("loss", json!({"CrossEntropy": {"class_weights": null}}))],
+            ),
+            "loss",
+            "loss_task_mismatch",
+        ),
+        (
+            with(
+                survival.clone(),
+                &[("task", json!({"multiclass": {"classes": 2}}))],
+            ),
+            "task",
+            "task_label_mismatch",
+        ),
+        (
+            with(
+                study_body(&permit, &TWO),
+                &[("task", json!({"multiclass": {"classes": 3}}))],
+            ),
+            "task",
+            "task_label_mismatch",
+        ),
+        // Cox's partial likelihood has no per-record term for DP-SGD to clip
+        (
+            with(survival.clone(), &[("dp", record_dp.clone())]),
+            "dp.level",
+            "loss_refuses_record_dp",
+        ),
+        (
+            with(
+                study_body(&permit, &TWO),
+                &[
+                    ("dp", record_dp.clone()),
+                    (
+                        "model",
+                        json!({"architecture": "net", "backbone":
+                        {"kind": "mlp", "hidden": [8], "norm": {"kind": "batch"}}}),
+                    ),
+                ],
+            ),
+            "dp.level",
+            "model_refuses_record_dp",
+        ),
+        (
+            with(survival.clone(), &[("strategy", json!({"name": "fedlc"}))]),
+            "strategy.name",
+            "strategy_refuses_task",
+        ),
+        // a sequence model on a static feature specification
+        (
+            with(
+                study_body(&permit, &TWO),
+                &[(
+                    "model",
+                    json!({"architecture": "net", "backbone": {"kind": "lstm", "hidden": 8}}),
+                )],
+            ),
+            "model.backbone",
+            "sequence_model_needs_series",
+        ),
+        (
+            with(
+                series.clone(),
+                &[
+                    (
+                        "model",
+                        json!({"architecture": "fenda",
+                    "backbone": {"kind": "gru", "hidden": 8},
+                    "local_backbone": {"kind": "mlp", "hidden": [4], "inputs": {"features": ["bmi"]}}}),
+                    ),
+                    ("strategy", json!({"name": "fenda_fl"})),
+                ],
+            ),
+            "model.local_backbone.inputs",
+            "unknown_feature",
+        ),
+        // one site's update would not fit through the federation (64 KiB here)
+        (
+            with(
+                series.clone(),
+                &[(
+                    "model",
+                    json!({"architecture": "net",
+                    "backbone": {"kind": "fusion", "cell": "lstm", "hidden": 128, "static_hidden": [8]}}),
+                )],
+            ),
+            "model",
+            "model_too_large",
+        ),
+        (
+            with(
+                study_body(&permit, &TWO),
+                &[("loss", json!({"BceWithLogits": {"pos_weight": -2.0}}))],
+            ),
+            "loss.pos_weight",
+            "invalid_loss_setting",
+        ),
+    ];
+    for (body, field, code) in cases {
+        let r = refused(&app, &alice, &body, 422, code).await;
+        assert_eq!(only_field(&r), (field.to_owned(), code.to_owned()));
+    }
+
+    // accepted: a Cox model over the ICU survival features, an LSTM over the hourly series
+    let created = app
+        .post(
+            "/v1/studies",
+            &alice,
+            &with(
+                survival,
+                &[("model", json!({"architecture": "mlp", "hidden": [8]}))],
+            ),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.text);
+    assert_eq!(created.body["spec"]["task"], "survival");
+    assert_eq!(created.body["spec"]["train"]["loss"], "Cox");
+    // 14 static columns (4 of them missing-value indicators): 14*8 + 8 + 8 + 1
+    assert_eq!(created.body["parameter_count"], 129, "{}", created.text);
+    let created = app
+        .post(
+            "/v1/studies",
+            &alice,
+            &with(
+                series,
+                &[
+                    (
+                        "model",
+                        json!({"architecture": "net", "backbone": {"kind": "lstm", "hidden": 8}}),
+                    ),
+                    ("loss", json!({"Focal": {"gamma": 2.0, "alpha": 0.25}})),
+                ],
+            ),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.text);
+    assert_eq!(created.body["spec"]["task"], "binary");
+    // nn.LSTM(12, 8): 4 (8*12 + 8*8 + 2*8) = 704, output 9
+    assert_eq!(created.body["parameter_count"], 713, "{}", created.text);
+    assert_eq!(
+        created.body["spec"]["model"]["BackboneNet"]["body"]["columns"],
+        json!([{"start": 0, "end": 288}])
+    );
+    assert_eq!(studies_listed(&app).await, 2);
+}
+
+async fn small_updates(backend: Backend) -> TestApp {
+    let dir = tempfile::tempdir().unwrap();
+    let url = match backend {
+        Backend::Sqlite => format!(
+            "sqlite://{}?mode=rwc",
+            dir.path().join("gateway.db").display()
+        ),
+        Backend::Postgres => fresh_postgres_database().await,
+    };
+    TestApp::spawn_on(backend, dir, url, |s| {
+        s.federation.max_update_bytes = 64 * 1024
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_losses_and_models_are_checked_at_submission_sqlite() {
+    tasks_losses_and_models_are_checked_at_submission(small_updates(Backend::Sqlite).await).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_losses_and_models_are_checked_at_submission_postgres() {
+    tasks_losses_and_models_are_checked_at_submission(small_updates(Backend::Postgres).await).await
+}
+
 // 2. Every kind of bad upload is refused, stored nowhere and audited; good ones then count.
 async fn bad_updates_are_refused_and_nothing_is_stored(app: TestApp) {
     let permit = app
@@ -1510,3 +1725,95 @@ async fn output_check_holds_back_a_model_on_too_few_samples() {
         .await;
     assert_eq!(officer.status, 403, "{}", officer.text);
 }
+
+/// A holder's evaluation with `edit` applied to its test metrics.
+fn evaluation(edit: &[(&str, Value)]) -> Value {
+    let mut test = json!({"n": 40, "loss": 0.6, "accuracy": 0.7, "balanced_accuracy": 0.65,
+        "auroc": 0.75, "auprc": 0.5, "f1": 0.55, "precision": 0.6, "recall": 0.5,
+        "brier": 0.2, "ece": 0.05, "predicted_positive_rate": 0.3, "threshold": 0.5});
+    for (k, v) in edit {
+        test[*k] = v.clone();
+    }
+    json!({"validation": test.clone(), "test": test})
+}
+
+// 2b. The metrics a holder reports: every engine metric in range is accepted (C-index and
+// integrated Brier score for survival, the multi-class Brier score up to 2); anything out of
+// range is refused and nothing is stored; the round shows each holder's metrics and their
+// uniform mean, predicted-positive rate included.
+async fn reported_metrics_are_range_checked_and_averaged(app: TestApp) {
+    let permit = app
+        .permit_id(&federation_application(&TWO, 1000.0, "record"))
+        .await;
+    let id = app.submit_study(&study_body(&permit, &TWO)).await;
+    let (a, b) = (Node::new(&app, TWO[0]), Node::new(&app, TWO[1]));
+    let ta = a.task(&id, 1, TaskKind::Fit).await;
+    for (field, bad) in [
+        ("c_index", json!(1.5)),
+        ("integrated_brier", json!(-0.1)),
+        ("ece", json!(1.01)),
+        ("predicted_positive_rate", json!(-0.5)),
+        ("precision", json!(2.0)),
+        ("brier", json!(2.5)),
+        ("threshold", json!(1.5)),
+    ] {
+        let mut body = result_body(&ta, 40, Some(a.echo(&ta, 0.01).await));
+        body["evaluation"] = evaluation(&[(field, bad)]);
+        let r = a.upload(&ta, &body).await;
+        assert_eq!(
+            (r.status.as_u16(), r.code()),
+            (422, "invalid_metrics"),
+            "{field}: {}",
+            r.text
+        );
+    }
+    // in range: a survival holder's C-index, a multi-class Brier score above 1
+    let mut body = result_body(&ta, 40, Some(a.echo(&ta, 0.01).await));
+    body["evaluation"] = evaluation(&[("c_index", json!(0.7)), ("integrated_brier", json!(0.15))]);
+    let r = a.upload(&ta, &body).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let tb = b.task(&id, 1, TaskKind::Fit).await;
+    let mut body = result_body(&tb, 40, Some(b.echo(&tb, 0.01).await));
+    body["evaluation"] = evaluation(&[
+        ("brier", json!(1.2)),
+        ("predicted_positive_rate", json!(0.1)),
+    ]);
+    let r = b.upload(&tb, &body).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    // both evaluated the initial model: round 0's evaluation carries every field and the mean
+    let view = app
+        .wait_for(
+            &format!("/v1/studies/{id}/rounds"),
+            &app.researcher(),
+            30,
+            "the initial evaluation",
+            |v| {
+                v["initial_evaluation"]["sites"]
+                    .as_array()
+                    .is_some_and(|s| s.len() == 2)
+            },
+        )
+        .await;
+    let ev = &view["initial_evaluation"];
+    let mean = &ev["mean_test"];
+    assert!(
+        (mean["predicted_positive_rate"].as_f64().unwrap() - 0.2).abs() < 1e-12,
+        "{ev}"
+    );
+    assert!(
+        (mean["brier"].as_f64().unwrap() - 0.7).abs() < 1e-12,
+        "{ev}"
+    );
+    // a metric only one holder has is averaged over that holder
+    assert!(
+        (mean["c_index"].as_f64().unwrap() - 0.7).abs() < 1e-12,
+        "{ev}"
+    );
+    assert_eq!(mean["n"], 80);
+    let sites = ev["sites"].as_array().unwrap();
+    assert!(
+        sites.iter().any(|s| s["test"]["integrated_brier"] == 0.15),
+        "{ev}"
+    );
+}
+both_backends!(reported_metrics_are_range_checked_and_averaged);

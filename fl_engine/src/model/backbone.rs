@@ -100,6 +100,22 @@ pub struct SeqConfig {
     pub mask: MaskLayout,
     #[serde(default)]
     pub readout: Readout,
+    /// Stacked recurrent layers (PyTorch's `num_layers`, no dropout between them): layer `k`
+    /// reads layer `k - 1`'s hidden state at each step; the readout is the top layer's. One
+    /// layer is omitted when serialised.
+    #[serde(default = "one_layer", skip_serializing_if = "is_one_layer")]
+    pub layers: usize,
+}
+
+/// Most stacked layers of a recurrent backbone.
+pub const MAX_RECURRENT_LAYERS: usize = 4;
+
+fn one_layer() -> usize {
+    1
+}
+
+fn is_one_layer(n: &usize) -> bool {
+    *n == 1
 }
 
 impl SeqConfig {
@@ -310,6 +326,12 @@ fn validate_seq(s: &SeqConfig) -> candle_core::Result<()> {
     if s.time == 0 || s.features == 0 || s.hidden == 0 {
         candle_core::bail!("a recurrent backbone needs positive time, features and hidden")
     }
+    if !(1..=MAX_RECURRENT_LAYERS).contains(&s.layers) {
+        candle_core::bail!(
+            "a recurrent backbone has 1 to {MAX_RECURRENT_LAYERS} layers, got {}",
+            s.layers
+        )
+    }
     Ok(())
 }
 
@@ -485,34 +507,55 @@ enum RecurrentCell {
     Lstm(candle_nn::rnn::LSTM),
 }
 
-/// GRU / LSTM over the series part of the row (parameters `cell.weight_ih_l0`,
-/// `cell.weight_hh_l0`, `cell.bias_ih_l0`, `cell.bias_hh_l0`).
+/// GRU / LSTM over the series part of the row (parameters `cell.weight_ih_l{k}`,
+/// `cell.weight_hh_l{k}`, `cell.bias_ih_l{k}`, `cell.bias_hh_l{k}` of each layer `k`).
 pub(crate) struct SeqNet {
     cfg: SeqConfig,
-    cell: RecurrentCell,
+    cells: Vec<RecurrentCell>,
 }
 
 impl SeqNet {
     fn new(cfg: &SeqConfig, vb: VarBuilder) -> candle_core::Result<Self> {
+        validate_seq(cfg)?;
         let vb = vb.pp("cell");
-        let inputs = cfg.cell_inputs();
-        let cell = match cfg.cell {
-            Cell::Gru => RecurrentCell::Gru(candle_nn::rnn::gru(
-                inputs,
-                cfg.hidden,
-                GRUConfig::default(),
-                vb,
-            )?),
-            Cell::Lstm => RecurrentCell::Lstm(candle_nn::rnn::lstm(
-                inputs,
-                cfg.hidden,
-                LSTMConfig::default(),
-                vb,
-            )?),
-        };
+        let cells = (0..cfg.layers)
+            .map(|k| {
+                let inputs = if k == 0 {
+                    cfg.cell_inputs()
+                } else {
+                    cfg.hidden
+                };
+                Ok(match cfg.cell {
+                    // candle's GRU names its variables for layer 0 only: layer k's are
+                    // renamed to PyTorch's `*_l{k}`
+                    Cell::Gru => RecurrentCell::Gru(candle_nn::rnn::gru(
+                        inputs,
+                        cfg.hidden,
+                        GRUConfig::default(),
+                        if k == 0 {
+                            vb.clone()
+                        } else {
+                            vb.clone().rename_f(move |name| {
+                                let last = name.rsplit('.').next().unwrap_or(name);
+                                last.replace("_l0", &format!("_l{k}"))
+                            })
+                        },
+                    )?),
+                    Cell::Lstm => RecurrentCell::Lstm(candle_nn::rnn::lstm(
+                        inputs,
+                        cfg.hidden,
+                        LSTMConfig {
+                            layer_idx: k,
+                            ..LSTMConfig::default()
+                        },
+                        vb.clone(),
+                    )?),
+                })
+            })
+            .collect::<candle_core::Result<Vec<_>>>()?;
         Ok(Self {
             cfg: cfg.clone(),
-            cell,
+            cells,
         })
     }
 
@@ -538,46 +581,57 @@ impl SeqNet {
             }
         };
         let inputs = inputs.contiguous()?;
-        let mut h = Tensor::zeros((b, c.hidden), xs.dtype(), xs.device())?;
-        let mut cell_state = h.clone();
-        let mut sum = h.clone();
+        let zeros = Tensor::zeros((b, c.hidden), xs.dtype(), xs.device())?;
+        // (h, c) of each layer
+        let mut states = vec![(zeros.clone(), zeros.clone()); self.cells.len()];
+        let mut sum = zeros;
         let mut count = Tensor::zeros((b, 1), xs.dtype(), xs.device())?;
         for t in 0..c.time {
-            let x_t = inputs.narrow(1, t, 1)?.squeeze(1)?;
-            let (nh, nc) = match &self.cell {
-                RecurrentCell::Gru(g) => {
-                    let s = g.step(&x_t, &candle_nn::rnn::GRUState { h: h.clone() })?;
-                    (s.h, None)
-                }
-                RecurrentCell::Lstm(l) => {
-                    let s = l.step(&x_t, &LSTMState::new(h.clone(), cell_state.clone()))?;
-                    (s.h().clone(), Some(s.c().clone()))
-                }
+            let mut x_t = inputs.narrow(1, t, 1)?.squeeze(1)?;
+            let p_t = match &present {
+                Some(p) => Some(p.narrow(1, t, 1)?.squeeze(1)?),
+                None => None,
             };
-            match &present {
-                None => {
-                    h = nh;
-                    if let Some(nc) = nc {
-                        cell_state = nc;
+            for (cell, (h, cell_state)) in self.cells.iter().zip(states.iter_mut()) {
+                let (nh, nc) = match cell {
+                    RecurrentCell::Gru(g) => {
+                        let s = g.step(&x_t, &candle_nn::rnn::GRUState { h: h.clone() })?;
+                        (s.h, None)
                     }
-                    if c.readout == Readout::Mean {
-                        sum = (sum + &h)?;
+                    RecurrentCell::Lstm(l) => {
+                        let s = l.step(&x_t, &LSTMState::new(h.clone(), cell_state.clone()))?;
+                        (s.h().clone(), Some(s.c().clone()))
+                    }
+                };
+                match &p_t {
+                    None => {
+                        *h = nh;
+                        if let Some(nc) = nc {
+                            *cell_state = nc;
+                        }
+                    }
+                    Some(p_t) => {
+                        // Carry the state over a missing step: s = p * new + (1 - p) * old.
+                        *h = (&*h + (nh - &*h)?.broadcast_mul(p_t)?)?;
+                        if let Some(nc) = nc {
+                            *cell_state =
+                                (&*cell_state + (nc - &*cell_state)?.broadcast_mul(p_t)?)?;
+                        }
                     }
                 }
-                Some(p) => {
-                    // Carry the state over a missing step: s = p * new + (1 - p) * old.
-                    let p_t = p.narrow(1, t, 1)?.squeeze(1)?;
-                    h = (&h + (nh - &h)?.broadcast_mul(&p_t)?)?;
-                    if let Some(nc) = nc {
-                        cell_state = (&cell_state + (nc - &cell_state)?.broadcast_mul(&p_t)?)?;
-                    }
-                    if c.readout == Readout::Mean {
-                        sum = (sum + h.broadcast_mul(&p_t)?)?;
+                x_t = h.clone();
+            }
+            if c.readout == Readout::Mean {
+                match &p_t {
+                    None => sum = (sum + &x_t)?,
+                    Some(p_t) => {
+                        sum = (sum + x_t.broadcast_mul(p_t)?)?;
                         count = (count + p_t)?;
                     }
                 }
             }
         }
+        let h = states.pop().expect("at least one layer").0;
         match (c.readout, &present) {
             (Readout::Last, _) => Ok(h),
             (Readout::Mean, None) => sum.affine(1.0 / c.time as f64, 0.0),
@@ -689,6 +743,7 @@ mod tests {
             hidden,
             mask,
             readout: Readout::Last,
+            layers: 1,
         }
     }
 
@@ -723,6 +778,66 @@ mod tests {
             b[0] = 2.0;
             assert_ne!(out(&net, &row(&a)), out(&net, &row(&b)), "{cell:?}");
         }
+    }
+
+    #[test]
+    fn stacked_layers_count_carry_masked_steps_and_keep_one_layer_json() {
+        for cell in [Cell::Gru, Cell::Lstm] {
+            let mut s = seq(cell, 2, 5, MaskLayout::PerStep);
+            s.layers = 2;
+            let spec = ModelSpec::BackboneNet {
+                body: Backbone::Recurrent(s.clone()),
+                outputs: 1,
+            };
+            // nn.LSTM(3, 5, num_layers=2): 4 (5*3 + 25 + 10) + 4 (5*5 + 25 + 10) = 200 + 240;
+            // nn.GRU the same with 3 gates; plus Linear(5, 1)
+            let gates = if cell == Cell::Lstm { 4 } else { 3 };
+            assert_eq!(
+                spec.parameter_count().unwrap(),
+                gates * (15 + 25 + 10) + gates * (25 + 25 + 10) + 6,
+                "{cell:?}"
+            );
+            let net = Net::new(&spec, 3).unwrap();
+            let names: Vec<String> = net.vars().iter().map(|(n, _)| n.clone()).collect();
+            assert!(
+                names.contains(&"body.cell.weight_hh_l1".to_owned()),
+                "{names:?}"
+            );
+            // the second layer is initialised like the first: U(+-1/sqrt(hidden)), not zero
+            let p = net.parameters().unwrap();
+            let w = &p.get("body.cell.weight_ih_l1").unwrap().values;
+            let bound = 1.0 / 5f32.sqrt();
+            assert!(w.iter().all(|v| v.abs() <= bound) && w.iter().any(|v| *v != 0.0));
+            // a missing step changes no layer's state
+            let mask = [1.0, 0.0, 1.0, 0.0];
+            let a = [0.5, -1.0, 9.0, 9.0, 0.2, 0.3, 7.0, -7.0];
+            let mut b = a;
+            b[2] = -4.0;
+            b[6] = 1.0;
+            let row = |x: &[f32]| [x, &mask[..]].concat();
+            assert_eq!(out(&net, &row(&a)), out(&net, &row(&b)), "{cell:?}");
+            b[0] = 2.0;
+            assert_ne!(out(&net, &row(&a)), out(&net, &row(&b)), "{cell:?}");
+            // the second layer is used: a one-layer net with the same first layer differs
+            s.layers = 1;
+            let one = Net::new(
+                &ModelSpec::BackboneNet {
+                    body: Backbone::Recurrent(s.clone()),
+                    outputs: 1,
+                },
+                3,
+            )
+            .unwrap();
+            assert_ne!(out(&net, &row(&a)), out(&one, &row(&a)), "{cell:?}");
+        }
+        let mut s = seq(Cell::Gru, 2, 5, MaskLayout::PerStep);
+        let json = serde_json::to_value(&s).unwrap();
+        assert!(json.get("layers").is_none(), "{json}");
+        assert_eq!(serde_json::from_value::<SeqConfig>(json).unwrap(), s);
+        s.layers = 0;
+        assert!(Backbone::Recurrent(s.clone()).validate().is_err());
+        s.layers = MAX_RECURRENT_LAYERS + 1;
+        assert!(Backbone::Recurrent(s).validate().is_err());
     }
 
     #[test]

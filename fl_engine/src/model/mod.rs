@@ -27,7 +27,10 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 pub use apfl::ApflTwins;
-pub use backbone::{Backbone, Cell, CnnConfig, ColumnRange, MaskLayout, Norm, Readout, SeqConfig};
+pub use backbone::{
+    Backbone, Cell, CnnConfig, ColumnRange, MaskLayout, Norm, Readout, SeqConfig,
+    MAX_RECURRENT_LAYERS,
+};
 pub use compose::{BackboneApfl, BackboneFenda, BackboneHeadNet, BackboneNet};
 pub use fenda::{Fenda, HeadNet};
 pub use mlp::{Mlp, MlpConfig};
@@ -351,8 +354,9 @@ enum InitRule {
 ///   first;
 /// * `*.weight` of rank 1 and the matching `*.bias` (LayerNorm, GroupNorm, BatchNorm): 1 and 0;
 ///   BatchNorm's `running_mean` 0 and `running_var` 1;
-/// * recurrent `*.weight_ih_l0`, `*.weight_hh_l0`, `*.bias_ih_l0`, `*.bias_hh_l0` (`nn.GRU`,
-///   `nn.LSTM`): U(+-1/sqrt(hidden)), hidden = the second dim of `weight_hh_l0`.
+/// * recurrent `*.weight_ih_l{k}`, `*.weight_hh_l{k}`, `*.bias_ih_l{k}`, `*.bias_hh_l{k}`
+///   (`nn.GRU`, `nn.LSTM`, layer k): U(+-1/sqrt(hidden)), hidden = the second dim of
+///   `weight_hh_l{k}`.
 fn init_rule(template: &ParameterSet, name: &str) -> Option<InitRule> {
     if name.ends_with("running_mean") {
         return Some(InitRule::Const(0.0));
@@ -360,12 +364,17 @@ fn init_rule(template: &ParameterSet, name: &str) -> Option<InitRule> {
     if name.ends_with("running_var") {
         return Some(InitRule::Const(1.0));
     }
-    for suffix in ["weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"] {
-        if let Some(stem) = name.strip_suffix(suffix) {
-            let hidden = template
-                .get(&format!("{stem}weight_hh_l0"))
-                .and_then(|w| w.shape.get(1).copied())?;
-            return Some(InitRule::Uniform(1.0 / (hidden.max(1) as f32).sqrt()));
+    // `{stem}{weight|bias}_{ih|hh}_l{k}`: layer k of a stacked recurrent network
+    if let Some((head, layer)) = name.rsplit_once("_l") {
+        if layer.parse::<usize>().is_ok() {
+            for part in ["weight_ih", "weight_hh", "bias_ih", "bias_hh"] {
+                if let Some(stem) = head.strip_suffix(part) {
+                    let hidden = template
+                        .get(&format!("{stem}weight_hh_l{layer}"))
+                        .and_then(|w| w.shape.get(1).copied())?;
+                    return Some(InitRule::Uniform(1.0 / (hidden.max(1) as f32).sqrt()));
+                }
+            }
         }
     }
     let (stem, is_bias) = match name.strip_suffix("bias") {
@@ -572,6 +581,7 @@ mod tests {
                     hidden: 32,
                     mask: MaskLayout::PerStep,
                     readout: Readout::Last,
+                    layers: 1,
                 }),
                 outputs: 1,
             }

@@ -121,12 +121,8 @@ impl FedLcClient {
 impl super::GlobalClient for FedLcClient {
     fn fit(&mut self, site: &mut Site, ins: &FitIns, rng: &mut ChaCha8Rng) -> Result<FitRes> {
         check_train(&self.config, &site.train)?;
-        if site.data.train.task() != crate::data::Task::Classification {
-            return Err(EngineError::InvalidConfig(
-                "FedLC calibrates class logits by the site's class counts: it needs a \
-                 classification task"
-                    .into(),
-            ));
+        if let Support::No(why) = self.config.task(site.data.train.task()) {
+            return Err(EngineError::InvalidConfig(format!("FedLC: {why}")));
         }
         let outputs = site.net.spec().outputs();
         let cal = LogitCalibration::new(self.config.tau, site.data.train.labels(), outputs)?;
@@ -160,6 +156,16 @@ impl MethodSpec for FedLcConfig {
 
     fn record_dp(&self) -> Support {
         Support::No("the DP-SGD step differentiates the plain task loss, not the calibrated one")
+    }
+
+    fn task(&self, task: crate::data::Task) -> Support {
+        match task {
+            crate::data::Task::Classification => Support::Yes,
+            _ => Support::No(
+                "it calibrates class logits by the site's class counts, so it needs a \
+                 classification task",
+            ),
+        }
     }
 }
 

@@ -93,6 +93,12 @@ pub trait MethodSpec {
         Support::Yes
     }
 
+    /// Whether the method trains a task of this kind (FedLC calibrates by class counts, so
+    /// it needs class labels). Clients of methods answering `No` refuse such a site.
+    fn task(&self, _task: crate::data::Task) -> Support {
+        Support::Yes
+    }
+
     /// Which parameters travel between sites and server (default: all of them).
     fn shared(&self) -> Selector {
         Selector::All
@@ -268,6 +274,11 @@ impl StrategyConfig {
     /// Personalised methods are judged on each site's own (local) checkpoint.
     pub fn personalised(&self) -> bool {
         self.spec().personalised()
+    }
+
+    /// Whether the method trains a task of this kind ([`MethodSpec::task`]).
+    pub fn supports_task(&self, task: crate::data::Task) -> Support {
+        self.spec().task(task)
     }
 
     /// Check that the model has the parts this strategy addresses.
