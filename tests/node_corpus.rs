@@ -581,7 +581,7 @@ fn bad_input_is_counted_with_its_location() {
     let err = load(&s, d, None).unwrap_err();
     assert!(err.to_string().contains("Observation.ndjson.gz"), "{err}");
     // two Patients with the same id cannot be told apart: the read stops with an error that
-    // names the id, and no rows exist to be trained on or uploaded
+    // names the id and where the second one is, and no rows exist to be trained on or uploaded
     std::fs::write(d.join("Observation.ndjson.gz"), &bytes).unwrap();
     assert!(load(&s, d, None).is_ok());
     std::fs::write(
@@ -590,7 +590,10 @@ fn bad_input_is_counted_with_its_location() {
     )
     .unwrap();
     let err = load(&s, d, None).unwrap_err();
-    assert_eq!(err.to_string(), "patient `a` appears twice");
+    assert_eq!(
+        err.to_string(),
+        "Patient.ndjson line 3: patient `a` appears twice"
+    );
 }
 
 #[test]

@@ -325,7 +325,11 @@ impl Store {
             return;
         };
         if self.by_id.contains_key(id) {
-            self.fatal = Some(SourceError::DuplicatePatient(id.to_owned()));
+            self.fatal = Some(SourceError::DuplicatePatient {
+                id: id.to_owned(),
+                file: at.file.to_owned(),
+                line: at.line,
+            });
             return;
         }
         let rid = Some(format!("Patient/{id}"));

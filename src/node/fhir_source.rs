@@ -239,7 +239,7 @@ mod tests {
         assert_eq!(rows.incomplete, ["a"]);
         assert!(matches!(
             read(&[patient("a", "male"), patient("a", "male")]),
-            Err(SourceError::DuplicatePatient(_))
+            Err(SourceError::DuplicatePatient { ref id, line: 2, .. }) if id == "a"
         ));
         // repeated measurements: the latest (here: the last in source order, both undated)
         let rows = read(&[

@@ -134,8 +134,9 @@ pub enum SourceError {
     NotABundle(String),
     #[error("bundle entry {0}: Patient without an id")]
     PatientWithoutId(usize),
-    #[error("patient `{0}` appears twice")]
-    DuplicatePatient(String),
+    /// Two Patients with one id cannot be told apart, so the read stops.
+    #[error("{file} line {line}: patient `{id}` appears twice")]
+    DuplicatePatient { id: String, file: String, line: u64 },
     #[error(
         "bundle entry {entry}: subject reference {reference:?} names no Patient in the bundle"
     )]
