@@ -941,11 +941,11 @@ async fn multi_class_and_multi_label_studies_on_bulk_data_exports() {
 // ---------------------------------------------------------------------------------------------
 // A study without formal DP, under a permit that allows it.
 
-/// Under a `none_allowed` permit a study runs with `"dp": {"level": "none"}` on the four node
-/// processes: no clipping, no noise, no DP-SGD, no epsilon spent, and the model is released
+/// q-FedAvg supports neither DP level; under a `none_allowed` permit it runs with
+/// `"dp": {"level": "none"}` on the four node processes: no clipping, no noise, no DP-SGD, no epsilon spent, and the model is released
 /// after the output check with a release entry recording that no formal DP applied.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn study_without_formal_dp_under_a_none_allowed_permit() {
+async fn qfedavg_without_formal_dp_under_a_none_allowed_permit() {
     let app = TestApp::spawn(Backend::Sqlite).await;
     let gw = Gateway::new(&app.base, app.dev.clone());
     let (_, issued) = app
@@ -963,7 +963,7 @@ async fn study_without_formal_dp_under_a_none_allowed_permit() {
     }
     let rounds = 2;
     let mut body = ditto_study(permit, rounds);
-    body["strategy"] = json!({"name": "fedavg"});
+    body["strategy"] = json!({"name": "qfedavg", "q": 1.0});
     body["optimizer"] = json!({"name": "sgd", "lr": 0.1});
     body["local_steps"] = json!(10);
     body["dp"] = json!({"level": "none"});
