@@ -937,3 +937,76 @@ async fn multi_class_and_multi_label_studies_on_bulk_data_exports() {
     assert!(ppr > 0.0 && ppr < 1.0, "{mean}");
     assert!(mean["auroc"].as_f64().unwrap() > 0.6, "{mean}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// A study without formal DP, under a permit that allows it.
+
+/// q-FedAvg supports neither DP level; under a `none_allowed` permit it runs with
+/// `"dp": {"level": "none"}` on the four node processes: no clipping, no noise, no DP-SGD, no epsilon spent, and the model is released
+/// after the output check with a release entry recording that no formal DP applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn qfedavg_without_formal_dp_under_a_none_allowed_permit() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let gw = Gateway::new(&app.base, app.dev.clone());
+    let (_, issued) = app
+        .permit_with(
+            &federation_application(&hospitals(), 1.0, "data_holder"),
+            &json!({"decision": "approve", "dp_requirement": "none_allowed"}),
+        )
+        .await;
+    assert_eq!(issued["terms"]["dp_requirement"], "none_allowed");
+    let permit = PermitId::parse(issued["id"].as_str().unwrap()).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let mut nodes = Nodes::new();
+    for org in hospitals() {
+        nodes.spawn(org, &app.base, &app.data_dir, work.path(), None);
+    }
+    let rounds = 2;
+    let mut body = ditto_study(permit, rounds);
+    body["strategy"] = json!({"name": "qfedavg", "q": 1.0});
+    body["optimizer"] = json!({"name": "sgd", "lr": 0.1});
+    body["local_steps"] = json!(10);
+    body["dp"] = json!({"level": "none"});
+    let id = gw.submit(&body).await;
+
+    let view = gw.wait_until_done(id, 180, &nodes).await;
+    nodes.kill().await;
+    assert_eq!(view["status"], "completed", "{view}\n{}", nodes.logs());
+    assert_eq!(view["dp"], "none", "{view}");
+    assert_eq!(view["epsilon_spent"], 0.0, "{view}");
+    let aggregated = aggregated_once_each(&view, rounds);
+    let last = aggregated.last().unwrap();
+    assert_eq!(
+        last["evaluation"]["sites"].as_array().unwrap().len(),
+        4,
+        "{last}"
+    );
+    for r in aggregated {
+        assert_eq!(r["dp"], "none", "{r}");
+        assert_eq!(r["epsilon_round"], 0.0, "{r}");
+        assert_eq!(r["epsilon_total"], 0.0, "{r}");
+        assert_eq!(r["clipped_updates"], Value::Null, "nothing is clipped: {r}");
+        assert_eq!(
+            r["noise_std_on_mean"],
+            Value::Null,
+            "no noise is added: {r}"
+        );
+        let sites = r["sites"].as_array().unwrap();
+        assert!(sites.iter().all(|s| s["contributed"] == true), "{r}");
+    }
+    assert_eq!(gw.epsilon_spent(permit).await, 0.0);
+
+    let model = gw.model(id).await;
+    let (params, meta) = fl_engine::load_safetensors(&model.bytes).expect("a valid parameter file");
+    assert!(!params.is_empty());
+    params.ensure_finite().expect("a finite model");
+    assert_eq!(meta.round, rounds);
+    let id_text = id.to_string();
+    let released = gw
+        .audit(&[("action", "study.model"), ("resource_id", &id_text)])
+        .await;
+    let entry = released.last().expect("the release is audited");
+    assert_eq!(entry.detail["dp"], "none", "{:?}", entry.detail);
+    assert_eq!(entry.detail["epsilon_spent"], 0.0);
+    assert_eq!(entry.detail["digest"], model.digest);
+}

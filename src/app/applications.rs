@@ -9,7 +9,7 @@ use crate::{
         audit::AuditSubject,
         audit_details::{ApplicationCreated, ApplicationDecided, PermitIssued},
         time::Timestamp,
-        Application, ApplicationId, ApplicationStatus, NewApplication, Permit,
+        Application, ApplicationId, ApplicationStatus, DpRequirement, NewApplication, Permit,
     },
     store::{StoreError, Tx},
 };
@@ -54,6 +54,8 @@ pub enum Decision {
     Approve {
         grant_optout_exception: bool,
         conditions: Option<String>,
+        /// Which privacy plans the permit's studies may use.
+        dp_requirement: DpRequirement,
     },
     Reject,
 }
@@ -101,6 +103,7 @@ pub async fn decide(
         Decision::Approve {
             grant_optout_exception,
             conditions,
+            dp_requirement,
         } => {
             if grant_optout_exception && app.request.optout_exception.is_none() {
                 return Err(DecideError::ExceptionNotRequested);
@@ -114,6 +117,7 @@ pub async fn decide(
                 &app.request,
                 grant_optout_exception,
                 conditions,
+                dp_requirement,
                 now,
             );
             app.approve(&decided_by, permit.id(), reason, now)

@@ -184,6 +184,16 @@ async fn workable(tx: &mut dyn Tx, task: &Task, now: Timestamp) -> Result<Study,
 /// What the server sends for the task: the global model of the previous round with the
 /// strategy's extras (fit), or the final model (evaluate).
 async fn fit_ins(tx: &mut dyn Tx, study: &Study, task: &Task) -> Result<FitIns, SetupError> {
+    Ok(fit_ins_and_server(tx, study, task).await?.0)
+}
+
+/// The instructions of `task` and the method's server they came from (at the study's last
+/// checkpoint).
+async fn fit_ins_and_server(
+    tx: &mut dyn Tx,
+    study: &Study,
+    task: &Task,
+) -> Result<(FitIns, Box<dyn fl_engine::strategy::ServerStrategy>), SetupError> {
     let checkpoint = tx
         .latest_checkpoint(study.id)
         .await?
@@ -208,7 +218,10 @@ async fn fit_ins(tx: &mut dyn Tx, study: &Study, task: &Task) -> Result<FitIns, 
     server
         .load_state(checkpoint.server_state)
         .map_err(internal)?;
-    server.configure_fit(task.round, &global).map_err(internal)
+    let ins = server
+        .configure_fit(task.round, &global)
+        .map_err(internal)?;
+    Ok((ins, server))
 }
 
 /// The parameters `task` starts from, as safetensors; the download is audited.
@@ -299,7 +312,9 @@ pub async fn accept_result(
                 &task.data_holder,
             )
             .map_err(TaskError::Update)?;
-            let ins = fit_ins(tx, &study, task).await.map_err(TaskError::Setup)?;
+            let (ins, mut server) = fit_ins_and_server(tx, &study, task)
+                .await
+                .map_err(TaskError::Setup)?;
             let res = FitRes {
                 site: task.data_holder.to_string(),
                 num_examples: body.num_examples as usize,
@@ -307,9 +322,22 @@ pub async fn accept_result(
                 extras,
                 report: Default::default(),
             };
-            let template: Option<&ParameterSet> = (!ins.extras.is_empty()).then_some(&ins.extras);
-            validate_results(&ins.params, std::slice::from_ref(&res), template)
-                .map_err(|e| TaskError::InvalidUpdate(e.to_string()))?;
+            let invalid = |e: fl_engine::EngineError| TaskError::InvalidUpdate(e.to_string());
+            let replies_as_sent =
+                res.extras.is_empty() || res.extras.names().eq(ins.extras.names());
+            if replies_as_sent {
+                let template: Option<&ParameterSet> =
+                    (!ins.extras.is_empty()).then_some(&ins.extras);
+                validate_results(&ins.params, std::slice::from_ref(&res), template)
+                    .map_err(invalid)?;
+            } else {
+                // The method's sites reply with other values than it sent (q-FedAvg's loss,
+                // FedMode's loss curve, FedMAP's site weight, FedNova's step count): the
+                // method's own server checks them, exactly as it will at aggregation.
+                server
+                    .aggregate_fit(task.round, &ins.params, std::slice::from_ref(&res), 0)
+                    .map_err(invalid)?;
+            }
             Some(bytes)
         }
     };

@@ -349,6 +349,7 @@ pub async fn release_model(
                 bytes: checkpoint.global.len(),
                 epsilon_spent: study.epsilon_spent,
                 sites: last.summary.sites.iter().filter(|s| s.contributed).count(),
+                dp: study.spec.dp.level,
             }),
     )
     .await?;

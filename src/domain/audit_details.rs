@@ -16,7 +16,7 @@ use super::{
     check::DenyReason,
     optout::FilterPolicy,
     permit::PermitTerms,
-    study::{DpPlan, RoundRefusal},
+    study::{DpLevel, DpPlan, RoundRefusal},
     time::Timestamp,
     ApplicationId, DataCategory, OrgId, Purpose, StudyId,
 };
@@ -223,6 +223,8 @@ pub struct ModelReleased<'a> {
     pub bytes: usize,
     pub epsilon_spent: f64,
     pub sites: usize,
+    /// The study's DP level; `none` records that no formal DP was applied to the model.
+    pub dp: DpLevel,
 }
 
 /// `node.tasks`: the tasks handed to a node.
@@ -534,7 +536,15 @@ mod tests {
             justification: "j".into(),
             optout_exception: None,
         };
-        crate::domain::Permit::issue(ApplicationId::new(), "alice", &req, false, None, now)
+        crate::domain::Permit::issue(
+            ApplicationId::new(),
+            "alice",
+            &req,
+            false,
+            None,
+            crate::domain::DpRequirement::default(),
+            now,
+        )
     }
 
     #[test]
@@ -648,9 +658,10 @@ mod tests {
                 bytes: 1024,
                 epsilon_spent: 2.5,
                 sites: 4,
+                dp: DpLevel::NoFormalDp,
             },
             json!({ "round": 3u64, "digest": "ab12", "bytes": 1024usize, "epsilon_spent": 2.5,
-                    "sites": 4usize }),
+                    "sites": 4usize, "dp": "none" }),
         );
         let ids = vec!["a".to_owned(), "b".to_owned()];
         same(

@@ -11,6 +11,7 @@ pub mod audit_subject;
 pub mod budget;
 pub mod category;
 pub mod check;
+pub mod dp_requirement;
 pub mod feature_spec;
 pub mod ids;
 pub mod optout;
@@ -23,6 +24,7 @@ pub mod time;
 pub use application::{Application, ApplicationStatus, NewApplication};
 pub use budget::{BudgetUnit, Delta, Epsilon, PrivacyBudget};
 pub use category::DataCategory;
+pub use dp_requirement::DpRequirement;
 pub use ids::{
     ApplicationId, MemberState, OptOutId, OrgId, PermitId, RoundId, StudyId, SubjectPseudonym,
     TaskId,

@@ -10,8 +10,8 @@ use super::{
         ResearchFlag, MAX_PERMIT_MONTHS,
     },
     time::Timestamp,
-    ApplicationId, DataCategory, Epsilon, Errors, FieldError, MemberState, OrgId, PermitId,
-    PrivacyBudget, Purpose,
+    ApplicationId, DataCategory, DpRequirement, Epsilon, Errors, FieldError, MemberState, OrgId,
+    PermitId, PrivacyBudget, Purpose,
 };
 
 /// Art. 68(13): an extension must be requested at least one month before expiry.
@@ -38,6 +38,10 @@ pub struct PermitTerms {
     /// Set when the HDAB granted the Art. 71(4) exception; opt-outs then do not exclude subjects.
     pub optout_exception: Option<OptOutException>,
     pub conditions: Option<String>,
+    /// Which privacy plans studies under the permit may use; permits issued before this term
+    /// existed read as `client_or_record`.
+    #[serde(default)]
+    pub dp_requirement: DpRequirement,
 }
 
 impl PermitTerms {
@@ -146,6 +150,7 @@ pub struct Amendment {
     pub member_states: Option<Vec<MemberState>>,
     pub epsilon: Option<Epsilon>,
     pub conditions: Option<String>,
+    pub dp_requirement: Option<DpRequirement>,
 }
 
 fn regrant<T: PartialEq + Clone>(old: &[Grant<T>], new: Vec<T>, now: Timestamp) -> Vec<Grant<T>> {
@@ -168,6 +173,7 @@ impl Permit {
         req: &NewApplication,
         grant_exception: bool,
         conditions: Option<String>,
+        dp_requirement: DpRequirement,
         now: Timestamp,
     ) -> Permit {
         let grant = |v| Grant {
@@ -206,6 +212,7 @@ impl Permit {
                     None
                 },
                 conditions,
+                dp_requirement,
             },
             terms_version: 1,
             row_version: 1,
@@ -454,6 +461,9 @@ impl Permit {
         if let Some(c) = change.conditions {
             terms.conditions = Some(c);
         }
+        if let Some(r) = change.dp_requirement {
+            terms.dp_requirement = r;
+        }
         if let Some(ex) = &terms.optout_exception {
             validate_optout_exception(
                 &mut e,
@@ -524,7 +534,15 @@ mod tests {
             justification: "j".into(),
             optout_exception: None,
         };
-        Permit::issue(ApplicationId::new(), "alice", &req, false, None, now)
+        Permit::issue(
+            ApplicationId::new(),
+            "alice",
+            &req,
+            false,
+            None,
+            DpRequirement::default(),
+            now,
+        )
     }
 
     #[test]

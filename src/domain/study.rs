@@ -26,6 +26,11 @@ pub enum DpLevel {
     Client,
     /// DP-SGD at each data holder: every record's gradient is clipped and noised.
     Record,
+    /// No formal differential privacy (`"none"` in the API): no clipping, no noise, no epsilon
+    /// spent. Only under a permit whose `dp_requirement` is `none_allowed`; the output check
+    /// still applies before release.
+    #[serde(rename = "none")]
+    NoFormalDp,
 }
 
 /// The privacy mechanism of a study, resolved at submission: the noise multiplier is fixed
@@ -48,17 +53,41 @@ pub struct DpPlan {
 }
 
 impl DpPlan {
-    /// The mechanism one round applies.
-    pub fn round_mechanism(&self) -> fl_engine::Result<SampledGaussian> {
-        Ok(SampledGaussian::new(
+    /// The plan of a study without formal DP: nothing clipped, no noise, nothing accounted.
+    pub fn no_formal_dp(delta: f64) -> Self {
+        Self {
+            level: DpLevel::NoFormalDp,
+            clip_norm: 0.0,
+            noise_multiplier: 0.0,
+            target_epsilon: None,
+            sampling_rate: 0.0,
+            steps_per_round: 0,
+            delta,
+        }
+    }
+
+    /// Whether the study runs under formal differential privacy (and so spends epsilon).
+    pub fn is_formal(&self) -> bool {
+        self.level != DpLevel::NoFormalDp
+    }
+
+    /// The mechanism one round applies; `None` without formal DP.
+    pub fn round_mechanism(&self) -> fl_engine::Result<Option<SampledGaussian>> {
+        if !self.is_formal() {
+            return Ok(None);
+        }
+        Ok(Some(SampledGaussian::new(
             self.sampling_rate,
             self.noise_multiplier,
             self.steps_per_round,
-        )?)
+        )?))
     }
 
-    /// Epsilon of `rounds` rounds of this plan, composed under Rényi DP.
+    /// Epsilon of `rounds` rounds of this plan, composed under Rényi DP; 0 without formal DP.
     pub fn epsilon_for_rounds(&self, rounds: u64) -> fl_engine::Result<f64> {
+        if !self.is_formal() {
+            return Ok(0.0);
+        }
         let step = SampledGaussian::new(
             self.sampling_rate,
             self.noise_multiplier,

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use super::{
     application::{non_blank, parse_list},
     check::{check, CheckRequest, DenyReason},
+    dp_requirement::DpRequirement,
     optout::FilterPolicy,
     study::{DpLevel, DpPlan, OutputCheck, RowLayout, StudySpec, StudyTask},
     time::Timestamp,
@@ -149,8 +150,12 @@ pub struct OptimizerRequest {
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DpRequest {
-    /// `client` (DP-FedAvg at the gateway) or `record` (DP-SGD at each data holder).
+    /// `client` (DP-FedAvg at the gateway), `record` (DP-SGD at each data holder), or `none`
+    /// (no formal DP: no clipping, no noise, no epsilon spent; only under a permit whose
+    /// `dp_requirement` is `none_allowed`, and then no other `dp` field applies).
     pub level: String,
+    /// Required at `client` and `record` level.
+    #[serde(default = "absent_number")]
     pub clip_norm: f64,
     /// Give either the noise multiplier or the epsilon the whole study may spend.
     pub noise_multiplier: Option<f64>,
@@ -1100,6 +1105,30 @@ pub fn parse_study(
     })
 }
 
+/// A number the request left out (JSON cannot spell NaN).
+fn absent_number() -> f64 {
+    f64::NAN
+}
+
+/// A study without formal DP takes no DP parameter: each one given is refused by name.
+fn parse_no_formal_dp(e: &mut Errors, d: &DpRequest, delta: f64) -> Option<DpPlan> {
+    let given = [
+        ("dp.clip_norm", !d.clip_norm.is_nan()),
+        ("dp.noise_multiplier", d.noise_multiplier.is_some()),
+        ("dp.target_epsilon", d.target_epsilon.is_some()),
+        ("dp.sampling_rate", d.sampling_rate.is_some()),
+        ("dp.noise_seed", d.noise_seed.is_some()),
+    ];
+    for (field, _) in given.iter().filter(|(_, g)| *g) {
+        e.push(
+            *field,
+            "not_applicable",
+            "a study without formal DP clips nothing and adds no noise",
+        );
+    }
+    Some(DpPlan::no_formal_dp(delta))
+}
+
 fn parse_dp(
     e: &mut Errors,
     d: &DpRequest,
@@ -1111,11 +1140,12 @@ fn parse_dp(
     let level = match d.level.as_str() {
         "client" => DpLevel::Client,
         "record" => DpLevel::Record,
+        "none" => return parse_no_formal_dp(e, d, delta),
         other => {
             e.push(
                 "dp.level",
                 "unknown_dp_level",
-                format!("`{other}` is neither `client` nor `record`"),
+                format!("`{other}` is not one of `client`, `record`, `none`"),
             );
             return None;
         }
@@ -1142,8 +1172,18 @@ fn parse_dp(
             _ => {}
         }
     }
-    let clip_ok = positive(e, "dp.clip_norm", d.clip_norm);
+    let clip_ok = if d.clip_norm.is_nan() {
+        e.push(
+            "dp.clip_norm",
+            "clip_norm_required",
+            "client- and record-level DP clip to `clip_norm`: give it",
+        );
+        false
+    } else {
+        positive(e, "dp.clip_norm", d.clip_norm)
+    };
     let (sampling_rate, steps_per_round) = match level {
+        DpLevel::NoFormalDp => return parse_no_formal_dp(e, d, delta),
         DpLevel::Client => {
             if d.sampling_rate.is_some() {
                 e.push(
@@ -1255,6 +1295,12 @@ pub enum StudyRefusal {
 pub enum StudyReason {
     /// The permit's budget protects whole data holders; only client-level DP does that.
     DpLevelWeakerThanPermitUnit { permit_unit: BudgetUnit },
+    /// The permit's `dp_requirement` does not allow the study's DP level.
+    DpLevelNotPermitted {
+        level: DpLevel,
+        dp_requirement: DpRequirement,
+        permitted_levels: Vec<DpLevel>,
+    },
     /// `remaining`: the permit's unspent budget less what its other live studies reserved.
     BudgetTooSmallForOneRound {
         epsilon_one_round: f64,
@@ -1292,8 +1338,18 @@ pub fn assess(
         .into_iter()
         .map(StudyRefusal::Permit)
         .collect();
+    let requirement = permit.terms().dp_requirement;
+    if !requirement.permits(spec.dp.level) {
+        reasons.push(StudyRefusal::Study(StudyReason::DpLevelNotPermitted {
+            level: spec.dp.level,
+            dp_requirement: requirement,
+            permitted_levels: requirement.permitted_levels(),
+        }));
+    }
+    // a data-holder budget is spent only by formal DP, and only client-level DP protects a
+    // whole holder; a study without formal DP spends none of it
     let unit = permit.terms().privacy_budget.unit;
-    if unit == BudgetUnit::DataHolder && spec.dp.level != DpLevel::Client {
+    if unit == BudgetUnit::DataHolder && spec.dp.level == DpLevel::Record {
         reasons.push(StudyRefusal::Study(
             StudyReason::DpLevelWeakerThanPermitUnit { permit_unit: unit },
         ));
@@ -1397,7 +1453,15 @@ pub(crate) mod tests {
             justification: "j".into(),
             optout_exception: None,
         };
-        Permit::issue(ApplicationId::new(), "alice", &req, false, None, now)
+        Permit::issue(
+            ApplicationId::new(),
+            "alice",
+            &req,
+            false,
+            None,
+            crate::domain::DpRequirement::default(),
+            now,
+        )
     }
 
     #[test]
@@ -1759,5 +1823,46 @@ pub(crate) mod tests {
                 data_holder: OrgId::parse("hosp-9").unwrap()
             }))
         );
+    }
+
+    #[test]
+    fn a_study_without_formal_dp_spends_nothing_and_runs_only_where_the_permit_allows() {
+        let mut r = request();
+        r.dp = serde_json::from_value(serde_json::json!({"level": "none"})).unwrap();
+        r.strategy = serde_json::json!({"name": "qfedavg", "q": 1.0});
+        let s = parse_study(&r, 1e-5, FLOOR, LIMITS, 7).unwrap();
+        assert_eq!(s.dp.level, DpLevel::NoFormalDp);
+        assert!(s.train.record_dp.is_none(), "no DP-SGD at the holders");
+        assert_eq!(s.dp.epsilon_for_rounds(10).unwrap(), 0.0);
+        assert!(s.dp.round_mechanism().unwrap().is_none());
+        let later = time::now() + chrono::Duration::seconds(1);
+        // the default requirement: formal DP at either level
+        let mut p = permit(1.0, BudgetUnit::DataHolder);
+        let reasons = assess(&s, &p, 0.0, later).unwrap();
+        assert_eq!(
+            reasons,
+            [StudyRefusal::Study(StudyReason::DpLevelNotPermitted {
+                level: DpLevel::NoFormalDp,
+                dp_requirement: DpRequirement::ClientOrRecord,
+                permitted_levels: vec![DpLevel::Client, DpLevel::Record],
+            })]
+        );
+        p.amend(
+            crate::domain::permit::Amendment {
+                dp_requirement: Some(DpRequirement::NoneAllowed),
+                ..Default::default()
+            },
+            later,
+        )
+        .unwrap();
+        // a holder-level budget is no obstacle: nothing of it is spent, even fully reserved
+        assert!(assess(&s, &p, 1.0, later).unwrap().is_empty());
+        // the method's lack of DP support still refuses it under formal DP
+        r.dp = serde_json::from_value(
+            serde_json::json!({"level": "client", "clip_norm": 1.0, "noise_multiplier": 1.0}),
+        )
+        .unwrap();
+        let errors = parse_study(&r, 1e-5, FLOOR, LIMITS, 7).unwrap_err();
+        assert_eq!(errors[0].code, "strategy_refuses_client_dp");
     }
 }

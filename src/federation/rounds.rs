@@ -265,12 +265,18 @@ async fn start_round(
         .context("a running study has no checkpoint")?;
     // The budget pre-check: what this round would add to the study's epsilon, asked of the
     // accountant before any task goes out.
-    let acc = accountant(&checkpoint)?;
-    let after = acc
-        .epsilon_after(&study.spec.dp.round_mechanism()?, study.spec.dp.delta)?
-        .epsilon;
-    let cost = (after - study.epsilon_spent).max(f64::MIN_POSITIVE);
-    let epsilon = Epsilon::parse(cost).map_err(|e| anyhow::anyhow!(e.1))?;
+    // A study without formal DP spends nothing, so there is no epsilon to check.
+    let (epsilon, cost) = match study.spec.dp.round_mechanism()? {
+        Some(mechanism) => {
+            let after = accountant(&checkpoint)?
+                .epsilon_after(&mechanism, study.spec.dp.delta)?
+                .epsilon;
+            let cost = (after - study.epsilon_spent).max(f64::MIN_POSITIVE);
+            let epsilon = Epsilon::parse(cost).map_err(|e| anyhow::anyhow!(e.1))?;
+            (Some(epsilon), cost)
+        }
+        None => (None, 0.0),
+    };
     // Holders an amendment removed from the permit drop out; the rest must still be a quorum.
     let participants: Vec<_> = study
         .spec
@@ -279,7 +285,7 @@ async fn start_round(
         .filter(|h| permit.terms().has_data_holder(h))
         .cloned()
         .collect();
-    let mut reasons = governance(fed, &study, &permit, &participants, Some(epsilon), now)?;
+    let mut reasons = governance(fed, &study, &permit, &participants, epsilon, now)?;
     if participants.len() < study.spec.min_sites {
         reasons.push(RoundRefusal::Round(RoundReason::QuorumImpossible {
             permitted_holders: participants.len(),
@@ -454,7 +460,9 @@ async fn aggregate(
                 round.round,
             )?,
         )),
-        DpLevel::Record => Box::new(WeightedMean),
+        // record-level noise was added at the holders; without formal DP nothing is clipped
+        // or noised anywhere
+        DpLevel::Record | DpLevel::NoFormalDp => Box::new(WeightedMean),
     };
     let mut server = spec.strategy.server(round.participants.len(), aggregator)?;
     server.load_state(checkpoint.server_state.clone())?;
@@ -503,9 +511,15 @@ async fn aggregate(
     let next = aggregated.map_or(global, |a| a.params);
 
     let mut acc = accountant(&checkpoint)?;
-    acc.spend(spec.dp.round_mechanism()?)?;
-    let total = acc.epsilon(spec.dp.delta)?.epsilon;
-    let cost = total - study.epsilon_spent;
+    let (total, cost) = match spec.dp.round_mechanism()? {
+        Some(mechanism) => {
+            acc.spend(mechanism)?;
+            let total = acc.epsilon(spec.dp.delta)?.epsilon;
+            (total, total - study.epsilon_spent)
+        }
+        // still paid through the permit (0): a permit no longer active refuses the round
+        None => (0.0, 0.0),
+    };
     let permit_version = permit.row_version();
     if let Err(e) = permit.spend_epsilon(cost, now) {
         // Another study on the permit spent the rest first: this round must not be paid for.

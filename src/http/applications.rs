@@ -23,7 +23,7 @@ use crate::{
         application::{ApplicationRequest, ApplicationTransitionError},
         audit::AuditSubject,
         audit_details::Listed,
-        time, Application, ApplicationId, NewApplication,
+        time, Application, ApplicationId, DpRequirement, NewApplication,
     },
     store::{Page, Scope},
 };
@@ -195,6 +195,11 @@ pub struct DecisionRequest {
     /// Whether the HDAB grants the Art. 71(4) exception the application asked for.
     #[serde(default)]
     pub grant_optout_exception: bool,
+    /// Which privacy plans studies under the permit may use: `client`, `record`,
+    /// `client_or_record` (the default) or `none_allowed` (studies may also run without formal
+    /// DP; the output check still applies). Approval only.
+    #[serde(default)]
+    pub dp_requirement: DpRequirement,
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -246,6 +251,7 @@ pub async fn decide(
         DecisionKind::Approve => Decision::Approve {
             grant_optout_exception: req.grant_optout_exception,
             conditions: req.conditions,
+            dp_requirement: req.dp_requirement,
         },
     };
     let permit = applications::decide(

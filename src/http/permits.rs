@@ -28,8 +28,8 @@ use crate::{
         check::{CheckOutcome, CheckRequest},
         permit::{Amendment, PermitTerms},
         time::{self, Timestamp},
-        ApplicationId, BudgetUnit, DataCategory, Epsilon, Errors, MemberState, OrgId, Permit,
-        PermitId, PermitState, Purpose,
+        ApplicationId, BudgetUnit, DataCategory, DpRequirement, Epsilon, Errors, MemberState,
+        OrgId, Permit, PermitId, PermitState, Purpose,
     },
     store::{PermitVersion, Tx},
 };
@@ -372,6 +372,9 @@ pub struct AmendRequest {
     pub member_states: Option<Vec<String>>,
     pub epsilon: Option<f64>,
     pub conditions: Option<String>,
+    /// The privacy requirement for the permit's studies from now on: `client`, `record`,
+    /// `client_or_record` or `none_allowed`. Studies already accepted keep their plan.
+    pub dp_requirement: Option<String>,
     pub reason: String,
 }
 
@@ -416,6 +419,19 @@ pub async fn amend(
                 .epsilon
                 .and_then(|v| e.take("epsilon", Epsilon::parse(v))),
             conditions: req.conditions.clone(),
+            dp_requirement: req.dp_requirement.as_deref().and_then(|v| {
+                let parsed = DpRequirement::parse(v);
+                if parsed.is_none() {
+                    e.push(
+                        "dp_requirement",
+                        "unknown_dp_requirement",
+                        format!(
+                            "`{v}` is not one of `client`, `record`, `client_or_record`, `none_allowed`"
+                        ),
+                    );
+                }
+                parsed
+            }),
         };
         if let Some(c) = &req.conditions {
             if let Err(f) =

@@ -30,7 +30,8 @@ use crate::{
         audit::AuditSubject,
         audit_details::{Listed, StudyViewed},
         study::{
-            Round, RoundPhase, SiteContribution, SiteEvaluation, Study, StudySpec, StudyStatus,
+            DpLevel, Round, RoundPhase, SiteContribution, SiteEvaluation, Study, StudySpec,
+            StudyStatus,
         },
         study_request::{parse_study, FederationLimits, OutputFloor, StudyRequest},
         time, PermitId, StudyId,
@@ -285,6 +286,9 @@ impl EvaluationView {
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct RoundView {
     pub round: u64,
+    /// The study's DP level: `client`, `record`, or `none` (no formal DP: nothing clipped or
+    /// noised, no epsilon spent).
+    pub dp: DpLevel,
     pub attempt: u32,
     pub phase: RoundPhase,
     pub registry_version: i64,
@@ -309,16 +313,19 @@ pub struct RoundView {
 pub struct RoundsView {
     pub study_id: StudyId,
     pub status: StudyStatus,
+    /// The study's DP level: `client`, `record`, or `none` (no formal DP).
+    pub dp: DpLevel,
     pub epsilon_spent: f64,
     /// The holders' evaluation of the initial model.
     pub initial_evaluation: Option<EvaluationView>,
     pub rounds: Vec<RoundView>,
 }
 
-fn round_view(r: Round, evaluation: Option<EvaluationView>) -> RoundView {
+fn round_view(r: Round, dp: DpLevel, evaluation: Option<EvaluationView>) -> RoundView {
     let contributed = || r.summary.sites.iter().filter(|s| s.contributed);
     RoundView {
         round: r.round,
+        dp,
         attempt: r.attempt,
         phase: r.phase,
         registry_version: r.registry_version,
@@ -363,7 +370,7 @@ pub async fn rounds(
                 .then(|| by_round.get(&r.round).cloned())
                 .flatten()
                 .and_then(EvaluationView::new);
-            round_view(r, eval)
+            round_view(r, study.spec.dp.level, eval)
         })
         .collect();
     tx.append_audit(
@@ -377,6 +384,7 @@ pub async fn rounds(
     Ok(Json(RoundsView {
         study_id: id,
         status: study.status(),
+        dp: study.spec.dp.level,
         epsilon_spent: study.epsilon_spent,
         initial_evaluation: by_round.remove(&0).and_then(EvaluationView::new),
         rounds,

@@ -1817,3 +1817,57 @@ async fn reported_metrics_are_range_checked_and_averaged(app: TestApp) {
     );
 }
 both_backends!(reported_metrics_are_range_checked_and_averaged);
+
+// A method whose sites reply with other values than they were sent (q-FedAvg: loss and
+// Lipschitz estimate) has its replies checked by its own server at upload.
+async fn replies_with_method_extras_are_checked_by_the_method(app: TestApp) {
+    let (_, permit) = app
+        .permit_with(
+            &federation_application(&TWO, 50.0, "record"),
+            &json!({"decision": "approve", "dp_requirement": "none_allowed"}),
+        )
+        .await;
+    let mut body = study_body(permit["id"].as_str().unwrap(), &TWO);
+    body["dp"] = json!({"level": "none"});
+    body["strategy"] = json!({"name": "qfedavg", "q": 1.0});
+    let id = app.submit_study(&body).await;
+    let b = Node::new(&app, "hungarian");
+    let tb = b.task(&id, 1, TaskKind::Fit).await;
+    let ins = b.global(&tb).await;
+    assert!(ins.extras.is_empty());
+    let holder = b.holder();
+    let update = |extras: &ParameterSet| {
+        result_body(
+            &tb,
+            100,
+            Some(
+                encode_update(&shifted(&ins.params, 0.01), extras, tb.study_id, 1, &holder)
+                    .unwrap(),
+            ),
+        )
+    };
+    let mut loss_only = ParameterSet::new();
+    loss_only
+        .insert("qfedavg/loss", vec![1], vec![0.7])
+        .unwrap();
+    let mut stray = ParameterSet::new();
+    stray.insert("stray/value", vec![1], vec![0.7]).unwrap();
+    for (what, extras) in [
+        ("no Lipschitz estimate", loss_only.clone()),
+        ("a stray value", stray),
+    ] {
+        let r = b.upload(&tb, &update(&extras)).await;
+        assert_eq!(
+            (r.status.as_u16(), r.code()),
+            (422, "invalid_update"),
+            "{what}: {}",
+            r.text
+        );
+    }
+    let mut full = loss_only;
+    full.insert("qfedavg/lipschitz", vec![1], vec![10.0])
+        .unwrap();
+    let r = b.upload(&tb, &update(&full)).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+}
+both_backends!(replies_with_method_extras_are_checked_by_the_method);
