@@ -296,6 +296,10 @@ async fn whole_study_on_four_node_processes(app: TestApp) {
             sites.iter().all(|s| s["samples"].as_u64().unwrap() > 0),
             "{r}"
         );
+        // a holder's training loss and the clip count come from unprivatised per-holder
+        // quantities: not shown under DP
+        assert!(sites.iter().all(|s| s["train_loss"].is_null()), "{r}");
+        assert!(r.get("clipped_updates").is_none(), "{r}");
         let per_site: u64 = sites
             .iter()
             .map(|s| s["excluded_subjects"].as_u64().unwrap())
@@ -985,7 +989,6 @@ async fn qfedavg_without_formal_dp_under_a_none_allowed_permit() {
         assert_eq!(r["dp"], "none", "{r}");
         assert_eq!(r["epsilon_round"], 0.0, "{r}");
         assert_eq!(r["epsilon_total"], 0.0, "{r}");
-        assert_eq!(r["clipped_updates"], Value::Null, "nothing is clipped: {r}");
         assert_eq!(
             r["noise_std_on_mean"],
             Value::Null,
@@ -993,6 +996,8 @@ async fn qfedavg_without_formal_dp_under_a_none_allowed_permit() {
         );
         let sites = r["sites"].as_array().unwrap();
         assert!(sites.iter().all(|s| s["contributed"] == true), "{r}");
+        // without formal DP there is no guarantee for it to undercut: each holder's loss is shown
+        assert!(sites.iter().all(|s| s["train_loss"].is_f64()), "{r}");
     }
     assert_eq!(gw.epsilon_spent(permit).await, 0.0);
 

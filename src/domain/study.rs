@@ -516,8 +516,9 @@ pub struct SiteContribution {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RoundSummary {
     pub sites: Vec<SiteContribution>,
-    /// Client-level DP: how many updates were clipped, and the noise std on the mean.
-    pub clipped_updates: Option<usize>,
+    /// Client-level DP: the noise std on the mean. (How many updates were clipped is not
+    /// published: it derives from the holders' unprivatised update norms. Rounds stored by
+    /// earlier versions may still hold a `clipped_updates` key, which is ignored.)
     pub noise_std_on_mean: Option<f64>,
 }
 

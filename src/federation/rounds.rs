@@ -468,6 +468,10 @@ async fn aggregate(
     server.load_state(checkpoint.server_state.clone())?;
     let mut results = Vec::new();
     let mut sites = Vec::new();
+    // A holder's training loss is computed on its records without noise: under either DP level
+    // it would disclose what the study's epsilon does not cover, so it is only kept (and shown)
+    // for studies without formal DP. The aggregation still receives it.
+    let publish_train_loss = spec.dp.level == DpLevel::NoFormalDp;
     for t in &tasks {
         let rep = t.report.clone().unwrap_or_default();
         let contributed = t.status == TaskStatus::Completed;
@@ -475,7 +479,7 @@ async fn aggregate(
             data_holder: t.data_holder.clone(),
             samples: rep.num_examples,
             excluded_subjects: rep.excluded_subjects,
-            train_loss: rep.train_loss,
+            train_loss: rep.train_loss.filter(|_| publish_train_loss),
             contributed,
         });
         if !contributed {
@@ -500,7 +504,7 @@ async fn aggregate(
     }
     let failures = tasks.len() - results.len();
     let aggregated = server.aggregate_fit(round.round, &global, &results, failures)?;
-    // the clip count and noise scale are public; the per-site norms stay here
+    // the noise scale is public; the clip count and the per-site norms stay here
     let dp_report = match aggregated
         .as_ref()
         .and_then(|a| a.metrics.aggregator.as_ref())
@@ -559,7 +563,6 @@ async fn aggregate(
     round.epsilon_total = Some(total);
     round.summary = RoundSummary {
         sites,
-        clipped_updates: dp_report.as_ref().map(|r| r.clipped),
         noise_std_on_mean: dp_report.as_ref().map(|r| r.noise_std / r.divisor),
     };
     tx.close_round(&round).await?;
@@ -578,7 +581,9 @@ async fn aggregate(
             epsilon_round: cost,
             epsilon_total: total,
             permit_epsilon_spent: permit.record().epsilon_spent,
-            clipped_updates: round.summary.clipped_updates,
+            // how many updates were clipped derives from the holders' unprivatised update
+            // norms: never recorded (the key stays, so entries keep one shape)
+            clipped_updates: None,
             model_digest: &digest,
         }),
     )

@@ -303,7 +303,6 @@ pub struct RoundView {
     pub samples: u64,
     pub excluded_subjects: u64,
     pub sites: Vec<SiteContribution>,
-    pub clipped_updates: Option<usize>,
     pub noise_std_on_mean: Option<f64>,
     /// The holders' evaluation of the model this round produced (aggregated rounds only).
     pub evaluation: Option<EvaluationView>,
@@ -338,7 +337,6 @@ fn round_view(r: Round, dp: DpLevel, evaluation: Option<EvaluationView>) -> Roun
         epsilon_total: r.epsilon_total,
         samples: contributed().map(|s| s.samples).sum(),
         excluded_subjects: contributed().map(|s| s.excluded_subjects).sum(),
-        clipped_updates: r.summary.clipped_updates,
         noise_std_on_mean: r.summary.noise_std_on_mean,
         sites: r.summary.sites,
         evaluation,
