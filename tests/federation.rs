@@ -681,6 +681,24 @@ fn icu_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/icu-federation")
 }
 
+/// One node process per ICU hospital in `sites`, each reading its gzipped Bulk Data export
+/// through its own code map.
+fn icu_nodes(app: &TestApp, sites: &[&str], work: &std::path::Path) -> Nodes {
+    let mut nodes = Nodes::new();
+    for org in sites {
+        let data = vec![
+            "--fhir".into(),
+            icu_dir().join(org).into_os_string(),
+            "--code-map".into(),
+            icu_dir()
+                .join(format!("{org}.codemap.json"))
+                .into_os_string(),
+        ];
+        nodes.spawn_reading(org, &app.base, &app.data_dir, work, None, data);
+    }
+    nodes
+}
+
 /// Binary 30-day mortality on the generated ICU federation: three node processes, each
 /// reading its gzipped FHIR Bulk Data export through its own code map (SNOMED CT vs ICD-10
 /// conditions, ATC vs RxNorm drugs, molar vs mass labs, Fahrenheit, blood-pressure panels),
@@ -695,18 +713,7 @@ async fn mortality_study_on_bulk_data_exports() {
     let permit = gw.permit(application).await.to_string();
 
     let work = tempfile::tempdir().unwrap();
-    let mut nodes = Nodes::new();
-    for org in sites {
-        let data = vec![
-            "--fhir".into(),
-            icu_dir().join(org).into_os_string(),
-            "--code-map".into(),
-            icu_dir()
-                .join(format!("{org}.codemap.json"))
-                .into_os_string(),
-        ];
-        nodes.spawn_reading(org, &app.base, &app.data_dir, work.path(), None, data);
-    }
+    let mut nodes = icu_nodes(&app, &sites, work.path());
     let spec: Value = serde_json::from_str(
         &std::fs::read_to_string(icu_dir().join("mortality.features.json")).unwrap(),
     )
@@ -764,18 +771,7 @@ async fn icu_study(spec: &str, model: Value, extra: &[(&str, Value)]) -> Value {
     application["member_states"] = json!(["DE", "IT", "FR"]);
     let permit = gw.permit(application).await.to_string();
     let work = tempfile::tempdir().unwrap();
-    let mut nodes = Nodes::new();
-    for org in sites {
-        let data = vec![
-            "--fhir".into(),
-            icu_dir().join(org).into_os_string(),
-            "--code-map".into(),
-            icu_dir()
-                .join(format!("{org}.codemap.json"))
-                .into_os_string(),
-        ];
-        nodes.spawn_reading(org, &app.base, &app.data_dir, work.path(), None, data);
-    }
+    let mut nodes = icu_nodes(&app, &sites, work.path());
     let features: Value = serde_json::from_str(
         &std::fs::read_to_string(icu_dir().join(format!("{spec}.features.json"))).unwrap(),
     )

@@ -513,44 +513,10 @@ mod tests {
         }
     }
 
-    fn sample_permit(now: Timestamp) -> crate::domain::Permit {
-        use crate::domain::{
-            BudgetUnit, Delta, Epsilon, MemberState, NewApplication, PrivacyBudget,
-        };
-        let req = NewApplication {
-            title: "t".into(),
-            organisation: org("uni-a"),
-            public_body: false,
-            purposes: vec![Purpose::ScientificResearch],
-            research_flags: vec![],
-            categories: vec![DataCategory::EhrData],
-            data_holders: vec![org("hosp-1")],
-            member_states: vec![MemberState::parse("DE").unwrap()],
-            period_start: now,
-            period_end: now + chrono::Duration::days(365),
-            privacy_budget: PrivacyBudget {
-                epsilon: Epsilon::parse(8.0).unwrap(),
-                delta: Delta::parse(1e-5).unwrap(),
-                unit: BudgetUnit::Record,
-            },
-            justification: "j".into(),
-            optout_exception: None,
-        };
-        crate::domain::Permit::issue(
-            ApplicationId::new(),
-            "alice",
-            &req,
-            false,
-            None,
-            crate::domain::DpRequirement::default(),
-            now,
-        )
-    }
-
     #[test]
     fn permit_transitions_keep_their_stored_shape() {
         let now = time::now();
-        let permit = sample_permit(now);
+        let permit = crate::domain::permit::sample_permit(now);
         let later = now + chrono::Duration::days(400);
         let reason = "non-compliance".to_owned();
         let cases: Vec<(PermitChange, Value)> = vec![

@@ -509,46 +509,48 @@ impl Permit {
     }
 }
 
+/// A permit for tests: one organisation, one holder, eight record-level epsilon for a year.
+#[cfg(test)]
+pub(crate) fn sample_permit(now: Timestamp) -> Permit {
+    let req = NewApplication {
+        title: "t".into(),
+        organisation: OrgId::parse("uni-a").unwrap(),
+        public_body: false,
+        purposes: vec![Purpose::ScientificResearch],
+        research_flags: vec![],
+        categories: vec![DataCategory::EhrData],
+        data_holders: vec![OrgId::parse("hosp-1").unwrap()],
+        member_states: vec![MemberState::parse("DE").unwrap()],
+        period_start: now,
+        period_end: now + chrono::Duration::days(365),
+        privacy_budget: PrivacyBudget {
+            epsilon: Epsilon::parse(8.0).unwrap(),
+            delta: crate::domain::Delta::parse(1e-5).unwrap(),
+            unit: crate::domain::BudgetUnit::Record,
+        },
+        justification: "j".into(),
+        optout_exception: None,
+    };
+    Permit::issue(
+        ApplicationId::new(),
+        "alice",
+        &req,
+        false,
+        None,
+        DpRequirement::default(),
+        now,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{time, BudgetUnit, Delta};
-
-    fn sample(now: Timestamp) -> Permit {
-        let req = NewApplication {
-            title: "t".into(),
-            organisation: OrgId::parse("uni-a").unwrap(),
-            public_body: false,
-            purposes: vec![Purpose::ScientificResearch],
-            research_flags: vec![],
-            categories: vec![DataCategory::EhrData],
-            data_holders: vec![OrgId::parse("hosp-1").unwrap()],
-            member_states: vec![MemberState::parse("DE").unwrap()],
-            period_start: now,
-            period_end: now + chrono::Duration::days(365),
-            privacy_budget: PrivacyBudget {
-                epsilon: Epsilon::parse(8.0).unwrap(),
-                delta: Delta::parse(1e-5).unwrap(),
-                unit: BudgetUnit::Record,
-            },
-            justification: "j".into(),
-            optout_exception: None,
-        };
-        Permit::issue(
-            ApplicationId::new(),
-            "alice",
-            &req,
-            false,
-            None,
-            DpRequirement::default(),
-            now,
-        )
-    }
+    use crate::domain::time;
 
     #[test]
     fn lifecycle_transitions_follow_the_state_machine() {
         let now = time::now();
-        let mut p = sample(now);
+        let mut p = sample_permit(now);
         assert!(p.reinstate(now).is_err());
         p.suspend("audit finding".into(), now).unwrap();
         assert_eq!(
@@ -568,7 +570,7 @@ mod tests {
     #[test]
     fn expiry_is_derived_from_time() {
         let now = time::now();
-        let mut p = sample(now);
+        let mut p = sample_permit(now);
         let later = now + chrono::Duration::days(366);
         assert_eq!(p.state(later).name(), "expired");
         assert!(p.suspend("x".into(), later).is_err());
@@ -579,7 +581,7 @@ mod tests {
     #[test]
     fn extension_is_allowed_once_and_only_early_enough() {
         let now = time::now();
-        let mut p = sample(now);
+        let mut p = sample_permit(now);
         let expiry = p.record().expires_at;
         let late = expiry - chrono::Duration::days(10);
         assert!(matches!(
@@ -607,7 +609,7 @@ mod tests {
     #[test]
     fn amendments_version_terms_and_stamp_new_data() {
         let now = time::now();
-        let mut p = sample(now);
+        let mut p = sample_permit(now);
         let later = now + chrono::Duration::days(3);
         p.amend(
             Amendment {
