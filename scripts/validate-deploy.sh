@@ -86,6 +86,7 @@ step "docker compose config (default, and with the dev profile)"
 compose() { env -i PATH="$PATH" HOME="$WORK" "$BIN/docker-compose" -f docker/compose.yaml "$@"; }
 compose config --quiet || fail "compose config"
 compose --profile dev config --quiet || fail "compose config --profile dev"
+compose --profile dev --profile monitoring config --quiet || fail "compose config --profile monitoring"
 compose --profile dev config --format json > "$WORK/compose.json" || fail "compose config --format json"
 
 # ---------------------------------------------------------------------------------------------
@@ -95,13 +96,56 @@ step "kubectl kustomize k8s/ (and with components/sqlite)"
 cp -R k8s "$WORK/k8s-sqlite"
 printf '\ncomponents:\n  - components/sqlite\n' >> "$WORK/k8s-sqlite/kustomization.yaml"
 "$BIN/kubectl" kustomize "$WORK/k8s-sqlite" > "$WORK/k8s-sqlite.yaml" || fail "kustomize with components/sqlite"
-echo "rendered $(grep -c '^kind:' "$WORK/k8s.yaml") objects (PostgreSQL), $(grep -c '^kind:' "$WORK/k8s-sqlite.yaml") (SQLite)"
+# ... and with components/monitoring
+cp -R k8s "$WORK/k8s-monitoring"
+printf '\ncomponents:\n  - components/monitoring\n' >> "$WORK/k8s-monitoring/kustomization.yaml"
+"$BIN/kubectl" kustomize "$WORK/k8s-monitoring" > "$WORK/k8s-monitoring.yaml" || fail "kustomize with components/monitoring"
+echo "rendered $(grep -c '^kind:' "$WORK/k8s.yaml") objects (PostgreSQL), $(grep -c '^kind:' "$WORK/k8s-sqlite.yaml") (SQLite), $(grep -c '^kind:' "$WORK/k8s-monitoring.yaml") (monitoring)"
+
+# ---------------------------------------------------------------------------------------------
+step "Prometheus rules and the Grafana dashboard (promtool)"
+MONITORING=k8s/components/monitoring
+if command -v promtool >/dev/null 2>&1; then
+  promtool check rules "$MONITORING/alerts.yml" || fail "promtool check rules"
+  promtool test rules tests/monitoring/alerts.test.yml || fail "promtool test rules"
+  # Every dashboard query must parse as PromQL: check them as recording rules.
+  "$PYTHON" - "$MONITORING/dashboard.json" > "$WORK/dashboard-rules.yml" <<'PY' || fail "dashboard queries"
+import json, sys
+dash = json.load(open(sys.argv[1]))
+print("groups:\n  - name: dashboard\n    rules:")
+for p in dash["panels"]:
+    for t in p["targets"]:
+        print(f"      - record: dashboard:panel_{p['id']}_{t['refId']}")
+        print(f"        expr: {json.dumps(t['expr'])}")
+PY
+  promtool check rules "$WORK/dashboard-rules.yml" || fail "promtool check of the dashboard's queries"
+else
+  fail "promtool not found (Debian package prometheus)"
+fi
+# Every metric the rules and the dashboard read is one the gateway exports.
+"$PYTHON" - "$MONITORING/alerts.yml" "$MONITORING/dashboard.json" tests/monitoring/alerts.test.yml <<'PY' || fail "metric names"
+import re, sys
+from pathlib import Path
+exported = set(re.findall(r'pub const \w+: &str = "(ehds_\w+)";', Path("src/observability.rs").read_text()))
+histograms = {n + s for n in exported if n.endswith("_seconds") for s in ("_bucket", "_count", "_sum")}
+known = exported | histograms
+bad = []
+for f in sys.argv[1:]:
+    for name in sorted(set(re.findall(r"\b(ehds_[a-z_]*[a-z])\b", Path(f).read_text()))):
+        if name not in known:
+            bad.append(f"{f}: {name} is not exported by src/observability.rs")
+for b in bad:
+    print(f"  - {b}", file=sys.stderr)
+print(f"{len(exported)} metrics exported; rules, dashboard and rule tests read only those" if not bad else "")
+sys.exit(1 if bad else 0)
+PY
 
 # ---------------------------------------------------------------------------------------------
 for v in "$K8S_MIN" "$K8S_MAX"; do
   step "kubernetes-validate --strict, Kubernetes $v"
   "$BIN/kubernetes-validate" --strict --quiet -k "$v" \
-    "$WORK/k8s.yaml" "$WORK/k8s-sqlite.yaml" k8s/secret.example.yaml || fail "kubernetes-validate ($v)"
+    "$WORK/k8s.yaml" "$WORK/k8s-sqlite.yaml" "$WORK/k8s-monitoring.yaml" k8s/secret.example.yaml ||
+    fail "kubernetes-validate ($v)"
   echo "ok"
 done
 
@@ -377,6 +421,19 @@ def check_render(path, sqlite):
 
 check_render(work / "k8s.yaml", sqlite=False)
 check_render(work / "k8s-sqlite.yaml", sqlite=True)
+check_render(work / "k8s-monitoring.yaml", sqlite=False)
+
+# components/monitoring: the token file the gateway is told about is a mounted Secret key
+mon = by_kind(load(work / "k8s-monitoring.yaml"), "Deployment")[0]["spec"]["template"]["spec"]
+mc = mon["containers"][0]
+token_file = {e["name"]: e.get("value") for e in mc.get("env", [])}.get("EHDS_METRICS__BEARER_TOKEN_FILE")
+check(token_file, "components/monitoring: EHDS_METRICS__BEARER_TOKEN_FILE is not set")
+if token_file:
+    mount = next((m for m in mc.get("volumeMounts", []) if token_file.startswith(m["mountPath"] + "/")), None)
+    vol = next((v for v in mon.get("volumes", []) if mount and v["name"] == mount["name"]), {})
+    secret = vol.get("secret", {}).get("secretName")
+    check(secret and os.path.basename(token_file) in example_keys.get(secret, set()),
+          f"components/monitoring: {token_file} must be a key of a Secret listed in secret.example.yaml")
 
 # Environment of the Deployment, for the optional start-up check below.
 dep = by_kind(load(work / "k8s.yaml"), "Deployment")[0]

@@ -25,6 +25,16 @@ pub struct Settings {
     pub expiry_sweep_seconds: u64,
     pub federation: FederationSettings,
     pub audit: AuditSettings,
+    pub metrics: MetricsSettings,
+}
+
+/// `GET /metrics` (docs/observability.md).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsSettings {
+    /// File holding the bearer token Prometheus presents (its `authorization.credentials_file`).
+    /// Without it `/metrics` is served in development mode only.
+    pub bearer_token_file: Option<PathBuf>,
 }
 
 /// The verifiable audit log (docs/verifiable-log.md).
@@ -175,11 +185,12 @@ impl Default for Settings {
                 small_cell_threshold: 10,
             },
             audit: AuditSettings::default(),
+            metrics: MetricsSettings::default(),
         }
     }
 }
 
-const SETTING_KEYS: [&str; 10] = [
+const SETTING_KEYS: [&str; 11] = [
     "listen",
     "public_url",
     "data_dir",
@@ -190,6 +201,7 @@ const SETTING_KEYS: [&str; 10] = [
     "expiry_sweep_seconds",
     "federation",
     "audit",
+    "metrics",
 ];
 
 impl Settings {

@@ -17,6 +17,7 @@ pub mod federation;
 pub mod fhir;
 pub mod http;
 pub mod node;
+pub mod observability;
 pub mod secret;
 pub mod startup;
 pub mod store;

@@ -55,6 +55,8 @@ fn log_origin(settings: &Settings, base_url: &str) -> String {
 
 impl Application {
     pub async fn build(settings: Settings, dev: bool) -> anyhow::Result<Self> {
+        // before anything happens that /metrics counts
+        crate::observability::process_metrics();
         crate::secret::create_private_dir(&settings.data_dir)?;
         let listener = TcpListener::bind(settings.listen)
             .await
@@ -97,6 +99,8 @@ impl Application {
         seal_stored_noise_keys(store.as_ref(), &vault)
             .await
             .context("Failed to seal the stored study noise keys")?;
+        let metrics_access =
+            http::metrics::MetricsAccess::load(settings.metrics.bearer_token_file.as_deref(), dev)?;
         let federation = Arc::new(Federation::new(
             store.clone(),
             authz.clone(),
@@ -113,6 +117,7 @@ impl Application {
             pseudonym_key,
             unauthenticated: Arc::new(http::guard::UnauthenticatedLimits::new(&settings_http)),
             log_signer,
+            metrics_access,
         };
         sweep_expired(state.store.as_ref())
             .await

@@ -9,6 +9,7 @@ pub mod error;
 pub mod extract;
 pub mod guard;
 pub mod health;
+pub mod metrics;
 pub mod node_tasks;
 pub mod openapi;
 pub mod optouts;
@@ -65,6 +66,8 @@ pub struct AppState {
     pub unauthenticated: Arc<guard::UnauthenticatedLimits>,
     /// Signs the audit log's checkpoints (`GET /v1/audit/log/checkpoint`).
     pub log_signer: Arc<translog::NoteSigner>,
+    /// Who may read `GET /metrics`.
+    pub metrics_access: metrics::MetricsAccess,
 }
 
 impl AppState {
@@ -148,6 +151,7 @@ pub fn router(state: AppState) -> Router {
 
     let mut app = Router::new()
         .merge(health::router())
+        .merge(metrics::router(state.clone()))
         .merge(openapi::router())
         .nest("/v1", v1)
         .fallback(|| async {
@@ -156,6 +160,7 @@ pub fn router(state: AppState) -> Router {
     if state.dev.is_some() {
         app = app.merge(dev_oidc::router());
     }
+    let app = app.route_layer(middleware::from_fn(metrics::record_request));
 
     let cors = (!settings.http.cors_allowed_origins.is_empty()).then(|| {
         let origins: Vec<HeaderValue> = settings

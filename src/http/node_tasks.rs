@@ -82,6 +82,7 @@ pub async fn fetch(
         .unwrap_or(0)
         .min(state.settings.federation.long_poll_max_seconds);
     let until = tokio::time::Instant::now() + Duration::from_secs(wait);
+    crate::observability::node_seen(&holder);
     loop {
         // Register for wake-ups before looking, so a task created in between is not missed.
         let changed = state.federation.tasks_changed.notified();

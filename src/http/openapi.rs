@@ -9,14 +9,16 @@ use utoipa::{
 };
 use utoipa_swagger_ui::SwaggerUi;
 
-use super::{applications, audit, error, health, node_tasks, optouts, permits, studies, AppState};
+use super::{
+    applications, audit, error, health, metrics, node_tasks, optouts, permits, studies, AppState,
+};
 use crate::domain;
 
 #[derive(OpenApi)]
 #[openapi(
     info(title = "ehds-gateway", description = "Governance gateway for federated learning under the European Health Data Space regulation (EU) 2025/327: data access applications, data permits, the Art. 71 opt-out registry, federated studies whose every round passes the governance check, and a hash-chained audit trail kept as a verifiable log (signed Merkle-tree checkpoints, inclusion and consistency proofs)."),
     paths(
-        health::healthz, health::readyz,
+        health::healthz, health::readyz, metrics::scrape,
         applications::create, applications::list, applications::read, applications::decide, applications::withdraw,
         permits::list, permits::read, permits::versions, permits::suspend, permits::reinstate, permits::revoke,
         permits::amend, permits::extend, permits::check_permit,
@@ -40,7 +42,7 @@ use crate::domain;
         (name = "audit", description = "Audit trail (GDPR Art. 30, EHDS Art. 73)"),
         (name = "studies", description = "Federated studies run under a permit"),
         (name = "node", description = "The data-holder node protocol"),
-        (name = "operations", description = "Health and readiness"),
+        (name = "operations", description = "Health, readiness and metrics"),
     )
 )]
 pub struct ApiDoc;
@@ -58,6 +60,11 @@ impl Modify for BearerAuth {
                     .bearer_format("JWT")
                     .build(),
             ),
+        );
+        // the static token Prometheus presents at `/metrics` (`metrics.bearer_token_file`)
+        components.add_security_scheme(
+            "metrics_token",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
         );
     }
 }

@@ -91,6 +91,8 @@ pub struct PermitVersion {
 pub trait Store: Send + Sync + 'static {
     async fn begin(&self) -> Result<Box<dyn Tx>>;
     async fn ping(&self) -> Result<()>;
+    /// Connections of the pool, for `/metrics`.
+    fn pool_usage(&self) -> crate::observability::PoolUsage;
     fn backend(&self) -> &'static str;
 }
 

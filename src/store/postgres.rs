@@ -41,6 +41,7 @@ impl PgStore {
 pub struct PgTx {
     tx: sqlx::Transaction<'static, sqlx::Postgres>,
     ordered: bool,
+    observed: crate::observability::TxEvents,
 }
 
 impl PgTx {
@@ -62,11 +63,19 @@ impl Store for PgStore {
         Ok(Box::new(PgTx {
             tx: self.pool.begin().await?,
             ordered: false,
+            observed: Default::default(),
         }))
     }
     async fn ping(&self) -> Result<()> {
         sqlx::query("select 1").execute(&self.pool).await?;
         Ok(())
+    }
+    fn pool_usage(&self) -> crate::observability::PoolUsage {
+        crate::observability::PoolUsage {
+            open: self.pool.size(),
+            idle: self.pool.num_idle() as u32,
+            max: self.pool.options().get_max_connections(),
+        }
     }
     fn backend(&self) -> &'static str {
         "postgres"

@@ -627,6 +627,7 @@ macro_rules! impl_tx {
                 .bind(sqlx::types::Json(&r.summary))
                 .execute(&mut *self.tx)
                 .await?;
+                self.observed.round_started();
                 Ok(())
             }
 
@@ -644,7 +645,11 @@ macro_rules! impl_tx {
                 .bind(sqlx::types::Json(&r.summary))
                 .execute(&mut *self.tx)
                 .await?;
-                if done.rows_affected() == 1 { Ok(()) } else { Err(crate::store::StoreError::Conflict) }
+                if done.rows_affected() != 1 {
+                    return Err(crate::store::StoreError::Conflict);
+                }
+                self.observed.round_closed(r.phase);
+                Ok(())
             }
 
             async fn get_round(&mut self, id: crate::domain::RoundId)
@@ -747,12 +752,17 @@ macro_rules! impl_tx {
 
             async fn close_pending_tasks(&mut self, round: crate::domain::RoundId, status: crate::domain::study::TaskStatus)
                 -> crate::store::Result<u64> {
-                let done = sqlx::query("update study_task set status = $2 where round_id = $1 and status = 'pending'")
+                let holders: Vec<String> = sqlx::query_scalar(
+                    "update study_task set status = $2 where round_id = $1 and status = 'pending' returning data_holder")
                     .bind(round.0)
                     .bind(status.as_str())
-                    .execute(&mut *self.tx)
+                    .fetch_all(&mut *self.tx)
                     .await?;
-                Ok(done.rows_affected())
+                let closed = holders.len() as u64;
+                if status == crate::domain::study::TaskStatus::Expired {
+                    holders.into_iter().for_each(|h| self.observed.task_expired(h));
+                }
+                Ok(closed)
             }
 
             async fn task_result(&mut self, id: crate::domain::TaskId) -> crate::store::Result<Option<Vec<u8>>> {
@@ -830,6 +840,7 @@ macro_rules! impl_tx {
                 let index = u64::try_from(e.seq - 1)
                     .map_err(|_| crate::store::StoreError::Corrupt("audit sequence below 1".into()))?;
                 self.append_leaf(index, translog::hash_leaf(&canonical)).await?;
+                self.observed.audit_appended();
                 Ok(e)
             }
 
@@ -904,7 +915,9 @@ macro_rules! impl_tx {
             }
 
             async fn commit(self: Box<Self>) -> crate::store::Result<()> {
-                self.tx.commit().await?;
+                let this = *self;
+                this.tx.commit().await?;
+                this.observed.emit();
                 Ok(())
             }
         }

@@ -94,6 +94,7 @@ fn restrict_database_files(path: &std::path::Path) -> anyhow::Result<()> {
 pub struct SqliteTx {
     tx: sqlx::Transaction<'static, sqlx::Sqlite>,
     _writer: OwnedMutexGuard<()>,
+    observed: crate::observability::TxEvents,
 }
 
 impl SqliteTx {
@@ -109,11 +110,19 @@ impl Store for SqliteStore {
         Ok(Box::new(SqliteTx {
             tx: self.pool.begin().await?,
             _writer: guard,
+            observed: Default::default(),
         }))
     }
     async fn ping(&self) -> Result<()> {
         sqlx::query("select 1").execute(&self.pool).await?;
         Ok(())
+    }
+    fn pool_usage(&self) -> crate::observability::PoolUsage {
+        crate::observability::PoolUsage {
+            open: self.pool.size(),
+            idle: self.pool.num_idle() as u32,
+            max: self.pool.options().get_max_connections(),
+        }
     }
     fn backend(&self) -> &'static str {
         "sqlite"

@@ -8,6 +8,7 @@ mod auth;
 mod dp_requirement;
 mod legacy_db;
 mod lifecycle;
+mod metrics;
 mod openapi;
 mod optouts;
 mod roles;

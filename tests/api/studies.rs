@@ -1396,6 +1396,7 @@ async fn deadline_aggregates_with_quorum_or_fails_the_attempt(app: TestApp) {
         .await;
     let nodes = [Node::new(&app, "cleveland"), Node::new(&app, "hungarian")];
     let silent = Node::new(&app, "switzerland");
+    let metrics_before = crate::metrics::scrape(&app).await;
 
     // Quorum 2 of 3: the round closes at the deadline with the two results.
     let quorum = with(
@@ -1487,6 +1488,22 @@ async fn deadline_aggregates_with_quorum_or_fails_the_attempt(app: TestApp) {
             n.org
         );
     }
+
+    // /metrics counted both closings and switzerland's two missed tasks (at least: other
+    // gateways in this test process count into the same recorder)
+    let metrics = crate::metrics::scrape(&app).await;
+    let grew = |name: &str, labels: &[(&str, &str)]| {
+        metrics.count(name, labels) - metrics_before.count(name, labels)
+    };
+    assert!(grew("ehds_rounds_closed_total", &[("phase", "aggregated")]) >= 1.0);
+    assert!(grew("ehds_rounds_closed_total", &[("phase", "failed")]) >= 1.0);
+    assert!(grew("ehds_rounds_started_total", &[]) >= 3.0);
+    assert!(
+        grew(
+            "ehds_node_tasks_expired_total",
+            &[("data_holder", "switzerland")]
+        ) >= 2.0
+    );
 }
 both_backends!(deadline_aggregates_with_quorum_or_fails_the_attempt);
 
