@@ -16,6 +16,7 @@ pub mod optouts;
 pub mod permits;
 pub mod server;
 pub mod studies;
+pub mod study_events;
 
 use std::{sync::Arc, time::Duration};
 

@@ -10,7 +10,8 @@ use utoipa::{
 use utoipa_swagger_ui::SwaggerUi;
 
 use super::{
-    applications, audit, error, health, metrics, node_tasks, optouts, permits, studies, AppState,
+    applications, audit, error, health, metrics, node_tasks, optouts, permits, studies,
+    study_events, AppState,
 };
 use crate::domain;
 
@@ -26,13 +27,14 @@ use crate::domain;
         audit::events, audit::verify, audit::records_of_processing,
         audit::log_checkpoint, audit::log_key, audit::log_inclusion, audit::log_consistency,
         studies::create, studies::list, studies::read, studies::rounds, studies::cancel, studies::model,
+        study_events::events,
         node_tasks::fetch, node_tasks::parameters, node_tasks::result,
     ),
     components(schemas(
         error::Problem, domain::FieldError, domain::Purpose, domain::DataCategory,
         domain::audit::AuditEntry, domain::audit::VerifyReport, domain::check::DenyReason,
         domain::study_request::StudyRefusal, audit::ExportFormat,
-        audit::InclusionProof, audit::ConsistencyProof,
+        audit::InclusionProof, audit::ConsistencyProof, study_events::StudyProgress,
     )),
     modifiers(&BearerAuth, &OperationIds),
     tags(

@@ -46,6 +46,7 @@ pub fn router() -> Router<AppState> {
         .route("/studies", post(create).get(list))
         .route("/studies/{id}", get(read))
         .route("/studies/{id}/rounds", get(rounds))
+        .route("/studies/{id}/events", get(super::study_events::events))
         .route("/studies/{id}/cancel", post(cancel))
         .route("/studies/{id}/model", get(model))
 }
@@ -179,7 +180,7 @@ async fn load_study(tx: &mut dyn Tx, id: StudyId, action: Action) -> ApiResult<S
 }
 
 /// Loads a study the caller may act on, or the refusal.
-async fn authorized_study(
+pub(super) async fn authorized_study(
     state: &AppState,
     caller: &Caller,
     tx: &mut dyn Tx,
@@ -421,11 +422,29 @@ pub async fn rounds(
 ) -> ApiResult<Json<RoundsView>> {
     let mut tx = state.store.begin().await?;
     let study = authorized_study(&state, &caller, &mut *tx, id, Action::StudyRead).await?;
+    let view = rounds_view(&mut *tx, &study, state.small_cells()).await?;
+    tx.append_audit(
+        caller
+            .audit(Action::StudyRead, AuditSubject::Study(id))
+            .permit(study.spec.permit_id)
+            .details(&StudyViewed { view: "rounds" }),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Json(view))
+}
+
+/// Every round of `study` as researchers see it (under the small-cell `rule`).
+pub(super) async fn rounds_view(
+    tx: &mut dyn Tx,
+    study: &Study,
+    rule: SmallCellRule,
+) -> crate::store::Result<RoundsView> {
+    let id = study.id;
     let mut by_round: BTreeMap<u64, Vec<SiteEvaluation>> = BTreeMap::new();
     for (round, e) in tx.list_evaluations(id).await? {
         by_round.entry(round).or_default().push(e);
     }
-    let rule = state.small_cells();
     let rounds = tx
         .list_rounds(id)
         .await?
@@ -438,15 +457,7 @@ pub async fn rounds(
             round_view(r, study.spec.dp.level, eval, rule)
         })
         .collect();
-    tx.append_audit(
-        caller
-            .audit(Action::StudyRead, AuditSubject::Study(id))
-            .permit(study.spec.permit_id)
-            .details(&StudyViewed { view: "rounds" }),
-    )
-    .await?;
-    tx.commit().await?;
-    Ok(Json(RoundsView {
+    Ok(RoundsView {
         study_id: id,
         status: study.status(),
         dp: study.spec.dp.level,
@@ -456,7 +467,7 @@ pub async fn rounds(
             .remove(&0)
             .and_then(|e| EvaluationView::new(e, rule)),
         rounds,
-    }))
+    })
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]

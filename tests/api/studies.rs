@@ -2162,3 +2162,147 @@ async fn silo_runs_under_a_permit(app: TestApp) {
     }
 }
 both_backends!(silo_runs_under_a_permit);
+
+/// One server-sent event: its type, id and data.
+#[derive(Debug)]
+struct StreamedEvent {
+    event: String,
+    id: Option<String>,
+    data: String,
+}
+
+/// Reads server-sent events from `resp` until an `end` event or the connection closes.
+async fn read_events(mut resp: reqwest::Response) -> Vec<StreamedEvent> {
+    let mut buffer = String::new();
+    let mut events = Vec::new();
+    while let Some(chunk) = resp.chunk().await.expect("the stream reads") {
+        buffer.push_str(std::str::from_utf8(&chunk).expect("UTF-8 events"));
+        while let Some(at) = buffer.find("\n\n") {
+            let block: String = buffer.drain(..at + 2).collect();
+            let mut e = StreamedEvent {
+                event: "message".into(),
+                id: None,
+                data: String::new(),
+            };
+            let mut fields = 0;
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("event:") {
+                    e.event = v.trim().to_owned();
+                    fields += 1;
+                } else if let Some(v) = line.strip_prefix("data:") {
+                    e.data.push_str(v.trim_start());
+                    fields += 1;
+                } else if let Some(v) = line.strip_prefix("id:") {
+                    e.id = Some(v.trim().to_owned());
+                }
+            }
+            // keep-alive comments carry no field
+            if fields > 0 {
+                let end = e.event == "end";
+                events.push(e);
+                if end {
+                    return events;
+                }
+            }
+        }
+    }
+    events
+}
+
+/// `GET /v1/studies/{id}/events` streams the study's progress until it ends: each round attempt
+/// when it opens and closes, exactly as the rounds view shows it, the study's status and
+/// epsilon as they change, and a closing `end`; the subscription is audited once and follows
+/// the same visibility rule as the study.
+async fn study_progress_streams_as_server_sent_events(app: TestApp) {
+    let permit = app
+        .permit_id(&federation_application(&TWO, 50.0, "record"))
+        .await;
+    let planned = 2;
+    let id = app
+        .submit_study(&with(
+            study_body(&permit, &TWO),
+            &[("rounds", json!(planned))],
+        ))
+        .await;
+    let url = format!("{}/v1/studies/{id}/events", app.base);
+
+    // another organisation's researcher cannot tell the study exists
+    let stranger = app.token("bob", &["researcher"], Some("uni-b"));
+    let r = app.send(app.client.get(&url).bearer_auth(&stranger)).await;
+    assert_eq!(
+        (r.status.as_u16(), r.code()),
+        (404, "not_found"),
+        "{}",
+        r.text
+    );
+
+    let resp = app
+        .client
+        .get(&url)
+        .bearer_auth(app.researcher())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["content-type"], "text/event-stream");
+    let reader = tokio::spawn(read_events(resp));
+    let nodes = TWO.map(|org| Node::new(&app, org));
+    let done = run_to_end(&app, &id, &nodes, 50).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let events = tokio::time::timeout(Duration::from_secs(30), reader)
+        .await
+        .expect("the stream ends with the study")
+        .unwrap();
+
+    let last = events.last().expect("events");
+    assert_eq!(
+        (last.event.as_str(), last.data.as_str()),
+        ("end", "completed")
+    );
+    // every closed round, as the rounds view has it, and each attempt's opening before it
+    let view = rounds(&app, &id).await;
+    for round in view["rounds"].as_array().unwrap() {
+        let key = format!("{}.{}", round["round"], round["attempt"]);
+        let sent: Vec<&StreamedEvent> = events
+            .iter()
+            .filter(|e| e.event == "round" && e.id.as_deref().is_some_and(|i| i.starts_with(&key)))
+            .collect();
+        let closing = sent.last().expect("the round was streamed");
+        assert_eq!(
+            closing.id.as_deref(),
+            Some(format!("{key}.{}", round["phase"].as_str().unwrap()).as_str())
+        );
+        let streamed: Value = serde_json::from_str(&closing.data).unwrap();
+        assert_eq!(
+            &streamed, round,
+            "the stream shows the round as the view does"
+        );
+        assert!(sent.len() <= 2, "{sent:?}");
+    }
+    // progress: rounds done and epsilon only grow, and end where the study ended
+    let progress: Vec<Value> = events
+        .iter()
+        .filter(|e| e.event == "study")
+        .map(|e| serde_json::from_str(&e.data).unwrap())
+        .collect();
+    assert!(progress.windows(2).all(|w| {
+        w[0]["rounds_done"].as_u64() <= w[1]["rounds_done"].as_u64()
+            && w[0]["epsilon_spent"].as_f64() <= w[1]["epsilon_spent"].as_f64()
+    }));
+    let final_progress = progress.last().unwrap();
+    assert_eq!(final_progress["status"], "completed");
+    assert_eq!(final_progress["rounds_done"], planned);
+    assert_eq!(final_progress["epsilon_spent"], done["epsilon_spent"]);
+
+    // the subscription is one audited read
+    let reads = app
+        .audit(&format!("action=study.read&resource_id={id}"))
+        .await;
+    let subscriptions: Vec<_> = reads
+        .iter()
+        .filter(|e| e["detail"]["view"] == "events")
+        .collect();
+    assert_eq!(subscriptions.len(), 1, "{reads:?}");
+    assert_eq!(subscriptions[0]["outcome"], "success");
+}
+both_backends!(study_progress_streams_as_server_sent_events);
