@@ -26,6 +26,53 @@ pub struct Settings {
     pub federation: FederationSettings,
     pub audit: AuditSettings,
     pub metrics: MetricsSettings,
+    pub webhooks: WebhookSettings,
+}
+
+/// Signed webhooks announcing study and permit state changes (src/webhooks.rs,
+/// docs/webhooks.md).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookSettings {
+    pub endpoints: Vec<EndpointSettings>,
+    /// Attempts per event before it is given up and the endpoint moves on.
+    pub max_attempts: usize,
+    /// Wait before the first retry; doubled on each further one, up to `retry_max_delay_ms`.
+    pub retry_min_delay_ms: u64,
+    pub retry_max_delay_ms: u64,
+    /// Longest one delivery attempt may take.
+    pub timeout_seconds: u64,
+    /// How often an idle dispatcher looks for new audit entries.
+    pub poll_millis: u64,
+}
+
+impl Default for WebhookSettings {
+    fn default() -> Self {
+        Self {
+            endpoints: vec![],
+            max_attempts: 8,
+            retry_min_delay_ms: 1000,
+            retry_max_delay_ms: 300_000,
+            timeout_seconds: 10,
+            poll_millis: 1000,
+        }
+    }
+}
+
+/// One receiver.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointSettings {
+    /// Names the endpoint's cursor; renaming it starts a new one.
+    pub name: String,
+    /// `https://...`; plain `http://` only to a loopback address.
+    pub url: String,
+    /// The shared secret: raw bytes (at least 16), or `whsec_<base64>` as Standard Webhooks
+    /// libraries generate it.
+    pub secret_file: PathBuf,
+    /// Event types (`study.completed`) or families (`permit.*`); empty means all.
+    #[serde(default)]
+    pub events: Vec<String>,
 }
 
 /// `GET /metrics` (docs/observability.md).
@@ -186,11 +233,12 @@ impl Default for Settings {
             },
             audit: AuditSettings::default(),
             metrics: MetricsSettings::default(),
+            webhooks: WebhookSettings::default(),
         }
     }
 }
 
-const SETTING_KEYS: [&str; 11] = [
+const SETTING_KEYS: [&str; 12] = [
     "listen",
     "public_url",
     "data_dir",
@@ -202,6 +250,7 @@ const SETTING_KEYS: [&str; 11] = [
     "federation",
     "audit",
     "metrics",
+    "webhooks",
 ];
 
 impl Settings {

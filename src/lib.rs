@@ -22,4 +22,5 @@ pub mod secret;
 pub mod startup;
 pub mod store;
 pub mod telemetry;
+pub mod webhooks;
 pub mod witness;

@@ -25,6 +25,7 @@ pub const ROUNDS_STARTED: &str = "ehds_rounds_started_total";
 pub const ROUNDS_CLOSED: &str = "ehds_rounds_closed_total";
 pub const NODE_TASKS_EXPIRED: &str = "ehds_node_tasks_expired_total";
 pub const NODE_LAST_SEEN: &str = "ehds_node_last_seen_timestamp_seconds";
+pub const WEBHOOK_DELIVERIES: &str = "ehds_webhook_deliveries_total";
 pub const PERMIT_EPSILON_BUDGET: &str = "ehds_permit_epsilon_budget";
 pub const PERMIT_EPSILON_REMAINING: &str = "ehds_permit_epsilon_remaining";
 pub const PERMIT_EXPIRY: &str = "ehds_permit_expiry_timestamp_seconds";
@@ -79,6 +80,10 @@ fn describe_process_metrics() {
         NODE_TASKS_EXPIRED,
         "Node tasks whose deadline passed without a result, by data holder."
     );
+    describe_counter!(
+        WEBHOOK_DELIVERIES,
+        "Webhook events by endpoint and outcome (delivered, given_up after every attempt)."
+    );
     describe_gauge!(
         NODE_LAST_SEEN,
         metrics::Unit::Seconds,
@@ -96,6 +101,12 @@ pub fn http_request(method: &str, route: &str, status: u16, elapsed: Duration) {
         "status" => status.to_string()
     )
     .record(elapsed.as_secs_f64());
+}
+
+/// A webhook event was delivered or given up.
+pub fn webhook_delivery(endpoint: &str, outcome: &'static str) {
+    counter!(WEBHOOK_DELIVERIES, "endpoint" => endpoint.to_owned(), "outcome" => outcome)
+        .increment(1);
 }
 
 /// A data holder's node asked for tasks.

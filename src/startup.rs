@@ -25,6 +25,7 @@ pub struct Application {
     listener: TcpListener,
     state: AppState,
     base_url: String,
+    webhooks: Vec<crate::webhooks::Endpoint>,
 }
 
 const PSEUDONYM_KEY_FILE: &str = "optout-pseudonym.key";
@@ -122,10 +123,14 @@ impl Application {
         sweep_expired(state.store.as_ref())
             .await
             .context("Failed to record expired permits")?;
+        let webhooks = crate::webhooks::prepare(state.store.as_ref(), &state.settings.webhooks)
+            .await
+            .context("Failed to set up the webhook endpoints")?;
         Ok(Self {
             listener,
             state,
             base_url,
+            webhooks,
         })
     }
 
@@ -178,6 +183,11 @@ impl Application {
         });
         // The round loop resumes every live study where the database says it stands.
         let rounds = tokio::spawn(self.state.federation.clone().run());
+        let webhooks = crate::webhooks::spawn(
+            self.state.store.clone(),
+            &self.state.settings.webhooks,
+            self.webhooks,
+        )?;
         tracing::info!(url = %self.base_url, dev = self.state.dev.is_some(), backend = self.state.store.backend(), "ehds-gateway listening");
         let http_settings = self.state.settings.http.clone();
         let summary_state_at_stop = self.state.clone();
@@ -186,6 +196,7 @@ impl Application {
         sweeper.abort();
         summariser.abort();
         rounds.abort();
+        webhooks.iter().for_each(|w| w.abort());
         if let Err(e) = http::record_refusal_summary(&summary_state_at_stop).await {
             tracing::error!(error = %e, "failed to record the summary of refusals");
         }

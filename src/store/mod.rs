@@ -195,6 +195,11 @@ pub trait Tx: Send {
 
     /// Leaves in the audit trail's Merkle tree (`audit_log_tree`; entry `seq` is leaf `seq - 1`).
     async fn audit_tree_size(&mut self) -> Result<u64>;
+
+    /// The audit entry up to which webhook `endpoint` has been served, if it ever was.
+    async fn webhook_cursor(&mut self, endpoint: &str) -> Result<Option<i64>>;
+    /// Moves `endpoint`'s cursor to `seq` (never back: a slower replica cannot rewind it).
+    async fn advance_webhook_cursor(&mut self, endpoint: &str, seq: i64) -> Result<()>;
     /// The stored perfect-subtree hashes among `wanted`, `(level, index)` pairs (see
     /// `translog::SubtreeHashes`); pairs not stored are left out of the answer.
     async fn audit_subtrees(&mut self, wanted: &[(u32, u64)]) -> Result<Vec<(u32, u64, Hash)>>;

@@ -848,6 +848,26 @@ macro_rules! impl_tx {
                 self.order_writes().await
             }
 
+            async fn webhook_cursor(&mut self, endpoint: &str) -> crate::store::Result<Option<i64>> {
+                Ok(sqlx::query_scalar("select last_seq from webhook_cursor where endpoint = $1")
+                    .bind(endpoint)
+                    .fetch_optional(&mut *self.tx)
+                    .await?)
+            }
+
+            async fn advance_webhook_cursor(&mut self, endpoint: &str, seq: i64) -> crate::store::Result<()> {
+                sqlx::query(
+                    "insert into webhook_cursor (endpoint, last_seq) values ($1, $2) \
+                     on conflict (endpoint) do update set last_seq = excluded.last_seq \
+                     where webhook_cursor.last_seq < excluded.last_seq",
+                )
+                .bind(endpoint)
+                .bind(seq)
+                .execute(&mut *self.tx)
+                .await?;
+                Ok(())
+            }
+
             async fn audit_tree_size(&mut self) -> crate::store::Result<u64> {
                 let last: Option<i64> =
                     sqlx::query_scalar("select max(idx) from audit_log_tree where level = 0")

@@ -16,3 +16,4 @@ mod security;
 mod studies;
 mod validation;
 mod verifiable_log;
+mod webhooks;
