@@ -1744,7 +1744,8 @@ pub(crate) mod tests {
 
     #[test]
     fn multi_class_and_multi_label_labels_take_only_their_own_task() {
-        let severity = include_str!("../../examples/federation/heart_disease_severity.features.json");
+        let severity =
+            include_str!("../../examples/federation/heart_disease_severity.features.json");
         let mut r = request();
         r.feature_spec = serde_json::from_str(severity).unwrap();
         // without a task: the label's five classes, a five-way softmax
@@ -1783,7 +1784,10 @@ pub(crate) mod tests {
         // a label's own category must be declared (and so covered by the permit)
         assert_eq!(
             codes(&r),
-            [("feature_spec.label".to_owned(), "feature_category_not_declared")]
+            [(
+                "feature_spec.label".to_owned(),
+                "feature_category_not_declared"
+            )]
         );
         r.categories.push("health_determinants".into());
         let s = parse_study(&r, 1e-5, FLOOR, LIMITS, 7).unwrap();

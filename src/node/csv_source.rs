@@ -200,7 +200,10 @@ mod tests {
                 read_csv(&spec, text.as_bytes())
             };
             assert_eq!(read(ok).unwrap().rows[0].label, ok.parse::<u32>().unwrap());
-            assert!(matches!(read(bad), Err(SourceError::CsvValue { record: 1, .. })));
+            assert!(matches!(
+                read(bad),
+                Err(SourceError::CsvValue { record: 1, .. })
+            ));
         }
         let short = "pseudonym,split,label,x,k=b\np1,train,1\n";
         assert!(matches!(

@@ -489,8 +489,10 @@ fn observations(l: &Line) -> anyhow::Result<Vec<ObsDraft>> {
                 &num.to_string(),
                 NUM_DISPLAY[num as usize],
             )?),
-            Some("UCI num: 0 is less than 50% diameter narrowing of a major vessel; 1 to 4 are \
-                  increasing levels of disease with more than 50% narrowing."),
+            Some(
+                "UCI num: 0 is less than 50% diameter narrowing of a major vessel; 1 to 4 are \
+                  increasing levels of disease with more than 50% narrowing.",
+            ),
         );
     }
     Ok(out)

@@ -207,12 +207,9 @@ impl Store {
                     Some(code_matcher(&name, Family::Medication, codes))
                 }
                 LabelSource::Observation { source, unit, .. }
-                | LabelSource::Bins { source, unit, .. } => Some(observation_matcher(
-                    &name,
-                    source,
-                    unit.as_deref(),
-                    aliases,
-                )),
+                | LabelSource::Bins { source, unit, .. } => {
+                    Some(observation_matcher(&name, source, unit.as_deref(), aliases))
+                }
                 LabelSource::Coded { source, .. } => {
                     Some(observation_matcher(&name, source, None, aliases))
                 }
@@ -1515,9 +1512,7 @@ mod label_tests {
     }
 
     fn patient(id: &str) -> String {
-        format!(
-            r#"{{"resource": {{"resourceType": "Patient", "id": "{id}", "gender": "male"}}}}"#
-        )
+        format!(r#"{{"resource": {{"resourceType": "Patient", "id": "{id}", "gender": "male"}}}}"#)
     }
 
     fn obs(subject: &str, value: &str) -> String {
@@ -1531,7 +1526,9 @@ mod label_tests {
     fn coded(subject: &str, code: &str) -> String {
         obs(
             subject,
-            &format!(r#""valueCodeableConcept": {{"coding": [{{"system": "urn:v", "code": "{code}"}}]}}"#),
+            &format!(
+                r#""valueCodeableConcept": {{"coding": [{{"system": "urn:v", "code": "{code}"}}]}}"#
+            ),
         )
     }
 
@@ -1600,7 +1597,10 @@ mod label_tests {
                 patient("d"),
                 obs("d", &q("5", r#""comparator": ">","#)),
                 patient("e"),
-                obs("e", r#""valueQuantity": {"value": 0.1, "system": "http://unitsofmeasure.org", "code": "g/dL"}"#),
+                obs(
+                    "e",
+                    r#""valueQuantity": {"value": 0.1, "system": "http://unitsofmeasure.org", "code": "g/dL"}"#,
+                ),
             ],
         );
         // e: 0.1 g/dL = 100 mg/dL

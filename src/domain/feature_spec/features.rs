@@ -443,11 +443,11 @@ impl Label {
         let n = |k: usize| u32::try_from(k).expect("bounded when parsed");
         match &self.source {
             LabelSource::Survival { .. } => Task::Survival,
-            LabelSource::FirstMatch { .. } | LabelSource::Coded { .. } | LabelSource::Bins { .. } => {
-                Task::Multiclass {
-                    classes: n(self.target_names().len()),
-                }
-            }
+            LabelSource::FirstMatch { .. }
+            | LabelSource::Coded { .. }
+            | LabelSource::Bins { .. } => Task::Multiclass {
+                classes: n(self.target_names().len()),
+            },
             LabelSource::Labels(parts) => Task::Multilabel {
                 labels: n(parts.len()),
             },
@@ -959,7 +959,9 @@ fn label(raw: RawLabel, has_index: bool) -> Result<Label, SpecError> {
 
 fn first_duplicate(l: &Label) -> Option<String> {
     let mut seen = BTreeSet::new();
-    l.target_names().into_iter().find(|n| !seen.insert(n.clone()))
+    l.target_names()
+        .into_iter()
+        .find(|n| !seen.insert(n.clone()))
 }
 
 /// The classes or labels of a multi-class or multi-label source: each a binary source with its
@@ -1008,7 +1010,10 @@ fn label_observation(
     default_aggregate: Aggregate,
 ) -> Result<ObservationSource, SpecError> {
     if raw.window.is_some() {
-        return Err(invalid(at, "the label's horizon is `within`, beside `observation`"));
+        return Err(invalid(
+            at,
+            "the label's horizon is `within`, beside `observation`",
+        ));
     }
     let mut source = observation(at, raw, false, default_aggregate)?;
     source.window = match (has_index, within(at, within_raw)?) {
@@ -1155,7 +1160,10 @@ fn label_source(
                 Aggregate::Latest,
             )?;
             if !matches!(source.aggregate, Aggregate::Latest | Aggregate::First) {
-                return Err(invalid(&at, "a coded value aggregates with latest or first"));
+                return Err(invalid(
+                    &at,
+                    "a coded value aggregates with latest or first",
+                ));
             }
             if !(2..=MAX_CLASSES).contains(&c.classes.len()) {
                 return Err(invalid(

@@ -249,10 +249,9 @@ fn multi_class_labels_count_their_classes_and_categories() {
     let coded = r#"{"coded": {"observation": {"system": "urn:o", "code": "status"}, "classes": [
         {"name": "none", "codes": [{"system": "urn:v", "code": "0"}]},
         {"name": "any", "codes": [{"system": "urn:v", "code": "1"}, {"system": "urn:v", "code": "2"}]}]}}"#;
-    let s = FeatureSpec::from_json(&spec_with(AGE).replace(
-        r#"{"condition": {"system": "s", "code": "c"}}"#,
-        coded,
-    ))
+    let s = FeatureSpec::from_json(
+        &spec_with(AGE).replace(r#"{"condition": {"system": "s", "code": "c"}}"#, coded),
+    )
     .unwrap();
     assert_eq!(s.task(), Task::Multiclass { classes: 2 });
     let LabelSource::Coded { source, classes } = &s.label.source else {
@@ -284,7 +283,10 @@ fn multi_class_labels_count_their_classes_and_categories() {
         "classes": [{"name": "normal", "below": 1.2}, {"name": "raised", "below": 2.0}, {"name": "high"}]}}"#;
     let s = FeatureSpec::from_json(&indexed(AGE, bins)).unwrap();
     assert_eq!(s.task(), Task::Multiclass { classes: 3 });
-    assert_eq!(s.task().default_study_task(), StudyTask::Multiclass { classes: 3 });
+    assert_eq!(
+        s.task().default_study_task(),
+        StudyTask::Multiclass { classes: 3 }
+    );
 }
 
 #[test]
@@ -306,7 +308,8 @@ fn multi_label_labels_are_bits_of_binary_sources() {
 
 #[test]
 fn bad_classes_and_labels_name_their_field() {
-    let death = |n: &str| format!(r#"{{"name": "{n}", "source": {{"death": {{"within": "30d"}}}}}}"#);
+    let death =
+        |n: &str| format!(r#"{{"name": "{n}", "source": {{"death": {{"within": "30d"}}}}}}"#);
     // a survival target is not one label of several
     let nested = format!(
         r#"{{"labels": [{}, {{"name": "s", "source": {{"survival": {{"event": {{"death": {{}}}},
@@ -348,7 +351,8 @@ fn bad_classes_and_labels_name_their_field() {
                 "classes": {classes}}}}}"#
         )
     };
-    let unordered = bins(r#"[{"name": "a", "below": 2}, {"name": "b", "below": 1}, {"name": "c"}]"#);
+    let unordered =
+        bins(r#"[{"name": "a", "below": 2}, {"name": "b", "below": 1}, {"name": "c"}]"#);
     assert_eq!(
         refused_at(&indexed(AGE, &unordered)),
         "label.bins.classes[1]"
