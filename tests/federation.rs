@@ -1044,9 +1044,10 @@ async fn time_series_study_with_a_gru_on_bulk_data_exports() {
 }
 
 /// The binary mortality label as a two-class softmax with class-weighted cross-entropy under
-/// FedPer (a shared extractor, site-local heads), and as a one-label multi-label task with
-/// per-label BCE: the node builds class-index and bit-mask targets, the holders report macro
-/// metrics.
+/// FedPer (a shared extractor, site-local heads), and three ICU outcomes (death within 30 days,
+/// within a year, creatinine above 2 mg/dL within 72 hours) declared as a multi-label label and
+/// trained with per-label BCE: the nodes build class-index and bit-mask targets, the holders
+/// report macro metrics.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn multi_class_and_multi_label_studies_on_bulk_data_exports() {
     let view = icu_study(
@@ -1073,22 +1074,90 @@ async fn multi_class_and_multi_label_studies_on_bulk_data_exports() {
     assert!(mean["auroc"].as_f64().unwrap() > 0.6, "{mean}");
 
     let view = icu_study(
-        "mortality",
+        "outcomes",
         json!({"architecture": "mlp", "hidden": [8]}),
         &[
-            ("task", json!({"multilabel": {"labels": 1}})),
-            ("loss", json!({"MultiLabelBce": {"pos_weight": [2.0]}})),
+            ("task", json!({"multilabel": {"labels": 3}})),
+            (
+                "loss",
+                json!({"MultiLabelBce": {"pos_weight": [2.0, 2.0, 2.0]}}),
+            ),
         ],
     )
     .await;
-    let (mean, _) = last_evaluation(&view);
+    let (mean, sites) = last_evaluation(&view);
     assert_eq!(
         mean["task"],
-        json!({"multi_label": {"labels": 1}}),
+        json!({"multi_label": {"labels": 3}}),
         "{mean}"
     );
-    let ppr = mean["predicted_positive_rate"].as_f64().unwrap();
-    assert!(ppr > 0.0 && ppr < 1.0, "{mean}");
+    for s in &sites {
+        for k in [
+            "auroc",
+            "f1",
+            "balanced_accuracy",
+            "predicted_positive_rate",
+        ] {
+            let v = s[k].as_f64().unwrap_or_else(|| panic!("no {k}: {s}"));
+            assert!((0.0..=1.0).contains(&v), "{k}: {s}");
+        }
+    }
+    // macro AUROC over the three labels, better than chance
+    assert!(mean["auroc"].as_f64().unwrap() > 0.6, "{mean}");
+}
+
+/// The UCI angiographic disease status (0 to 4, a coded Observation in the example bundles) as
+/// a five-class label: a softmax regression by FedAvg on the four hospitals' bundles, the
+/// holders' macro metrics better than chance.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn five_class_disease_status_on_the_example_bundles() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let gw = Gateway::new(&app.base, app.dev.clone());
+    let permit = gw
+        .permit(federation_application(&hospitals(), 1e6, "data_holder"))
+        .await;
+    let work = tempfile::tempdir().unwrap();
+    let mut nodes = Nodes::new();
+    for org in hospitals() {
+        nodes.spawn(org, &app.base, &app.data_dir, work.path(), None);
+    }
+    let spec: Value = serde_json::from_slice(
+        &std::fs::read(example_federation_dir().join("heart_disease_severity.features.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let mut body = ditto_study(permit, 2);
+    body["title"] = json!("Angiographic disease status across four hospitals");
+    body["feature_spec"] = spec;
+    body["task"] = json!({"multiclass": {"classes": 5}});
+    body["strategy"] = json!({"name": "fedavg"});
+    body["optimizer"] = json!({"name": "adam", "lr": 0.05});
+    body["local_steps"] = json!(30);
+    body["batch_size"] = json!(16);
+    body["dp"] = json!({"level": "client", "clip_norm": 10.0, "noise_multiplier": 0.005,
+                        "noise_seed": 3});
+    let id = gw.submit(&body).await;
+    let view = gw.wait_until_done(id, 300, &nodes).await;
+    nodes.kill().await;
+    assert_eq!(view["status"], "completed", "{view}\n{}", nodes.logs());
+    let last = aggregated_once_each(&view, 2).pop().unwrap();
+    let ev = &last["evaluation"];
+    let mean = &ev["mean_test"];
+    let sites = ev["sites"].as_array().unwrap();
+    assert_eq!(sites.len(), 4, "{last}");
+    for s in sites {
+        let t = &s["test"];
+        for k in ["f1", "accuracy", "balanced_accuracy"] {
+            let v = t[k].as_f64().unwrap_or_else(|| panic!("no {k}: {t}"));
+            assert!((0.0..=1.0).contains(&v), "{k}: {t}");
+        }
+        // the macro AUROC needs every class among a site's test rows
+        if let Some(v) = t["auroc"].as_f64() {
+            assert!((0.0..=1.0).contains(&v), "auroc: {t}");
+        }
+    }
+    // chance: balanced accuracy 1/5, macro AUROC 0.5 (over the sites that have one)
+    assert!(mean["balanced_accuracy"].as_f64().unwrap() > 0.25, "{mean}");
     assert!(mean["auroc"].as_f64().unwrap() > 0.6, "{mean}");
 }
 

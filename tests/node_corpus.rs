@@ -1,6 +1,6 @@
 //! The generated ICU federation read as hospitals export it: Bulk Data NDJSON (gzipped) per
-//! hospital, each through its own code map, for the three task types (binary mortality,
-//! survival, time series). Values are checked against the raw resources by hand-written
+//! hospital, each through its own code map, for the task types (binary mortality, survival,
+//! time series, multi-label outcomes). Values are checked against the raw resources by hand-written
 //! recomputation, not against the extractor's own output.
 use std::collections::BTreeSet;
 use std::io::Read;
@@ -212,6 +212,60 @@ fn mortality_values_recomputed_by_hand() {
             .is_some_and(|d| d > admit && d - admit <= 30 * 86_400);
         assert_eq!(row.label, u32::from(died), "{}", row.pseudonym);
     }
+}
+
+/// Three outcomes as one multi-label label: each bit recomputed from the raw resources (north
+/// records creatinine in umol/L under the molar LOINC code; the label reads mg/dL).
+#[test]
+fn outcome_bits_recomputed_by_hand() {
+    let s = spec("outcomes");
+    assert_eq!(s.task(), Task::Multilabel { labels: 3 });
+    let rows = read_site(&s, "north");
+    assert_eq!(rows.task, Task::Multilabel { labels: 3 });
+    assert_eq!(rows.rows.len(), PATIENTS);
+    let patients = resources("north", "Patient");
+    let encounters = resources("north", "Encounter");
+    let observations = resources("north", "Observation");
+    let mut positives = [0; 3];
+    for row in &rows.rows {
+        let stay = encounters
+            .iter()
+            .find(|e| e["id"] == row.encounter.as_deref().unwrap())
+            .unwrap();
+        let admit = t(&stay["period"]["start"]);
+        let p = patients
+            .iter()
+            .find(|p| p["id"] == row.pseudonym.as_str())
+            .unwrap();
+        let death = p["deceasedDateTime"]
+            .as_str()
+            .map(|d| chrono::DateTime::parse_from_rfc3339(d).unwrap().timestamp());
+        let died_within =
+            |days: i64| death.is_some_and(|d| d > admit && d - admit <= days * 86_400);
+        let subject = format!("Patient/{}", row.pseudonym);
+        let creatinine_max = observations
+            .iter()
+            .filter(|o| o["subject"]["reference"] == subject.as_str())
+            .filter(|o| o["code"]["coding"][0]["code"] == "14682-9")
+            .filter(|o| {
+                let when = t(&o["effectiveDateTime"]);
+                when > admit && when <= admit + 72 * 3600
+            })
+            .map(|o| o["valueQuantity"]["value"].as_f64().unwrap() / 88.42)
+            .fold(f64::MIN, f64::max);
+        let expected = u32::from(died_within(30))
+            | u32::from(died_within(365)) << 1
+            | u32::from(creatinine_max > 2.0) << 2;
+        assert_eq!(row.label, expected, "{}", row.pseudonym);
+        for (k, n) in positives.iter_mut().enumerate() {
+            *n += (row.label >> k & 1) as usize;
+        }
+    }
+    // every label has positives and negatives at this site
+    assert!(
+        positives.iter().all(|&n| n > 0 && n < PATIENTS),
+        "{positives:?}"
+    );
 }
 
 #[test]

@@ -629,18 +629,15 @@ fn parse_backbone(
 /// The task the study trains: the one it names, or the one its label determines; refused
 /// where the label cannot provide it.
 fn parse_task(e: &mut Errors, req: Option<StudyTask>, spec: &FeatureSpec) -> Option<StudyTask> {
-    use crate::domain::feature_spec::Task as Label;
+    use crate::domain::feature_spec::MAX_CLASSES;
     let label = spec.task();
-    let task = req.unwrap_or(match label {
-        Label::Binary => StudyTask::Binary,
-        Label::Survival => StudyTask::Survival,
-    });
+    let task = req.unwrap_or(label.default_study_task());
     match task {
-        StudyTask::Multiclass { classes } if !(2..=1024).contains(&classes) => {
+        StudyTask::Multiclass { classes } if !(2..=MAX_CLASSES as u32).contains(&classes) => {
             e.push(
                 "task.multiclass.classes",
                 "out_of_range",
-                "a multi-class task has 2 to 1024 classes",
+                format!("a multi-class task has 2 to {MAX_CLASSES} classes"),
             );
             return None;
         }
@@ -659,26 +656,14 @@ fn parse_task(e: &mut Errors, req: Option<StudyTask>, spec: &FeatureSpec) -> Opt
         }
         _ => {}
     }
-    let fits = match label {
-        Label::Binary => matches!(
-            task,
-            StudyTask::Binary
-                | StudyTask::Multiclass { classes: 2 }
-                | StudyTask::Multilabel { labels: 1 }
-        ),
-        Label::Survival => task == StudyTask::Survival,
-    };
-    if !fits {
-        let what = match label {
-            Label::Binary => "a binary label (2 classes, 1 label)",
-            Label::Survival => "a survival label (time, event)",
-        };
+    if !label.trains(task) {
         e.push(
             "task",
             "task_label_mismatch",
             format!(
-                "the feature specification's label `{}` is {what}; it cannot train a {} task",
+                "the feature specification's label `{}` is {}; it cannot train a {} task",
                 spec.label.name,
+                label.describe(),
                 task.describe()
             ),
         );
@@ -908,13 +893,19 @@ pub fn parse_study(
                 );
             }
         }
-        if !categories.contains(&spec.label.category) {
+        // the label's own category and each class's or label's
+        let undeclared: std::collections::BTreeSet<_> = spec
+            .label
+            .categories()
+            .filter(|c| !categories.contains(c))
+            .collect();
+        for c in undeclared {
             e.push(
                 "feature_spec.label",
                 "feature_category_not_declared",
                 format!(
                     "the label reads `{}` data, which `categories` does not declare",
-                    spec.label.category.as_str()
+                    c.as_str()
                 ),
             );
         }
@@ -1749,6 +1740,74 @@ pub(crate) mod tests {
         assert_eq!(s.model, ModelSpec::logistic(1, 2));
         r.loss = Some(LossKind::bce());
         assert_eq!(codes(&r), [("loss".to_owned(), "loss_task_mismatch")]);
+    }
+
+    #[test]
+    fn multi_class_and_multi_label_labels_take_only_their_own_task() {
+        let severity =
+            include_str!("../../examples/federation/heart_disease_severity.features.json");
+        let mut r = request();
+        r.feature_spec = serde_json::from_str(severity).unwrap();
+        // without a task: the label's five classes, a five-way softmax
+        let s = parse_study(&r, 1e-5, FLOOR, LIMITS, 7).unwrap();
+        assert_eq!(s.task, StudyTask::Multiclass { classes: 5 });
+        assert_eq!(s.model, ModelSpec::logistic(13, 5));
+        r.task = Some(StudyTask::Multiclass { classes: 5 });
+        assert!(parse_study(&r, 1e-5, FLOOR, LIMITS, 7).is_ok());
+        for wrong in [
+            StudyTask::Multiclass { classes: 3 },
+            StudyTask::Multiclass { classes: 2 },
+            StudyTask::Binary,
+            StudyTask::Multilabel { labels: 5 },
+            StudyTask::Survival,
+        ] {
+            r.task = Some(wrong);
+            assert_eq!(
+                codes(&r),
+                [("task".to_owned(), "task_label_mismatch")],
+                "{wrong:?}"
+            );
+        }
+        // a class count out of range is reported as such, not as a mismatch
+        r.task = Some(StudyTask::Multiclass { classes: 5000 });
+        assert_eq!(
+            codes(&r),
+            [("task.multiclass.classes".to_owned(), "out_of_range")]
+        );
+
+        let mut r = survival_series_request();
+        r.feature_spec["label"]["source"] = serde_json::json!({"labels": [
+            {"name": "death_7d", "source": {"death": {"within": "7d"}}},
+            {"name": "death_30d", "source": {"death": {"within": "30d"}}},
+            {"name": "smoker", "category": "health_determinants",
+             "source": {"condition": {"codes": [{"system": "http://snomed.info/sct", "code": "77176002"}]}}}]});
+        // a label's own category must be declared (and so covered by the permit)
+        assert_eq!(
+            codes(&r),
+            [(
+                "feature_spec.label".to_owned(),
+                "feature_category_not_declared"
+            )]
+        );
+        r.categories.push("health_determinants".into());
+        let s = parse_study(&r, 1e-5, FLOOR, LIMITS, 7).unwrap();
+        assert_eq!(s.task, StudyTask::Multilabel { labels: 3 });
+        assert!(s
+            .categories
+            .iter()
+            .any(|c| c.as_str() == "health_determinants"));
+        for wrong in [
+            StudyTask::Multilabel { labels: 2 },
+            StudyTask::Multiclass { classes: 3 },
+            StudyTask::Binary,
+        ] {
+            r.task = Some(wrong);
+            assert_eq!(
+                codes(&r),
+                [("task".to_owned(), "task_label_mismatch")],
+                "{wrong:?}"
+            );
+        }
     }
 
     #[test]

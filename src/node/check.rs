@@ -45,7 +45,8 @@ pub struct Cohort {
 #[derive(Debug, Clone, Serialize)]
 pub struct Label {
     pub name: String,
-    /// Binary: rows per label value; survival: events and censored rows.
+    /// Binary: rows per label value; multi-class: rows per class; multi-label: positive rows
+    /// per label; survival: events and censored rows.
     pub counts: BTreeMap<String, usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub median_follow_up_days: Option<f32>,
@@ -125,6 +126,22 @@ impl Check {
                     *counts.entry(r.label.to_string()).or_default() += 1;
                 }
             }
+            Task::Multiclass { .. } => {
+                let names = spec.label.target_names();
+                for r in &rows.rows {
+                    let name = names.get(r.label as usize).cloned();
+                    *counts
+                        .entry(name.unwrap_or_else(|| r.label.to_string()))
+                        .or_default() += 1;
+                }
+            }
+            Task::Multilabel { .. } => {
+                // positives per label
+                for (k, name) in spec.label.target_names().into_iter().enumerate() {
+                    let n = rows.rows.iter().filter(|r| r.label >> k & 1 == 1).count();
+                    counts.insert(name, n);
+                }
+            }
             Task::Survival => {
                 let events = rows.rows.iter().filter(|r| r.label == 1).count();
                 counts.insert("event".into(), events);
@@ -167,6 +184,8 @@ impl Check {
             specification: spec.name.clone(),
             task: match rows.task {
                 Task::Binary => "binary",
+                Task::Multiclass { .. } => "multiclass",
+                Task::Multilabel { .. } => "multilabel",
                 Task::Survival => "survival",
             },
             unit: match spec.cohort.unit {

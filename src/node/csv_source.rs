@@ -3,7 +3,8 @@
 //! `split` is `train`, `test` or empty; an empty feature or label cell is a missing value: the
 //! subject is dropped and counted as with a FHIR source, or, for a feature the specification
 //! imputes, kept with the value imputed from the site's training rows. Missingness indicator
-//! columns are written and read like any other column.
+//! columns are written and read like any other column. The label cell is the target code: 0 or
+//! 1, the class index of a multi-class label, the bit mask of a multi-label one.
 use std::io::{Read, Write};
 
 use super::features::FeatureSpec;
@@ -87,9 +88,10 @@ pub fn read_csv<R: Read>(spec: &FeatureSpec, input: R) -> Result<SiteRows, Sourc
         };
         let label = match rec[2].trim() {
             "" => None,
-            "0" => Some(0),
-            "1" => Some(1),
-            s => return Err(bad(format!("label `{s}` is not 0 or 1"))),
+            s => match s.parse::<u32>() {
+                Ok(code) if out.task.holds(code) => Some(code),
+                _ => return Err(bad(format!("label `{s}` is not {}", out.task.codes()))),
+            },
         };
         let mut features = Vec::with_capacity(out.columns.len());
         let mut complete = label.is_some();
@@ -176,6 +178,32 @@ mod tests {
                 ),
                 "{bad}"
             );
+        }
+        // a three-class label reads class indices, a two-label one bit masks
+        let classes = SPEC.replace(
+            r#"{"condition": {"system": "s", "code": "y"}}"#,
+            r#"{"first_match": {"classes": [
+                {"name": "a", "source": {"condition": {"system": "s", "code": "a"}}},
+                {"name": "b", "source": {"condition": {"system": "s", "code": "b"}}}],
+                "otherwise": "c"}}"#,
+        );
+        let labels = SPEC.replace(
+            r#"{"condition": {"system": "s", "code": "y"}}"#,
+            r#"{"labels": [
+                {"name": "a", "source": {"condition": {"system": "s", "code": "a"}}},
+                {"name": "b", "source": {"condition": {"system": "s", "code": "b"}}}]}"#,
+        );
+        for (spec, ok, bad) in [(classes, "2", "3"), (labels, "3", "4")] {
+            let spec = FeatureSpec::from_json(&spec).unwrap();
+            let read = |label: &str| {
+                let text = format!("pseudonym,split,label,x,k=b\np1,train,{label},0,1\n");
+                read_csv(&spec, text.as_bytes())
+            };
+            assert_eq!(read(ok).unwrap().rows[0].label, ok.parse::<u32>().unwrap());
+            assert!(matches!(
+                read(bad),
+                Err(SourceError::CsvValue { record: 1, .. })
+            ));
         }
         let short = "pseudonym,split,label,x,k=b\np1,train,1\n";
         assert!(matches!(

@@ -17,7 +17,9 @@
 //! angina and exercise ST depression have no LOINC code we could vouch for, so they use the
 //! local code system [`OBSERVATION_SYSTEM`]; the values of chest pain type and resting ECG use
 //! the local systems [`CP_SYSTEM`] and [`RESTECG_SYSTEM`] with the UCI codes. The diagnosis is
-//! SNOMED CT 53741008 (coronary arteriosclerosis), clinical status active.
+//! SNOMED CT 53741008 (coronary arteriosclerosis), clinical status active; the angiographic
+//! disease status itself (UCI `num`, 0..4, the data set's original multi-class target) is an
+//! Observation with a coded value in the local system [`NUM_SYSTEM`].
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -41,6 +43,8 @@ pub const OBSERVATION_SYSTEM: &str = "urn:ehds-gateway:example:observation";
 pub const CP_SYSTEM: &str = "urn:ehds-gateway:example:cp";
 /// Local code system of resting ECG results (UCI `restecg`, 0..2).
 pub const RESTECG_SYSTEM: &str = "urn:ehds-gateway:example:restecg";
+/// Local code system of the angiographic disease status (UCI `num`, 0..4).
+pub const NUM_SYSTEM: &str = "urn:ehds-gateway:example:num";
 /// Local code system of observation methods.
 pub const METHOD_SYSTEM: &str = "urn:ehds-gateway:example:method";
 
@@ -322,6 +326,14 @@ const RESTECG_DISPLAY: [&str; 3] = [
     "probable or definite left ventricular hypertrophy by Estes' criteria",
 ];
 
+const NUM_DISPLAY: [&str; 5] = [
+    "less than 50% diameter narrowing",
+    "more than 50% diameter narrowing, level 1",
+    "more than 50% diameter narrowing, level 2",
+    "more than 50% diameter narrowing, level 3",
+    "more than 50% diameter narrowing, level 4",
+];
+
 fn observations(l: &Line) -> anyhow::Result<Vec<ObsDraft>> {
     let vital = Some(("vital-signs", "Vital Signs"));
     let lab = Some(("laboratory", "Laboratory"));
@@ -458,6 +470,29 @@ fn observations(l: &Line) -> anyhow::Result<Vec<ObsDraft>> {
             None,
             quantity(st, None, "mm", "mm")?,
             None,
+        );
+    }
+    // the data set's original multi-class target, beside the Condition that says only
+    // whether it is above 0
+    if let Some(num) = l.level(13, 0..=4)? {
+        push(
+            "num",
+            concept(
+                OBSERVATION_SYSTEM,
+                "angiographic-disease-status",
+                "Angiographic disease status",
+            )?,
+            Some(("procedure", "Procedure")),
+            None,
+            ObservationValue::CodeableConcept(concept(
+                NUM_SYSTEM,
+                &num.to_string(),
+                NUM_DISPLAY[num as usize],
+            )?),
+            Some(
+                "UCI num: 0 is less than 50% diameter narrowing of a major vessel; 1 to 4 are \
+                  increasing levels of disease with more than 50% narrowing.",
+            ),
         );
     }
     Ok(out)
@@ -615,8 +650,8 @@ mod tests {
         let split = BTreeMap::from([(0, Set::Test)]);
         let text = "63.0,1.0,1.0,145.0,?,1.0,2.0,150.0,0.0,2.3,3.0,0.0,6.0,2\n";
         let (b, s) = hospital_bundle(HOSPITALS[0], text, &split).unwrap();
-        // Patient, 8 observations (cholesterol missing), 1 condition
-        assert_eq!((s.patients, s.observations, s.conditions), (1, 8, 1));
+        // Patient, 9 observations (cholesterol missing, the disease status added), 1 condition
+        assert_eq!((s.patients, s.observations, s.conditions), (1, 9, 1));
         assert_eq!((s.train, s.test), (0, 1));
         let json = serde_json::to_value(&b).unwrap();
         assert_eq!(json["type"], "collection");
@@ -631,6 +666,17 @@ mod tests {
             .find(|e| e["resource"]["code"]["coding"][0]["code"] == "1558-6")
             .unwrap();
         assert_eq!(fbs["resource"]["valueQuantity"]["comparator"], ">");
+        let num = json["entry"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["resource"]["code"]["coding"][0]["code"] == "angiographic-disease-status")
+            .unwrap();
+        assert_eq!(
+            num["resource"]["valueCodeableConcept"]["coding"][0],
+            serde_json::json!({"system": NUM_SYSTEM, "code": "2",
+                               "display": "more than 50% diameter narrowing, level 2"})
+        );
         assert!(
             hospital_bundle(HOSPITALS[0], "63,1,9,145,1,1,2,150,0,2.3,3,0,6,2", &split).is_err()
         );

@@ -47,7 +47,9 @@ struct Matcher {
 struct Slots {
     features: Vec<Option<usize>>,
     channels: Vec<usize>,
-    label: Option<usize>,
+    /// One per label source: the label's, or each class's or label's of a multi-class or
+    /// multi-label one (`None`: a source read from the Patient, such as death).
+    label: Vec<Option<usize>>,
     index: Option<usize>,
     include: Option<usize>,
 }
@@ -187,26 +189,36 @@ impl Store {
             slots.channels.push(m.len() - 1);
         }
         let label = &spec.label;
-        let label_matcher = match &label.source {
-            LabelSource::Condition { codes, .. }
-            | LabelSource::Survival {
-                event: SurvivalEvent::Condition(codes),
-                ..
-            } => Some(code_matcher(&label.name, Family::Condition, codes)),
-            LabelSource::Medication { codes, .. } => {
-                Some(code_matcher(&label.name, Family::Medication, codes))
-            }
-            LabelSource::Observation { source, unit, .. } => Some(observation_matcher(
-                &label.name,
-                source,
-                unit.as_deref(),
-                aliases,
-            )),
-            _ => None,
+        let sources: Vec<(String, &LabelSource)> = match &label.source {
+            LabelSource::FirstMatch { classes: parts, .. } | LabelSource::Labels(parts) => parts
+                .iter()
+                .map(|p| (format!("{}/{}", label.name, p.name), &p.source))
+                .collect(),
+            s => vec![(label.name.clone(), s)],
         };
-        if let Some(lm) = label_matcher {
-            m.push(lm);
-            slots.label = Some(m.len() - 1);
+        for (name, source) in sources {
+            let matcher = match source {
+                LabelSource::Condition { codes, .. }
+                | LabelSource::Survival {
+                    event: SurvivalEvent::Condition(codes),
+                    ..
+                } => Some(code_matcher(&name, Family::Condition, codes)),
+                LabelSource::Medication { codes, .. } => {
+                    Some(code_matcher(&name, Family::Medication, codes))
+                }
+                LabelSource::Observation { source, unit, .. }
+                | LabelSource::Bins { source, unit, .. } => {
+                    Some(observation_matcher(&name, source, unit.as_deref(), aliases))
+                }
+                LabelSource::Coded { source, .. } => {
+                    Some(observation_matcher(&name, source, None, aliases))
+                }
+                _ => None,
+            };
+            slots.label.push(matcher.map(|lm| {
+                m.push(lm);
+                m.len() - 1
+            }));
         }
         if let IndexEvent::FirstCondition(codes) = &spec.cohort.index {
             m.push(code_matcher("cohort index", Family::Condition, codes));
@@ -1251,63 +1263,64 @@ impl Store {
         death: Result<Option<Instant>, ()>,
         last_activity: Option<Instant>,
     ) -> Result<(u32, Option<f32>), &'static str> {
-        let after = |slot: usize, within: Option<super::cohort::Span>| -> bool {
-            let index = c.index.expect("an index");
-            evs.of(slot).iter().any(|e| {
-                e.time
-                    .is_some_and(|t| t > index && within.is_none_or(|w| t - index <= w.0))
-            })
-        };
+        let slot = |k: usize| self.slots.label[k].expect("label matcher");
         match &spec.label.source {
-            LabelSource::Condition { within, .. } | LabelSource::Medication { within, .. } => {
-                let slot = self.slots.label.expect("label matcher");
-                Ok((
-                    u32::from(match c.index {
-                        None => !evs.of(slot).is_empty(),
-                        Some(_) => after(slot, *within),
-                    }),
-                    None,
-                ))
-            }
-            LabelSource::Death { within } => {
-                let index = c.index.expect("an index");
-                match death {
-                    Err(()) => Err("deceased without a date of death"),
-                    Ok(d) => Ok((
-                        u32::from(d.is_some_and(|d| d > index && d - index <= within.0)),
-                        None,
-                    )),
+            LabelSource::FirstMatch { classes, otherwise } => {
+                // in order: an undecidable class before the first positive one leaves the
+                // class undecided
+                for (k, p) in classes.iter().enumerate() {
+                    if self.positive(&p.source, self.slots.label[k], c, evs, death)? {
+                        return Ok((k as u32, None));
+                    }
+                }
+                match otherwise {
+                    Some(_) => Ok((classes.len() as u32, None)),
+                    None => Err("label: no class matches"),
                 }
             }
-            LabelSource::Observation {
-                source,
-                threshold,
-                above,
-                unit,
-            } => {
-                let slot = self.slots.label.expect("label matcher");
-                let (sel, _) = selected(evs.of(slot), source.window, c.index);
-                let v = self.aggregate(&sel, source.aggregate, unit.as_deref());
-                let decided = match v {
-                    Some(Value::Quantity(q)) => {
-                        let a = super::transform::above(&q, *threshold);
-                        if *above {
-                            a
-                        } else {
-                            // below t: not above, and not equal
-                            a.map(|a| !a && q.value < *threshold)
-                        }
+            LabelSource::Labels(parts) => {
+                let mut mask = 0u32;
+                for (k, p) in parts.iter().enumerate() {
+                    if self.positive(&p.source, self.slots.label[k], c, evs, death)? {
+                        mask |= 1 << k;
                     }
-                    Some(Value::Integer(i)) => Some(if *above {
-                        i as f64 > *threshold
-                    } else {
-                        (i as f64) < *threshold
-                    }),
-                    _ => None,
+                }
+                Ok((mask, None))
+            }
+            LabelSource::Coded { source, classes } => {
+                let (sel, _) = selected(evs.of(slot(0)), source.window, c.index);
+                match self.aggregate(&sel, source.aggregate, None) {
+                    Some(Value::Coded(codings)) => classes
+                        .iter()
+                        .position(|k| {
+                            codings
+                                .iter()
+                                .any(|x| k.codes.matches(x.system.as_deref(), &x.code))
+                        })
+                        .map(|k| (k as u32, None))
+                        .ok_or("label: the coded value is in none of the classes"),
+                    Some(_) => Err("label: the observation's value is not coded"),
+                    None => Err("label: no observation within the horizon"),
+                }
+            }
+            LabelSource::Bins {
+                source,
+                unit,
+                classes,
+            } => {
+                let (sel, _) = selected(evs.of(slot(0)), source.window, c.index);
+                let v = match self.aggregate(&sel, source.aggregate, unit.as_deref()) {
+                    Some(Value::Quantity(q)) if q.comparator.is_none() => q.value,
+                    Some(Value::Integer(i)) => i as f64,
+                    Some(Value::Quantity(_)) => return Err("label: a censored value has no bin"),
+                    Some(_) => return Err("label: the observation's value is not a number"),
+                    None => return Err("label: no observation within the horizon"),
                 };
-                decided
-                    .map(|d| (u32::from(d), None))
-                    .ok_or("label: no observation within the horizon")
+                let k = classes
+                    .iter()
+                    .position(|b| b.below.is_none_or(|u| v < u))
+                    .expect("the last class has no bound");
+                Ok((k as u32, None))
             }
             LabelSource::Survival {
                 event,
@@ -1319,13 +1332,11 @@ impl Store {
                     SurvivalEvent::Death => {
                         death.map_err(|_| "deceased without a date of death")?
                     }
-                    SurvivalEvent::Condition(_) => {
-                        let slot = self.slots.label.expect("label matcher");
-                        evs.of(slot)
-                            .iter()
-                            .filter_map(|e| e.time)
-                            .find(|t| *t > index)
-                    }
+                    SurvivalEvent::Condition(_) => evs
+                        .of(slot(0))
+                        .iter()
+                        .filter_map(|e| e.time)
+                        .find(|t| *t > index),
                 };
                 let mut censor = index + follow_up.0;
                 if let Some(ca) = censor_at {
@@ -1345,6 +1356,72 @@ impl Store {
                     _ => (0, Some(days(censor))),
                 })
             }
+            binary => self
+                .positive(binary, self.slots.label[0], c, evs, death)
+                .map(|p| (u32::from(p), None)),
+        }
+    }
+
+    /// A binary label source (the label, a class criterion or one of several labels) for one
+    /// row; `Err` when it cannot be decided. `slot` is the source's matcher.
+    fn positive(
+        &self,
+        source: &LabelSource,
+        slot: Option<usize>,
+        c: &Candidate,
+        evs: &Events<'_>,
+        death: Result<Option<Instant>, ()>,
+    ) -> Result<bool, &'static str> {
+        let after = |slot: usize, within: Option<super::cohort::Span>| -> bool {
+            let index = c.index.expect("an index");
+            evs.of(slot).iter().any(|e| {
+                e.time
+                    .is_some_and(|t| t > index && within.is_none_or(|w| t - index <= w.0))
+            })
+        };
+        let matcher = || slot.expect("label matcher");
+        match source {
+            LabelSource::Condition { within, .. } | LabelSource::Medication { within, .. } => {
+                Ok(match c.index {
+                    None => !evs.of(matcher()).is_empty(),
+                    Some(_) => after(matcher(), *within),
+                })
+            }
+            LabelSource::Death { within } => {
+                let index = c.index.expect("an index");
+                match death {
+                    Err(()) => Err("deceased without a date of death"),
+                    Ok(d) => Ok(d.is_some_and(|d| d > index && d - index <= within.0)),
+                }
+            }
+            LabelSource::Observation {
+                source,
+                threshold,
+                above,
+                unit,
+            } => {
+                let (sel, _) = selected(evs.of(matcher()), source.window, c.index);
+                let v = self.aggregate(&sel, source.aggregate, unit.as_deref());
+                let decided = match v {
+                    Some(Value::Quantity(q)) => {
+                        let a = super::transform::above(&q, *threshold);
+                        if *above {
+                            a
+                        } else {
+                            // below t: not above, and not equal
+                            a.map(|a| !a && q.value < *threshold)
+                        }
+                    }
+                    Some(Value::Integer(i)) => Some(if *above {
+                        i as f64 > *threshold
+                    } else {
+                        (i as f64) < *threshold
+                    }),
+                    _ => None,
+                };
+                decided.ok_or("label: no observation within the horizon")
+            }
+            _ => unreachable!("not a binary label source"),
         }
     }
 
@@ -1408,4 +1485,179 @@ fn full_years(birth: Instant, at: Instant) -> i64 {
         years -= 1;
     }
     years
+}
+
+#[cfg(test)]
+mod label_tests {
+    //! Multi-class and multi-label targets of hand-written records.
+    use crate::node::features::{FeatureSpec, Task};
+    use crate::node::fhir_source::extract_json;
+    use crate::node::SiteRows;
+
+    fn extract(label: &str, entries: &[String]) -> SiteRows {
+        let spec = FeatureSpec::from_json(&format!(
+            r#"{{"name": "t", "features": [{{"name": "sex", "category": "ehr_data",
+                 "source": {{"patient": "gender"}},
+                 "transform": {{"kind": "map", "values": {{"male": 1, "female": 0}}}}}}],
+                "label": {{"name": "y", "category": "ehr_data", "source": {label}}}}}"#
+        ))
+        .unwrap();
+        let bundle = format!(
+            r#"{{"resourceType": "Bundle", "type": "collection", "entry": [{}]}}"#,
+            entries.join(",")
+        );
+        let rows = extract_json(&spec, &bundle).unwrap();
+        assert_eq!(rows.task, spec.task());
+        rows
+    }
+
+    fn patient(id: &str) -> String {
+        format!(r#"{{"resource": {{"resourceType": "Patient", "id": "{id}", "gender": "male"}}}}"#)
+    }
+
+    fn obs(subject: &str, value: &str) -> String {
+        format!(
+            r#"{{"resource": {{"resourceType": "Observation", "status": "final",
+                "code": {{"coding": [{{"system": "urn:o", "code": "k"}}]}},
+                "subject": {{"reference": "Patient/{subject}"}}, {value}}}}}"#
+        )
+    }
+
+    fn coded(subject: &str, code: &str) -> String {
+        obs(
+            subject,
+            &format!(
+                r#""valueCodeableConcept": {{"coding": [{{"system": "urn:v", "code": "{code}"}}]}}"#
+            ),
+        )
+    }
+
+    fn condition(subject: &str, code: &str) -> String {
+        format!(
+            r#"{{"resource": {{"resourceType": "Condition", "subject": {{"reference": "Patient/{subject}"}},
+                "code": {{"coding": [{{"system": "http://hl7.org/fhir/sid/icd-10", "code": "{code}"}}]}}}}}}"#
+        )
+    }
+
+    /// (patient, target) of every kept row.
+    fn targets(rows: &SiteRows) -> Vec<(&str, u32)> {
+        rows.rows
+            .iter()
+            .map(|r| (r.pseudonym.as_str(), r.label))
+            .collect()
+    }
+
+    #[test]
+    fn coded_observation_values_are_class_indices() {
+        let label = r#"{"coded": {"observation": {"system": "urn:o", "code": "k"}, "classes": [
+            {"name": "none", "codes": [{"system": "urn:v", "code": "0"}]},
+            {"name": "mild", "codes": [{"system": "urn:v", "code": "1"}, {"system": "urn:v", "code": "2"}]},
+            {"name": "severe", "codes": [{"system": "urn:v", "code": "3"}]}]}}"#;
+        let rows = extract(
+            label,
+            &[
+                patient("a"),
+                coded("a", "0"),
+                patient("b"),
+                coded("b", "2"),
+                patient("c"),
+                coded("c", "9"),
+                patient("d"),
+                patient("e"),
+                coded("e", "1"),
+                coded("e", "3"),
+            ],
+        );
+        assert_eq!(rows.task, Task::Multiclass { classes: 3 });
+        // e: the latest of its two values (undated: the last in source order)
+        assert_eq!(targets(&rows), [("a", 0), ("b", 1), ("e", 2)]);
+        let ex = &rows.report.excluded;
+        assert_eq!(ex["label: the coded value is in none of the classes"], 1);
+        assert_eq!(ex["label: no observation within the horizon"], 1);
+    }
+
+    #[test]
+    fn numeric_values_fall_in_bins_with_exclusive_upper_bounds() {
+        let label = r#"{"bins": {"observation": {"system": "urn:o", "code": "k"}, "unit": "mg/dL",
+            "classes": [{"name": "low", "below": 5}, {"name": "mid", "below": 10}, {"name": "high"}]}}"#;
+        let q = |v: &str, extra: &str| {
+            format!(
+                r#""valueQuantity": {{"value": {v}, {extra} "system": "http://unitsofmeasure.org", "code": "mg/dL"}}"#
+            )
+        };
+        let rows = extract(
+            label,
+            &[
+                patient("a"),
+                obs("a", &q("4.9", "")),
+                patient("b"),
+                obs("b", &q("5", "")),
+                patient("c"),
+                obs("c", &q("12", "")),
+                patient("d"),
+                obs("d", &q("5", r#""comparator": ">","#)),
+                patient("e"),
+                obs(
+                    "e",
+                    r#""valueQuantity": {"value": 0.1, "system": "http://unitsofmeasure.org", "code": "g/dL"}"#,
+                ),
+            ],
+        );
+        // e: 0.1 g/dL = 100 mg/dL
+        assert_eq!(targets(&rows), [("a", 0), ("b", 1), ("c", 2), ("e", 2)]);
+        assert_eq!(
+            rows.report.excluded["label: a censored value has no bin"],
+            1
+        );
+    }
+
+    #[test]
+    fn the_first_matching_class_wins_and_otherwise_takes_the_rest() {
+        let classes = r#"[
+            {"name": "ihd", "source": {"condition": {"codes": [{"system": "http://hl7.org/fhir/sid/icd-10", "code": "I25*"}]}}},
+            {"name": "htn", "source": {"condition": {"system": "http://hl7.org/fhir/sid/icd-10", "code": "I10"}}}]"#;
+        let records = [
+            patient("a"),
+            condition("a", "I10"),
+            condition("a", "I25.1"),
+            patient("b"),
+            condition("b", "I10"),
+            patient("c"),
+        ];
+        let rows = extract(
+            &format!(r#"{{"first_match": {{"classes": {classes}, "otherwise": "neither"}}}}"#),
+            &records,
+        );
+        assert_eq!(rows.task, Task::Multiclass { classes: 3 });
+        assert_eq!(targets(&rows), [("a", 0), ("b", 1), ("c", 2)]);
+        // without `otherwise` a subject matching no class has no label
+        let rows = extract(
+            &format!(r#"{{"first_match": {{"classes": {classes}}}}}"#),
+            &records,
+        );
+        assert_eq!(rows.task, Task::Multiclass { classes: 2 });
+        assert_eq!(targets(&rows), [("a", 0), ("b", 1)]);
+        assert_eq!(rows.report.excluded["label: no class matches"], 1);
+    }
+
+    #[test]
+    fn each_label_sets_its_bit() {
+        let label = r#"{"labels": [
+            {"name": "ihd", "source": {"condition": {"codes": [{"system": "http://hl7.org/fhir/sid/icd-10", "code": "I25*"}]}}},
+            {"name": "htn", "source": {"condition": {"system": "http://hl7.org/fhir/sid/icd-10", "code": "I10"}}},
+            {"name": "t2d", "source": {"condition": {"codes": [{"system": "http://hl7.org/fhir/sid/icd-10", "code": "E11*"}]}}}]}"#;
+        let rows = extract(
+            label,
+            &[
+                patient("a"),
+                condition("a", "I10"),
+                condition("a", "I25.1"),
+                patient("b"),
+                condition("b", "E11.9"),
+                patient("c"),
+            ],
+        );
+        assert_eq!(rows.task, Task::Multilabel { labels: 3 });
+        assert_eq!(targets(&rows), [("a", 0b011), ("b", 0b100), ("c", 0)]);
+    }
 }

@@ -27,7 +27,7 @@ pub struct TensorSet {
     pub series: Vec<f32>,
     /// `[n, steps, channels]`, 1 where the bin had an Observation.
     pub mask: Vec<u8>,
-    /// Binary label or survival event indicator.
+    /// Binary label, class index, label bit mask or survival event indicator.
     pub labels: Vec<u32>,
     /// Survival: days to the event or censoring; empty for a binary task.
     pub time: Vec<f32>,
@@ -115,19 +115,11 @@ impl SiteTensors {
         label: LabelKind,
         task: StudyTask,
     ) -> Result<SiteData, SourceError> {
-        let fits = match label {
-            LabelKind::Binary => matches!(
-                task,
-                StudyTask::Binary
-                    | StudyTask::Multiclass { classes: 2.. }
-                    | StudyTask::Multilabel { labels: 1.. }
-            ),
-            LabelKind::Survival => task == StudyTask::Survival,
-        };
-        if !fits {
+        if !label.trains(task) {
             return Err(SourceError::Engine(
                 fl_engine::error::EngineError::InvalidConfig(format!(
-                    "site `{name}`: the specification's {label:?} label cannot train a {} task",
+                    "site `{name}`: the specification's label is {}; it cannot train a {} task",
+                    label.describe(),
                     task.describe()
                 )),
             ));

@@ -777,6 +777,19 @@ async fn tasks_losses_and_models_are_checked_at_submission(app: TestApp) {
         study_body(&permit, &TWO),
         &[("feature_spec", icu_features("timeseries"))],
     );
+    let severity = with(
+        study_body(&permit, &TWO),
+        &[(
+            "feature_spec",
+            serde_json::from_slice(
+                &std::fs::read(
+                    example_federation_dir().join("heart_disease_severity.features.json"),
+                )
+                .unwrap(),
+            )
+            .unwrap(),
+        )],
+    );
     let record_dp = json!({"level": "record", "clip_norm": 1.0, "noise_multiplier": 1.0,
                            "sampling_rate": 0.1});
     let cases: Vec<(Value, &str, &str)> = vec![
@@ -809,6 +822,23 @@ async fn tasks_losses_and_models_are_checked_at_submission(app: TestApp) {
             with(
                 study_body(&permit, &TWO),
                 &[("task", json!({"multiclass": {"classes": 3}}))],
+            ),
+            "task",
+            "task_label_mismatch",
+        ),
+        // the five-class disease status trains five classes, not three, and not one label
+        (
+            with(
+                severity.clone(),
+                &[("task", json!({"multiclass": {"classes": 3}}))],
+            ),
+            "task",
+            "task_label_mismatch",
+        ),
+        (
+            with(
+                severity.clone(),
+                &[("task", json!({"multilabel": {"labels": 5}}))],
             ),
             "task",
             "task_label_mismatch",
@@ -934,7 +964,24 @@ async fn tasks_losses_and_models_are_checked_at_submission(app: TestApp) {
         created.body["spec"]["model"]["BackboneNet"]["body"]["columns"],
         json!([{"start": 0, "end": 288}])
     );
-    assert_eq!(studies_listed(&app).await, 2);
+    // the five-class label decides the task: a five-way softmax over the 13 inputs
+    let created = app.post("/v1/studies", &alice, &severity).await;
+    assert_eq!(created.status, 201, "{}", created.text);
+    assert_eq!(
+        created.body["spec"]["task"],
+        json!({"multiclass": {"classes": 5}})
+    );
+    assert_eq!(
+        created.body["spec"]["train"]["loss"]["CrossEntropy"]["class_weights"],
+        Value::Null
+    );
+    assert_eq!(
+        created.body["parameter_count"],
+        13 * 5 + 5,
+        "{}",
+        created.text
+    );
+    assert_eq!(studies_listed(&app).await, 3);
 }
 
 async fn small_updates(backend: Backend) -> TestApp {

@@ -50,6 +50,31 @@
 //! or `below` a threshold) and `survival` (time to `event`, censored at `follow_up` or at
 //! the end of the subject's records).
 //!
+//! Multi-class labels (target: a class index, `task` `{"multiclass": {"classes": K}}`):
+//! `first_match` (`classes`: named binary label sources, each `{"name", "category"?,
+//! "source"}`, tried in order, the first positive one wins; `otherwise` names a last class for
+//! subjects matching none, without it they have no label and are excluded like a missing
+//! one), `coded` (an `observation` whose `valueCodeableConcept` is one of each class's
+//! `codes`, `latest` or `first`) and `bins` (an `observation`'s value in `unit`, each class
+//! but the last with an increasing `below` bound). Coded and binned Observations are read
+//! `within` a horizon after the index with one, and all of them without. Multi-label labels
+//! (target: a bit mask, at most 32 labels, `{"multilabel": {"labels": L}}`): `labels`, named
+//! binary sources like the classes of `first_match`, bit k set when label k is positive. A
+//! class or label without a `category` reads the label's; each category is checked against
+//! the permit like any other.
+//!
+//! ```json
+//! "label": { "name": "severity", "category": "ehr_data", "source": { "coded": {
+//!   "observation": { "system": "urn:example:observation", "code": "angiographic-status" },
+//!   "classes": [ { "name": "none", "codes": [ { "system": "urn:example:num", "code": "0" } ] },
+//!                { "name": "any", "codes": [ { "system": "urn:example:num", "code": "1" },
+//!                                            { "system": "urn:example:num", "code": "2" } ] } ] } } }
+//! "label": { "name": "outcomes", "category": "ehr_data", "source": { "labels": [
+//!   { "name": "death_30d", "source": { "death": { "within": "30d" } } },
+//!   { "name": "aki", "source": { "observation": { "system": "http://loinc.org",
+//!     "code": "2160-0", "within": "48h", "above": 2.0, "unit": "mg/dL" } } } ] } }
+//! ```
+//!
 //! Missing values: by default a subject missing any input is dropped and counted;
 //! `missing: {"impute": "mean" | "median" | "constant", "value": .., "indicator": true}`
 //! keeps it, imputes with statistics of the site's own training rows, and adds a `name#missing`
@@ -62,6 +87,7 @@ use super::cohort::{
     self, code_set, parse_instant, window, CodeSet, Cohort, Instant, RawCode, RawCodesWindow,
     RawCohort, RawWindow, Span, Window,
 };
+use crate::domain::study::StudyTask;
 use crate::domain::DataCategory;
 
 pub use super::transform::{Coding, Comparator, Quantity, Transform, Value, ValueError};
@@ -313,6 +339,94 @@ pub enum LabelSource {
         follow_up: Span,
         censor_at: Option<Instant>,
     },
+    /// Multi-class: the first of `classes` whose binary source is positive, else
+    /// `otherwise` (the last class); a subject matching none without `otherwise` has no label.
+    FirstMatch {
+        classes: Vec<LabelPart>,
+        otherwise: Option<String>,
+    },
+    /// Multi-class: the first class whose codes the Observation's coded value
+    /// (`valueCodeableConcept`) carries.
+    Coded {
+        source: ObservationSource,
+        classes: Vec<CodedClass>,
+    },
+    /// Multi-class: the bin of the Observation's value (in `unit`).
+    Bins {
+        source: ObservationSource,
+        unit: Option<String>,
+        classes: Vec<Bin>,
+    },
+    /// Multi-label: bit k is set when label k's binary source is positive.
+    Labels(Vec<LabelPart>),
+}
+
+impl LabelSource {
+    /// A binary source: what a class criterion or one of several labels may be.
+    fn is_binary(&self) -> bool {
+        matches!(
+            self,
+            LabelSource::Condition { .. }
+                | LabelSource::Medication { .. }
+                | LabelSource::Death { .. }
+                | LabelSource::Observation { .. }
+        )
+    }
+
+    fn code_sets_mut<'a>(&'a mut self, out: &mut Vec<&'a mut CodeSet>) {
+        match self {
+            LabelSource::Condition { codes, .. } | LabelSource::Medication { codes, .. } => {
+                out.push(codes)
+            }
+            LabelSource::Observation { source, .. } | LabelSource::Bins { source, .. } => {
+                out.push(&mut source.codes);
+                out.extend(source.method.as_mut());
+            }
+            LabelSource::Coded { source, classes } => {
+                out.push(&mut source.codes);
+                out.extend(source.method.as_mut());
+                out.extend(classes.iter_mut().map(|c| &mut c.codes));
+            }
+            LabelSource::Survival {
+                event: SurvivalEvent::Condition(c),
+                ..
+            } => out.push(c),
+            LabelSource::FirstMatch { classes: parts, .. } | LabelSource::Labels(parts) => {
+                for p in parts {
+                    p.source.code_sets_mut(out);
+                }
+            }
+            LabelSource::Death { .. }
+            | LabelSource::Survival {
+                event: SurvivalEvent::Death,
+                ..
+            } => {}
+        }
+    }
+}
+
+/// One class of a multi-class label or one label of a multi-label one: a named binary
+/// source (condition, medication, death or observation threshold) and the category it reads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabelPart {
+    pub name: String,
+    pub category: DataCategory,
+    pub source: LabelSource,
+}
+
+/// A class of a coded label: the Observation's value carries one of `codes`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CodedClass {
+    pub name: String,
+    pub codes: CodeSet,
+}
+
+/// A class of a binned label: values below `below` (and at or above the previous class's
+/// bound); the last class has no bound.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bin {
+    pub name: String,
+    pub below: Option<f64>,
 }
 
 /// The label.
@@ -323,14 +437,121 @@ pub struct Label {
     pub source: LabelSource,
 }
 
+impl Label {
+    /// What kind of target the label is.
+    pub fn task(&self) -> Task {
+        let n = |k: usize| u32::try_from(k).expect("bounded when parsed");
+        match &self.source {
+            LabelSource::Survival { .. } => Task::Survival,
+            LabelSource::FirstMatch { .. }
+            | LabelSource::Coded { .. }
+            | LabelSource::Bins { .. } => Task::Multiclass {
+                classes: n(self.target_names().len()),
+            },
+            LabelSource::Labels(parts) => Task::Multilabel {
+                labels: n(parts.len()),
+            },
+            _ => Task::Binary,
+        }
+    }
+
+    /// The classes (class index order) or labels (bit order) of a multi-class or
+    /// multi-label label; empty for a binary or survival one.
+    pub fn target_names(&self) -> Vec<String> {
+        match &self.source {
+            LabelSource::FirstMatch { classes, otherwise } => classes
+                .iter()
+                .map(|c| c.name.clone())
+                .chain(otherwise.clone())
+                .collect(),
+            LabelSource::Coded { classes, .. } => classes.iter().map(|c| c.name.clone()).collect(),
+            LabelSource::Bins { classes, .. } => classes.iter().map(|c| c.name.clone()).collect(),
+            LabelSource::Labels(parts) => parts.iter().map(|c| c.name.clone()).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The label's categories: its own and each class's or label's.
+    pub fn categories(&self) -> impl Iterator<Item = DataCategory> + '_ {
+        let parts: &[LabelPart] = match &self.source {
+            LabelSource::FirstMatch { classes, .. } => classes,
+            LabelSource::Labels(parts) => parts,
+            _ => &[],
+        };
+        std::iter::once(self.category).chain(parts.iter().map(|p| p.category))
+    }
+}
+
+/// Most classes a multi-class label may declare (the study API's limit).
+pub const MAX_CLASSES: usize = 1024;
+
 /// What kind of target the label is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Task {
     /// 0 / 1.
     #[default]
     Binary,
+    /// A class index in `0..classes`.
+    Multiclass { classes: u32 },
+    /// A bit mask of `labels` bits.
+    Multilabel { labels: u32 },
     /// (time in days, event 0 / 1).
     Survival,
+}
+
+impl Task {
+    /// The study task a study trains when it names none.
+    pub fn default_study_task(self) -> StudyTask {
+        match self {
+            Task::Binary => StudyTask::Binary,
+            Task::Multiclass { classes } => StudyTask::Multiclass { classes },
+            Task::Multilabel { labels } => StudyTask::Multilabel { labels },
+            Task::Survival => StudyTask::Survival,
+        }
+    }
+
+    /// Whether a study of `task` can train on this label: the same number of classes or
+    /// labels; a binary label also as two classes or one label.
+    pub fn trains(self, task: StudyTask) -> bool {
+        match self {
+            Task::Binary => matches!(
+                task,
+                StudyTask::Binary
+                    | StudyTask::Multiclass { classes: 2 }
+                    | StudyTask::Multilabel { labels: 1 }
+            ),
+            other => other.default_study_task() == task,
+        }
+    }
+
+    /// Whether `code` is a target of this label: 0 or 1 (binary, survival event), a class
+    /// index below `classes`, a mask of `labels` bits.
+    pub fn holds(self, code: u32) -> bool {
+        match self {
+            Task::Binary | Task::Survival => code <= 1,
+            Task::Multiclass { classes } => code < classes,
+            Task::Multilabel { labels } => labels >= 32 || code >> labels == 0,
+        }
+    }
+
+    /// The targets [`Task::holds`] accepts, in words.
+    pub fn codes(self) -> String {
+        match self {
+            Task::Binary | Task::Survival => "0 or 1".into(),
+            Task::Multiclass { classes } => format!("a class index below {classes}"),
+            Task::Multilabel { labels } => format!("a bit mask of {labels} labels"),
+        }
+    }
+
+    /// The label's kind in words, for refusals.
+    pub fn describe(self) -> String {
+        match self {
+            Task::Binary => "a binary label (2 classes, 1 label)".into(),
+            Task::Multiclass { classes } => format!("a {classes}-class label"),
+            Task::Multilabel { labels } => format!("a {labels}-label label"),
+            Task::Survival => "a survival label (time, event)".into(),
+        }
+    }
 }
 
 /// One channel of a time series: Observations of one code, aggregated per bin.
@@ -429,10 +650,7 @@ impl FeatureSpec {
     }
 
     pub fn task(&self) -> Task {
-        match self.label.source {
-            LabelSource::Survival { .. } => Task::Survival,
-            _ => Task::Binary,
-        }
+        self.label.task()
     }
 
     /// The Art. 51(1) category identifiers (e.g. `ehr_data`) the specification reads.
@@ -453,7 +671,7 @@ impl FeatureSpec {
                     .iter()
                     .flat_map(|s| s.channels.iter().map(|c| c.category)),
             )
-            .chain(std::iter::once(self.label.category))
+            .chain(self.label.categories())
             .chain(self.cohort.category)
             .collect()
     }
@@ -484,20 +702,7 @@ impl FeatureSpec {
             out.push(&mut c.source.codes);
             out.extend(c.source.method.as_mut());
         }
-        match &mut self.label.source {
-            LabelSource::Condition { codes, .. } | LabelSource::Medication { codes, .. } => {
-                out.push(codes)
-            }
-            LabelSource::Observation { source, .. } => {
-                out.push(&mut source.codes);
-                out.extend(source.method.as_mut());
-            }
-            LabelSource::Survival {
-                event: SurvivalEvent::Condition(c),
-                ..
-            } => out.push(c),
-            _ => {}
-        }
+        self.label.source.code_sets_mut(&mut out);
         out
     }
 }
@@ -736,9 +941,105 @@ fn within(at: &str, w: Option<&str>) -> Result<Option<Span>, SpecError> {
 }
 
 fn label(raw: RawLabel, has_index: bool) -> Result<Label, SpecError> {
-    let at = "label";
     let category = category(&raw.name, &raw.category)?;
-    let source = match raw.source {
+    let source = label_source("label", raw.source, has_index, category)?;
+    if let Some(dup) = first_duplicate(&Label {
+        name: raw.name.clone(),
+        category,
+        source: source.clone(),
+    }) {
+        return Err(invalid("label", format!("`{dup}` is declared twice")));
+    }
+    Ok(Label {
+        name: raw.name,
+        category,
+        source,
+    })
+}
+
+fn first_duplicate(l: &Label) -> Option<String> {
+    let mut seen = BTreeSet::new();
+    l.target_names()
+        .into_iter()
+        .find(|n| !seen.insert(n.clone()))
+}
+
+/// The classes or labels of a multi-class or multi-label source: each a binary source with its
+/// category (the label's when not given).
+fn parts(
+    at: &str,
+    raw: Vec<RawLabelPart>,
+    has_index: bool,
+    max: usize,
+    label_category: DataCategory,
+) -> Result<Vec<LabelPart>, SpecError> {
+    if raw.len() > max {
+        return Err(invalid(at, format!("at most {max} entries")));
+    }
+    raw.into_iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let at = format!("{at}[{i}]");
+            let category = match &p.category {
+                Some(c) => category(&p.name, c)?,
+                None => label_category,
+            };
+            let source = label_source(&at, p.source, has_index, label_category)?;
+            if !source.is_binary() {
+                return Err(invalid(
+                    &at,
+                    "a class or label reads a condition, medication, death or observation source",
+                ));
+            }
+            Ok(LabelPart {
+                name: p.name,
+                category,
+                source,
+            })
+        })
+        .collect()
+}
+
+/// The Observation a coded or binned label reads: without an index every one of the subject's
+/// Observations; with one, those strictly after the index and `within` the horizon.
+fn label_observation(
+    at: &str,
+    raw: RawObservation,
+    within_raw: Option<&str>,
+    has_index: bool,
+    default_aggregate: Aggregate,
+) -> Result<ObservationSource, SpecError> {
+    if raw.window.is_some() {
+        return Err(invalid(
+            at,
+            "the label's horizon is `within`, beside `observation`",
+        ));
+    }
+    let mut source = observation(at, raw, false, default_aggregate)?;
+    source.window = match (has_index, within(at, within_raw)?) {
+        (false, None) => None,
+        (false, Some(_)) => {
+            return Err(invalid(
+                at,
+                "`within` needs an index event: declare a `cohort` with an `index`",
+            ))
+        }
+        (true, Some(horizon)) => Some(Window {
+            from: Some(Span(1)),
+            to: horizon,
+        }),
+        (true, None) => return Err(invalid(at, "with an index, give the horizon `within`")),
+    };
+    Ok(source)
+}
+
+fn label_source(
+    at: &str,
+    raw: RawLabelSource,
+    has_index: bool,
+    category: DataCategory,
+) -> Result<LabelSource, SpecError> {
+    Ok(match raw {
         RawLabelSource::Condition(c) => {
             let codes = match (c.system, c.code, c.codes) {
                 (Some(system), Some(code), None) => single_code(system, code),
@@ -838,11 +1139,114 @@ fn label(raw: RawLabel, has_index: bool) -> Result<Label, SpecError> {
                 censor_at,
             }
         }
-    };
-    Ok(Label {
-        name: raw.name,
-        category,
-        source,
+        RawLabelSource::FirstMatch(f) => {
+            let at = format!("{at}.first_match.classes");
+            let classes = parts(&at, f.classes, has_index, MAX_CLASSES - 1, category)?;
+            if classes.len() + usize::from(f.otherwise.is_some()) < 2 {
+                return Err(invalid(at, "a multi-class label has at least two classes"));
+            }
+            LabelSource::FirstMatch {
+                classes,
+                otherwise: f.otherwise,
+            }
+        }
+        RawLabelSource::Coded(c) => {
+            let at = format!("{at}.coded");
+            let source = label_observation(
+                &at,
+                c.observation,
+                c.within.as_deref(),
+                has_index,
+                Aggregate::Latest,
+            )?;
+            if !matches!(source.aggregate, Aggregate::Latest | Aggregate::First) {
+                return Err(invalid(
+                    &at,
+                    "a coded value aggregates with latest or first",
+                ));
+            }
+            if !(2..=MAX_CLASSES).contains(&c.classes.len()) {
+                return Err(invalid(
+                    format!("{at}.classes"),
+                    format!("between 2 and {MAX_CLASSES} classes"),
+                ));
+            }
+            let classes = c
+                .classes
+                .into_iter()
+                .enumerate()
+                .map(|(i, k)| {
+                    Ok(CodedClass {
+                        codes: code_set(&k.codes)
+                            .map_err(|r| invalid(format!("{at}.classes[{i}]"), r))?,
+                        name: k.name,
+                    })
+                })
+                .collect::<Result<Vec<_>, SpecError>>()?;
+            LabelSource::Coded { source, classes }
+        }
+        RawLabelSource::Bins(b) => {
+            let at = format!("{at}.bins");
+            let source = label_observation(
+                &at,
+                b.observation,
+                b.within.as_deref(),
+                has_index,
+                Aggregate::Latest,
+            )?;
+            if !(source.aggregate.numeric() || source.aggregate == Aggregate::Latest)
+                || source.aggregate == Aggregate::Slope
+            {
+                return Err(invalid(
+                    &at,
+                    "binned values aggregate with mean, min, max or latest",
+                ));
+            }
+            if let Some(u) = &b.unit {
+                super::units::check_unit(u).map_err(|r| invalid(&at, r))?;
+            }
+            let n = b.classes.len();
+            if !(2..=MAX_CLASSES).contains(&n) {
+                return Err(invalid(
+                    format!("{at}.classes"),
+                    format!("between 2 and {MAX_CLASSES} classes"),
+                ));
+            }
+            let mut last = f64::NEG_INFINITY;
+            for (i, k) in b.classes.iter().enumerate() {
+                let ok = match k.below {
+                    Some(v) => i + 1 < n && v.is_finite() && v > last,
+                    None => i + 1 == n,
+                };
+                if !ok {
+                    return Err(invalid(
+                        format!("{at}.classes[{i}]"),
+                        "every class but the last has a finite `below`, increasing; the last has none",
+                    ));
+                }
+                last = k.below.unwrap_or(last);
+            }
+            LabelSource::Bins {
+                source,
+                unit: b.unit,
+                classes: b
+                    .classes
+                    .into_iter()
+                    .map(|k| Bin {
+                        name: k.name,
+                        below: k.below,
+                    })
+                    .collect(),
+            }
+        }
+        RawLabelSource::Labels(l) => {
+            let at = format!("{at}.labels");
+            if l.is_empty() {
+                return Err(invalid(at, "a multi-label label has at least one label"));
+            }
+            let max = fl_engine::data::MAX_LABELS as usize;
+            LabelSource::Labels(parts(&at, l, has_index, max, category)?)
+        }
     })
 }
 
@@ -943,6 +1347,56 @@ enum RawLabelSource {
     Death(RawWithin),
     Observation(RawObservationLabel),
     Survival(RawSurvival),
+    FirstMatch(RawFirstMatch),
+    Coded(RawCodedLabel),
+    Bins(RawBinsLabel),
+    Labels(Vec<RawLabelPart>),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLabelPart {
+    name: String,
+    category: Option<String>,
+    source: RawLabelSource,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFirstMatch {
+    classes: Vec<RawLabelPart>,
+    otherwise: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCodedClass {
+    name: String,
+    codes: Vec<RawCode>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCodedLabel {
+    observation: RawObservation,
+    within: Option<String>,
+    classes: Vec<RawCodedClass>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBin {
+    name: String,
+    below: Option<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBinsLabel {
+    observation: RawObservation,
+    within: Option<String>,
+    unit: Option<String>,
+    classes: Vec<RawBin>,
 }
 
 #[derive(Deserialize)]

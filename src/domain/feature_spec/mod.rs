@@ -7,4 +7,4 @@ pub mod features;
 pub mod transform;
 pub mod units;
 
-pub use features::{FeatureSpec, SpecError, Task};
+pub use features::{FeatureSpec, SpecError, Task, MAX_CLASSES};

@@ -212,3 +212,168 @@ fn time_series_and_labels() {
     let both = series.replace(r#""above": 2.0"#, r#""above": 2.0, "below": 1.0"#);
     assert!(FeatureSpec::from_json(&both).is_err());
 }
+
+/// The field a refused specification names.
+fn refused_at(text: &str) -> String {
+    match FeatureSpec::from_json(text) {
+        Err(SpecError::Invalid { at, .. }) => at,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn multi_class_labels_count_their_classes_and_categories() {
+    let first_match = r#"{"first_match": {"classes": [
+        {"name": "early_death", "source": {"death": {"within": "7d"}}},
+        {"name": "readmitted", "category": "health_determinants",
+         "source": {"condition": {"codes": [{"system": "http://snomed.info/sct", "code": "1*"}],
+                                  "within": "30d"}}}],
+        "otherwise": "neither"}}"#;
+    let s = FeatureSpec::from_json(&indexed(AGE, first_match)).unwrap();
+    assert_eq!(s.task(), Task::Multiclass { classes: 3 });
+    assert_eq!(
+        s.label.target_names(),
+        ["early_death", "readmitted", "neither"]
+    );
+    // a class's own category is checked against the permit like the label's
+    assert_eq!(
+        s.categories(),
+        BTreeSet::from(["ehr_data".to_owned(), "health_determinants".to_owned()])
+    );
+    let task = s.task();
+    assert!(task.trains(StudyTask::Multiclass { classes: 3 }));
+    assert!(!task.trains(StudyTask::Multiclass { classes: 2 }));
+    assert!(!task.trains(StudyTask::Binary));
+    assert!(!task.trains(StudyTask::Multilabel { labels: 3 }));
+
+    let coded = r#"{"coded": {"observation": {"system": "urn:o", "code": "status"}, "classes": [
+        {"name": "none", "codes": [{"system": "urn:v", "code": "0"}]},
+        {"name": "any", "codes": [{"system": "urn:v", "code": "1"}, {"system": "urn:v", "code": "2"}]}]}}"#;
+    let s = FeatureSpec::from_json(
+        &spec_with(AGE).replace(r#"{"condition": {"system": "s", "code": "c"}}"#, coded),
+    )
+    .unwrap();
+    assert_eq!(s.task(), Task::Multiclass { classes: 2 });
+    let LabelSource::Coded { source, classes } = &s.label.source else {
+        panic!("{:?}", s.label.source)
+    };
+    // no index: every Observation, the latest
+    assert_eq!((source.window, source.aggregate), (None, Aggregate::Latest));
+    assert!(classes[1].codes.matches(Some("urn:v"), "2"));
+    // with an index the horizon is required
+    assert_eq!(refused_at(&indexed(AGE, coded)), "label.coded");
+    let s = FeatureSpec::from_json(&indexed(
+        AGE,
+        &coded.replace(r#""classes""#, r#""within": "48h", "classes""#),
+    ))
+    .unwrap();
+    let LabelSource::Coded { source, .. } = &s.label.source else {
+        panic!()
+    };
+    assert_eq!(
+        source.window,
+        Some(Window {
+            from: Some(Span(1)),
+            to: Span(48 * 3600)
+        })
+    );
+
+    let bins = r#"{"bins": {"observation": {"system": "http://loinc.org", "code": "2160-0",
+        "aggregate": "max"}, "within": "48h", "unit": "mg/dL",
+        "classes": [{"name": "normal", "below": 1.2}, {"name": "raised", "below": 2.0}, {"name": "high"}]}}"#;
+    let s = FeatureSpec::from_json(&indexed(AGE, bins)).unwrap();
+    assert_eq!(s.task(), Task::Multiclass { classes: 3 });
+    assert_eq!(
+        s.task().default_study_task(),
+        StudyTask::Multiclass { classes: 3 }
+    );
+}
+
+#[test]
+fn multi_label_labels_are_bits_of_binary_sources() {
+    let labels = r#"{"labels": [
+        {"name": "death_30d", "source": {"death": {"within": "30d"}}},
+        {"name": "aki", "source": {"observation": {"system": "http://loinc.org", "code": "2160-0",
+                                   "within": "48h", "above": 2.0, "unit": "mg/dL"}}}]}"#;
+    let s = FeatureSpec::from_json(&indexed(AGE, labels)).unwrap();
+    assert_eq!(s.task(), Task::Multilabel { labels: 2 });
+    assert_eq!(s.label.target_names(), ["death_30d", "aki"]);
+    assert!(s.task().trains(StudyTask::Multilabel { labels: 2 }));
+    assert!(!s.task().trains(StudyTask::Multilabel { labels: 1 }));
+    // a binary label still trains as two classes or one label
+    assert!(Task::Binary.trains(StudyTask::Multiclass { classes: 2 }));
+    assert!(Task::Binary.trains(StudyTask::Multilabel { labels: 1 }));
+    assert!(!Task::Binary.trains(StudyTask::Multiclass { classes: 3 }));
+}
+
+#[test]
+fn bad_classes_and_labels_name_their_field() {
+    let death =
+        |n: &str| format!(r#"{{"name": "{n}", "source": {{"death": {{"within": "30d"}}}}}}"#);
+    // a survival target is not one label of several
+    let nested = format!(
+        r#"{{"labels": [{}, {{"name": "s", "source": {{"survival": {{"event": {{"death": {{}}}},
+            "follow_up": "365d"}}}}}}]}}"#,
+        death("a")
+    );
+    assert_eq!(refused_at(&indexed(AGE, &nested)), "label.labels[1]");
+    // a nested source's own error names its place
+    let bad_within = format!(
+        r#"{{"first_match": {{"classes": [{}], "otherwise": "alive"}}}}"#,
+        death("d").replace("30d", "-1d")
+    );
+    assert_eq!(
+        refused_at(&indexed(AGE, &bad_within)),
+        "label.first_match.classes[0]"
+    );
+    let dup = format!(r#"{{"labels": [{}, {}]}}"#, death("a"), death("a"));
+    assert_eq!(refused_at(&indexed(AGE, &dup)), "label");
+    let dup_otherwise = format!(
+        r#"{{"first_match": {{"classes": [{}], "otherwise": "a"}}}}"#,
+        death("a")
+    );
+    assert_eq!(refused_at(&indexed(AGE, &dup_otherwise)), "label");
+    let one_class = format!(r#"{{"first_match": {{"classes": [{}]}}}}"#, death("a"));
+    assert_eq!(
+        refused_at(&indexed(AGE, &one_class)),
+        "label.first_match.classes"
+    );
+    let many: Vec<String> = (0..33).map(|i| death(&format!("l{i}"))).collect();
+    let too_many = format!(r#"{{"labels": [{}]}}"#, many.join(","));
+    assert_eq!(refused_at(&indexed(AGE, &too_many)), "label.labels");
+    assert_eq!(
+        refused_at(&indexed(AGE, r#"{"labels": []}"#)),
+        "label.labels"
+    );
+    let bins = |classes: &str| {
+        format!(
+            r#"{{"bins": {{"observation": {{"system": "urn:o", "code": "k"}}, "within": "1d",
+                "classes": {classes}}}}}"#
+        )
+    };
+    let unordered =
+        bins(r#"[{"name": "a", "below": 2}, {"name": "b", "below": 1}, {"name": "c"}]"#);
+    assert_eq!(
+        refused_at(&indexed(AGE, &unordered)),
+        "label.bins.classes[1]"
+    );
+    let bounded_last = bins(r#"[{"name": "a", "below": 1}, {"name": "b", "below": 2}]"#);
+    assert_eq!(
+        refused_at(&indexed(AGE, &bounded_last)),
+        "label.bins.classes[1]"
+    );
+    let one_bin = bins(r#"[{"name": "a"}]"#);
+    assert_eq!(refused_at(&indexed(AGE, &one_bin)), "label.bins.classes");
+    let coded_mean = r#"{"coded": {"observation": {"system": "urn:o", "code": "k", "aggregate": "mean"},
+        "within": "1d", "classes": [{"name": "a", "codes": [{"system": "v", "code": "1"}]},
+                                    {"name": "b", "codes": [{"system": "v", "code": "2"}]}]}}"#;
+    assert_eq!(refused_at(&indexed(AGE, coded_mean)), "label.coded");
+    let bad_category = format!(
+        r#"{{"labels": [{}]}}"#,
+        death("a").replace(r#""source""#, r#""category": "horoscope_data", "source""#)
+    );
+    assert!(matches!(
+        FeatureSpec::from_json(&indexed(AGE, &bad_category)),
+        Err(SpecError::UnknownCategory { feature, .. }) if feature == "a"
+    ));
+}
