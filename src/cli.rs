@@ -99,6 +99,14 @@ pub enum NodeCommand {
     /// holder's own data; personalised where the method is) from its state directory to a
     /// safetensors file for the hospital's own use. Contacts no gateway.
     ExportModel(crate::node::best_model::ExportModelArgs),
+    /// Score a model of a study on this holder's own validation and test parts (by default
+    /// the last global model the node received: FedMAP's tier 3) and print the metrics as
+    /// JSON. Contacts no gateway.
+    EvaluateModel(crate::node::local_model::EvaluateModelArgs),
+    /// FedMAP's tier 2: fine-tune the last global model the node received on this holder's
+    /// training part with the prior the study learnt; write it and print its validation and
+    /// test metrics as JSON. Contacts no gateway.
+    FedmapFinetune(crate::node::local_model::FedMapFinetuneArgs),
     /// Write the generated multi-site ICU federation (FHIR Bulk Data NDJSON per hospital).
     GenerateCorpus(crate::node::check_cli::CorpusArgs),
     /// Convert the UCI Heart Disease files into the example federation's FHIR R4 bundles and
@@ -351,6 +359,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Node {
             command: NodeCommand::ExportModel(args),
         } => crate::node::best_model::export(args),
+        Command::Node {
+            command: NodeCommand::EvaluateModel(args),
+        } => crate::node::local_model::evaluate_model(args),
+        Command::Node {
+            command: NodeCommand::FedmapFinetune(args),
+        } => crate::node::local_model::fedmap_finetune(args),
         Command::Node {
             command: NodeCommand::Run(args),
         } => {

@@ -1237,3 +1237,376 @@ async fn qfedavg_without_formal_dp_under_a_none_allowed_permit() {
     assert_eq!(entry.detail["epsilon_spent"], 0.0);
     assert_eq!(entry.detail["digest"], model.digest);
 }
+
+// ---------------------------------------------------------------------------------------------
+// FedMAP and FedMode through real nodes, and FedMAP's tiers 2 and 3 on a hospital's own node.
+
+/// Runs `strategy` for `rounds` rounds without formal DP on the four node processes, under a
+/// `none_allowed` permit, after checking that client- and record-level DP are refused with
+/// `refusals` (`(dp.level, code)` pairs). Returns the gateway, the nodes' work directory, the
+/// study and its finished rounds view.
+async fn study_without_formal_dp(
+    strategy: Value,
+    rounds: u64,
+) -> (TestApp, Gateway, tempfile::TempDir, StudyId, Value) {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let gw = Gateway::new(&app.base, app.dev.clone());
+    let (_, issued) = app
+        .permit_with(
+            &federation_application(&hospitals(), 1.0, "data_holder"),
+            &json!({"decision": "approve", "dp_requirement": "none_allowed"}),
+        )
+        .await;
+    let permit = PermitId::parse(issued["id"].as_str().unwrap()).unwrap();
+    let mut body = ditto_study(permit, rounds);
+    body["strategy"] = strategy;
+    body["optimizer"] = json!({"name": "adam", "lr": 0.05});
+    body["local_steps"] = json!(10);
+    body["batch_size"] = json!(8);
+
+    // the server reads per-holder values beside the model (site weights, loss curves) that
+    // neither DP level covers: refused at once, nothing stored
+    let record = json!({"level": "record", "clip_norm": 1.0, "noise_multiplier": 1.0,
+                        "sampling_rate": 0.1});
+    for (dp, code) in [
+        (body["dp"].clone(), "strategy_refuses_client_dp"),
+        (record, "strategy_refuses_record_dp"),
+    ] {
+        let mut refused = body.clone();
+        refused["dp"] = dp;
+        let r = app.post("/v1/studies", &app.researcher(), &refused).await;
+        assert_eq!(r.status, 422, "{}", r.text);
+        let errors = r.body["errors"].as_array().unwrap();
+        assert!(
+            errors
+                .iter()
+                .any(|e| e["field"] == "dp.level" && e["code"] == code),
+            "{}",
+            r.text
+        );
+    }
+    let listed = app.get("/v1/studies", &app.researcher()).await;
+    assert_eq!(
+        listed.body.as_array().map(Vec::len),
+        Some(0),
+        "{}",
+        listed.text
+    );
+
+    let work = tempfile::tempdir().unwrap();
+    let mut nodes = Nodes::new();
+    for org in hospitals() {
+        nodes.spawn(org, &app.base, &app.data_dir, work.path(), None);
+    }
+    body["dp"] = json!({"level": "none"});
+    let id = gw.submit(&body).await;
+    let view = gw.wait_until_done(id, 240, &nodes).await;
+    nodes.kill().await;
+    assert_eq!(view["status"], "completed", "{view}\n{}", nodes.logs());
+    assert_eq!(view["dp"], "none", "{view}");
+    assert_eq!(view["epsilon_spent"], 0.0, "{view}");
+    let aggregated = aggregated_once_each(&view, rounds);
+    for r in &aggregated {
+        let sites = r["sites"].as_array().unwrap();
+        assert_eq!(sites.len(), 4, "{r}");
+        assert!(sites.iter().all(|s| s["contributed"] == true), "{r}");
+        // what the method's server reads beside the model is not shown: a holder's part is
+        // its counts and (without formal DP, above the small-cell threshold) its loss
+        for s in sites {
+            let mut keys: Vec<&str> = s.as_object().unwrap().keys().map(String::as_str).collect();
+            keys.sort_unstable();
+            assert_eq!(
+                keys,
+                [
+                    "contributed",
+                    "data_holder",
+                    "excluded_subjects",
+                    "samples",
+                    "train_loss"
+                ],
+                "{r}"
+            );
+        }
+        let evaluated = r["evaluation"]["sites"].as_array().unwrap();
+        assert_eq!(evaluated.len(), 4, "{r}");
+    }
+    let last = aggregated.last().unwrap();
+    let loss = last["evaluation"]["mean_validation"]["loss"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{last}"));
+    assert!(loss.is_finite() && loss > 0.0 && loss < 1.0, "{last}");
+    let model = gw.model(id).await;
+    let (params, meta) = fl_engine::load_safetensors(&model.bytes).expect("a valid parameter file");
+    params.ensure_finite().expect("a finite model");
+    assert_eq!(meta.study, id.to_string());
+    // the release is the global model alone: nothing of the method's extras
+    assert!(
+        params.names().all(|n| !n.contains('/')),
+        "{:?}",
+        params.names().collect::<Vec<_>>()
+    );
+    (app, gw, work, id, view)
+}
+
+/// Runs `ehds-gateway node <args>`; returns its exit status success, stdout as JSON (or Null)
+/// and stderr.
+fn node_command(args: &[&std::ffi::OsStr]) -> (bool, Value, String) {
+    let out = std::process::Command::new(BIN)
+        .arg("node")
+        .args(args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    (
+        out.status.success(),
+        serde_json::from_str(&stdout).unwrap_or(Value::Null),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// FedMAP (arXiv:2405.19000) through the gateway and four node processes without formal DP,
+/// then tiers 2 and 3 on cleveland's node with its own records only: the last global mu
+/// scored locally, mu fine-tuned with the learnt prior, the fine-tuned file scored again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fedmap_through_node_processes_and_its_tiers_on_a_hospital_node() {
+    let rounds = 2;
+    let (_app, gw, work, id, _) = study_without_formal_dp(
+        json!({"name": "fedmap", "hidden": [8, 4], "alpha": 0.1}),
+        rounds,
+    )
+    .await;
+    let state = work.path().join("nodes").join("cleveland");
+    let fhir = example_federation_dir().join("cleveland.json");
+    let id_text = id.to_string();
+    let common = |cmd: &'static str| -> Vec<std::ffi::OsString> {
+        vec![
+            cmd.into(),
+            "--state-dir".into(),
+            state.clone().into_os_string(),
+            "--study".into(),
+            id_text.clone().into(),
+            "--fhir".into(),
+            fhir.clone().into_os_string(),
+        ]
+    };
+    let run = |args: Vec<std::ffi::OsString>| {
+        let refs: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+        node_command(&refs)
+    };
+    let sane = |m: &Value| {
+        let loss = m["loss"].as_f64().unwrap_or_else(|| panic!("{m}"));
+        assert!(loss.is_finite() && loss > 0.0 && loss < 1.0, "{m}");
+        assert!(m["n"].as_u64().unwrap() > 0, "{m}");
+    };
+
+    // T3: the last global model mu, on cleveland's validation and test parts
+    let (ok, t3, err) = run(common("evaluate-model"));
+    assert!(ok, "{err}");
+    assert_eq!(t3["model"], "global", "{t3}");
+    assert_eq!(t3["round"], rounds, "{t3}");
+    assert_eq!(t3["site"], "cleveland", "{t3}");
+    sane(&t3["validation"]);
+    sane(&t3["test"]);
+
+    // T2: mu fine-tuned with the prior the study learnt
+    let t2_file = work.path().join("t2.safetensors");
+    let mut args = common("fedmap-finetune");
+    args.extend(["--out".into(), t2_file.clone().into_os_string()]);
+    args.extend(["--steps".into(), "15".into()]);
+    let (ok, t2, err) = run(args.clone());
+    assert!(ok, "{err}");
+    assert_eq!(t2["from_round"], rounds, "{t2}");
+    assert_eq!(t2["steps"], 15, "{t2}");
+    sane(&t2["validation"]);
+    sane(&t2["test"]);
+    // the same validation rows as the node's and as T3's
+    assert_eq!(t2["validation"]["n"], t3["validation"]["n"], "{t2} {t3}");
+    let bytes = std::fs::read(&t2_file).unwrap();
+    let (params, meta) = fl_engine::load_safetensors(&bytes).unwrap();
+    assert_eq!(meta.digest, t2["digest"]);
+    assert_eq!(meta.extra["checkpoint"], "fedmap_fine_tuned");
+    let spec: fl_engine::ModelSpec = serde_json::from_str(&meta.extra["model_spec"]).unwrap();
+    fl_engine::Net::with_parameters(&spec, &params).expect("the file rebuilds the model");
+    // the same run again gives the same model; an existing file needs --force
+    let (ok, _, err) = run(args.clone());
+    assert!(!ok && err.contains("--force"), "{err}");
+    args.push("--force".into());
+    let (ok, again, err) = run(args);
+    assert!(ok, "{err}");
+    assert_eq!(again["digest"], t2["digest"]);
+
+    // the fine-tuned file scored by evaluate-model: the loss fine-tuning reported
+    let mut args = common("evaluate-model");
+    args.extend(["--model".into(), t2_file.into_os_string()]);
+    let (ok, scored, err) = run(args);
+    assert!(ok, "{err}");
+    let (a, b) = (
+        scored["validation"]["loss"].as_f64().unwrap(),
+        t2["validation"]["loss"].as_f64().unwrap(),
+    );
+    assert!((a - b).abs() < 1e-9, "{scored} {t2}");
+
+    // the released model, scored on the hospital's own data
+    let released = work.path().join("released.safetensors");
+    std::fs::write(&released, gw.model(id).await.bytes).unwrap();
+    let mut args = common("evaluate-model");
+    args.extend(["--model".into(), released.into_os_string()]);
+    let (ok, scored, err) = run(args);
+    assert!(ok, "{err}");
+    sane(&scored["validation"]);
+
+    // T1: the personalised model the node kept
+    let t1 = work.path().join("t1.safetensors");
+    let (ok, best, err) = run(vec![
+        "export-model".into(),
+        "--state-dir".into(),
+        state.clone().into_os_string(),
+        "--study".into(),
+        id_text.clone().into(),
+        "--out".into(),
+        t1.into_os_string(),
+    ]);
+    assert!(ok, "{err}");
+    assert!(best["validation_loss"].as_f64().unwrap() > 0.0, "{best}");
+
+    // a study this node never worked on
+    let mut args = common("fedmap-finetune");
+    args[4] = StudyId::new().to_string().into();
+    args.extend(["--out".into(), work.path().join("x").into_os_string()]);
+    let (ok, _, err) = run(args);
+    assert!(!ok && err.contains("has not worked a task of it"), "{err}");
+}
+
+/// FedMode (mode-connectivity aggregation) through the gateway and four node processes
+/// without formal DP; fine-tuning with a prior is FedMAP's alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fedmode_through_node_processes() {
+    let (_app, _gw, work, id, _) =
+        study_without_formal_dp(json!({"name": "fedmode", "curve_steps": 5}), 2).await;
+    let args: Vec<std::ffi::OsString> = vec![
+        "fedmap-finetune".into(),
+        "--state-dir".into(),
+        work.path().join("nodes").join("hungarian").into_os_string(),
+        "--study".into(),
+        id.to_string().into(),
+        "--fhir".into(),
+        example_federation_dir()
+            .join("hungarian.json")
+            .into_os_string(),
+        "--out".into(),
+        work.path().join("x.safetensors").into_os_string(),
+    ];
+    let refs: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+    let (ok, _, err) = node_command(&refs);
+    assert!(!ok && err.contains("not FedMAP"), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// FENDA-FL with site-private features.
+
+/// FENDA-FL (arXiv:2309.16825) on the ICU federation where the local extractor reads features
+/// only its site has: north declares two site-private features (its own code map beside its
+/// export), west one, south none. Each node widens its own local extractor; the global
+/// extractor, the only part that leaves a node, keeps the study's width everywhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fenda_with_site_private_features_of_different_widths() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let gw = Gateway::new(&app.base, app.dev.clone());
+    let sites = ["north", "south", "west"];
+    let mut application = federation_application(&sites, 1e6, "data_holder");
+    application["member_states"] = json!(["DE", "IT", "FR"]);
+    let permit = gw.permit(application).await.to_string();
+    let work = tempfile::tempdir().unwrap();
+    let mut nodes = Nodes::new();
+    for (org, map) in [
+        ("north", "north.private.codemap.json"),
+        ("south", "south.codemap.json"),
+        ("west", "west.codemap.json"),
+    ] {
+        let data = vec![
+            "--fhir".into(),
+            icu_dir().join(org).into_os_string(),
+            "--code-map".into(),
+            icu_dir().join(map).into_os_string(),
+        ];
+        nodes.spawn_reading(org, &app.base, &app.data_dir, work.path(), None, data);
+    }
+    let features: Value = serde_json::from_str(
+        &std::fs::read_to_string(icu_dir().join("mortality.features.json")).unwrap(),
+    )
+    .unwrap();
+    let rounds = 2;
+    let id = gw
+        .submit(&json!({
+            "title": "30-day mortality with site-private features",
+            "permit_id": permit,
+            "purpose": "scientific_research",
+            "categories": ["ehr_data"],
+            "data_holders": sites,
+            "feature_spec": features,
+            "model": {"architecture": "fenda", "backbone": {"kind": "mlp", "hidden": [8]},
+                      "local_backbone": {"kind": "mlp", "hidden": [4]}},
+            "strategy": {"name": "fenda_fl"},
+            "optimizer": {"name": "adam", "lr": 0.01},
+            "local_steps": 20,
+            "batch_size": 16,
+            "rounds": rounds,
+            "min_sites": 3,
+            "round_deadline_seconds": 180,
+            "dp": {"level": "client", "clip_norm": 10.0, "noise_multiplier": 0.005,
+                   "noise_seed": 3},
+            "seed": 5
+        }))
+        .await;
+    let view = gw.wait_until_done(id, 300, &nodes).await;
+    nodes.kill().await;
+    assert_eq!(view["status"], "completed", "{view}\n{}", nodes.logs());
+    let aggregated = aggregated_once_each(&view, rounds);
+    for r in &aggregated {
+        let per_site = r["sites"].as_array().unwrap();
+        assert!(per_site.iter().all(|s| s["contributed"] == true), "{r}");
+        assert_eq!(r["evaluation"]["sites"].as_array().unwrap().len(), 3, "{r}");
+    }
+    // the released model: the study's global extractor, as wide as the study's row
+    let ModelFile { bytes, .. } = gw.model(id).await;
+    let (released, _) = fl_engine::load_safetensors(&bytes).unwrap();
+    let global = released
+        .get("global.fc0.weight")
+        .expect("a global extractor");
+    let width = global.shape[1];
+    assert_eq!(global.shape, [8, width]);
+
+    // each hospital's own model: the same global part, a local extractor of its own width
+    for (org, private) in [("north", 2), ("south", 0), ("west", 1)] {
+        let out = work.path().join(format!("{org}.safetensors"));
+        let (ok, best, err) = node_command(&[
+            std::ffi::OsStr::new("export-model"),
+            std::ffi::OsStr::new("--state-dir"),
+            work.path().join("nodes").join(org).as_os_str(),
+            std::ffi::OsStr::new("--study"),
+            std::ffi::OsStr::new(&id.to_string()),
+            std::ffi::OsStr::new("--out"),
+            out.as_os_str(),
+        ]);
+        assert!(ok, "{org}: {err}");
+        assert!(best["validation_loss"].as_f64().unwrap() > 0.0, "{best}");
+        let (params, meta) = fl_engine::load_safetensors(&std::fs::read(&out).unwrap()).unwrap();
+        assert_eq!(
+            params.get("local.fc0.weight").unwrap().shape,
+            [4, width + private],
+            "{org}"
+        );
+        for (name, t) in released.iter().filter(|(n, _)| n.starts_with("global.")) {
+            assert_eq!(params.get(name).unwrap().shape, t.shape, "{org}: {name}");
+        }
+        assert_eq!(
+            params.get("head.out.weight").unwrap().shape,
+            [1, 12],
+            "{org}"
+        );
+        // the kept model rebuilds from its own specification (the holder's widths)
+        let spec: fl_engine::ModelSpec = serde_json::from_str(&meta.extra["model_spec"]).unwrap();
+        assert_eq!(spec.inputs(), width + private, "{org}");
+        fl_engine::Net::with_parameters(&spec, &params).expect("the kept model rebuilds");
+    }
+}

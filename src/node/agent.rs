@@ -22,6 +22,7 @@ use fl_engine::{
     sim::stream_seed,
     strategy::{ClientStrategy, Site, SiteSnapshot},
     train::{evaluate_with, EvalOptions},
+    ModelSpec,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -85,7 +86,8 @@ struct SavedState {
     client: serde_json::Value,
 }
 
-fn holder_stream(holder: &OrgId) -> u64 {
+/// The holder's stream of the study's seeded generators.
+pub(crate) fn holder_stream(holder: &OrgId) -> u64 {
     let h = Sha256::digest(holder.as_str().as_bytes());
     u64::from_le_bytes(h[..8].try_into().expect("8 bytes"))
 }
@@ -255,21 +257,17 @@ impl Agent {
         Ok(())
     }
 
-    /// The site and its strategy client as they stood after round `round` (0: fresh).
+    /// The site and its strategy client as they stood after round `round` (0: fresh), with
+    /// the holder's model `spec` of the study.
     fn site(
         &self,
         task: &NodeTask,
         data: SiteData,
+        spec: &ModelSpec,
         round: u64,
     ) -> anyhow::Result<(Site, Box<dyn ClientStrategy>)> {
         let s = &task.study;
-        let stream = holder_stream(&task.data_holder);
-        let mut site = Site::new(
-            data,
-            &s.model,
-            s.train.clone(),
-            stream_seed(s.seed, stream, 0),
-        )?;
+        let mut site = super::local_model::fresh_site(s, &task.data_holder, data, spec)?;
         let mut client = s.strategy.client()?;
         if round > 0 {
             match self.load_state(task.study_id, round)? {
@@ -296,15 +294,26 @@ impl Agent {
         let exclusion = rows.exclude(&excluded);
         let s = &task.study;
         let stream = holder_stream(&task.data_holder);
-        let data = rows
-            .tensors(s.validation_fraction, stream_seed(s.seed, stream, u64::MAX))?
-            .site_data(task.data_holder.as_str(), rows.task, s.task)?;
+        let (data, spec) = super::local_model::site_data(s, &task.data_holder, &rows)?;
         let ins = gateway.task_parameters(task).await?;
         let start_from = match task.kind {
             TaskKind::Fit => task.round - 1,
             TaskKind::Evaluate => task.round,
         };
-        let (mut site, mut client) = self.site(task, data, start_from)?;
+        // what `node evaluate-model` and `node fedmap-finetune` use after the study
+        super::local_model::remember(
+            &self.config.state_dir,
+            task.study_id,
+            &super::local_model::StudyRecord {
+                data_holder: task.data_holder.clone(),
+                study: s.clone(),
+                registry_version: task.registry_version,
+                excluded,
+            },
+            &ins,
+            start_from,
+        )?;
+        let (mut site, mut client) = self.site(task, data, &spec, start_from)?;
         let num_examples = site.data.train.len() as u64;
 
         let (train, val, test, loss) = (

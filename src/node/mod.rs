@@ -9,7 +9,8 @@
 //! updates leaves the node; the rows and the extraction [`report`] never do.
 //! `ehds-gateway node check` ([`check`]) shows a holder what a specification makes of its
 //! data before it joins a study; `ehds-gateway node export-model` ([`best_model`]) hands the
-//! hospital the best personalised model the node kept.
+//! hospital the best personalised model the node kept; `node evaluate-model` and
+//! `node fedmap-finetune` ([`local_model`]) use a study's models on the holder's own data.
 //!
 //! [`example_federation`] turns the public UCI Heart Disease data into four FHIR Bundles, one
 //! per hospital; [`corpus`] generates a multi-site ICU export with repeated vitals,
@@ -25,6 +26,8 @@ pub mod example_federation;
 pub mod extract;
 pub mod fhir_source;
 pub mod impute;
+pub mod local_model;
+pub mod private;
 pub mod reader;
 pub mod report;
 pub mod resource;
