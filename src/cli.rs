@@ -107,6 +107,11 @@ pub enum NodeCommand {
     /// training part with the prior the study learnt; write it and print its validation and
     /// test metrics as JSON. Contacts no gateway.
     FedmapFinetune(crate::node::local_model::FedMapFinetuneArgs),
+    /// The node's own log of every task it accepted or refused (docs/node-policy.md).
+    Log {
+        #[command(subcommand)]
+        command: NodeLogCommand,
+    },
     /// Write the generated multi-site ICU federation (FHIR Bulk Data NDJSON per hospital).
     GenerateCorpus(crate::node::check_cli::CorpusArgs),
     /// Convert the UCI Heart Disease files into the example federation's FHIR R4 bundles and
@@ -116,6 +121,16 @@ pub enum NodeCommand {
         uci_dir: PathBuf,
         #[arg(long, default_value = "examples/federation")]
         out: PathBuf,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum NodeLogCommand {
+    /// Check the log's hash chain; prints the number of entries and the head hash, or names
+    /// the first edited, removed or reordered line and exits 1.
+    Verify {
+        #[arg(long, env = "EHDS_NODE_STATE_DIR")]
+        state_dir: PathBuf,
     },
 }
 
@@ -160,6 +175,9 @@ pub struct NodeRunArgs {
     /// Exit after this many tasks.
     #[arg(long)]
     pub max_tasks: Option<usize>,
+    /// What the node accepts (docs/node-policy.md); required outside development mode.
+    #[arg(long, env = "EHDS_NODE_POLICY")]
+    pub policy: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -366,6 +384,27 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
             command: NodeCommand::FedmapFinetune(args),
         } => crate::node::local_model::fedmap_finetune(args),
         Command::Node {
+            command:
+                NodeCommand::Log {
+                    command: NodeLogCommand::Verify { state_dir },
+                },
+        } => {
+            let path = state_dir.join(crate::node::node_log::FILE);
+            match crate::node::node_log::verify(&path) {
+                Ok((entries, head)) => {
+                    println!(
+                        "{}: {entries} entries, chain intact, head {head}",
+                        path.display()
+                    );
+                    Ok(0)
+                }
+                Err(e) => {
+                    eprintln!("{e:#}");
+                    Ok(1)
+                }
+            }
+        }
+        Command::Node {
             command: NodeCommand::Run(args),
         } => {
             crate::telemetry::init();
@@ -400,7 +439,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
 async fn node_run(args: NodeRunArgs, settings: &Settings) -> anyhow::Result<()> {
     use crate::{
         domain::OrgId,
-        node::agent::{Agent, AgentConfig, Credentials},
+        node::agent::{Agent, AgentConfig, Credentials, NodePolicy},
     };
     let organisation = OrgId::parse(&args.org).map_err(|e| anyhow::anyhow!(e.1))?;
     let credentials = match (args.issuer, args.dev_key_dir, args.token) {
@@ -425,6 +464,16 @@ async fn node_run(args: NodeRunArgs, settings: &Settings) -> anyhow::Result<()> 
         (None, None, Some(token)) => Credentials::Static(token),
         _ => anyhow::bail!("give exactly one of --issuer (client credentials), --dev-key-dir or --token"),
     };
+    let policy = match (&args.policy, &credentials) {
+        (Some(path), _) => NodePolicy::load(path)?,
+        (None, Credentials::Dev { .. }) => {
+            tracing::warn!("development mode without --policy: the node accepts every task");
+            NodePolicy::accept_everything()
+        }
+        (None, _) => anyhow::bail!(
+            "a node outside development mode needs --policy (docs/node-policy.md): it accepts only what its policy lists"
+        ),
+    };
     let source = crate::node::check_cli::data_source(args.fhir, args.csv, args.code_map)?;
     let mut agent = Agent::new(AgentConfig {
         gateway: args.gateway,
@@ -434,6 +483,7 @@ async fn node_run(args: NodeRunArgs, settings: &Settings) -> anyhow::Result<()> 
         state_dir: args.state_dir,
         poll_wait_seconds: args.poll_wait,
         max_tasks: args.max_tasks,
+        policy,
     })?;
     agent.run().await
 }

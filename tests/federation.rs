@@ -794,6 +794,21 @@ async fn node_agent_authenticates_with_client_credentials() {
         .submit(&study_body(&permit.to_string(), &["cleveland"]))
         .await;
     let state = tempfile::tempdir().unwrap();
+    // outside development mode a node runs under its hospital's policy
+    let policy = node_policy(
+        state.path(),
+        &format!(
+            r#"[accept]
+permits = ["{permit}"]
+purposes = ["scientific_research"]
+categories = ["ehr_data"]
+methods = ["fedavg"]
+[privacy]
+min_noise_multiplier = 1.0
+max_epsilon_per_permit = 8.0
+"#
+        ),
+    );
     let agent = |secret: &str| {
         Agent::new(AgentConfig {
             gateway: app.base.clone(),
@@ -807,6 +822,7 @@ async fn node_agent_authenticates_with_client_credentials() {
             state_dir: state.path().to_path_buf(),
             poll_wait_seconds: 5,
             max_tasks: Some(1),
+            policy: policy.clone(),
         })
         .unwrap()
     };
@@ -826,6 +842,125 @@ async fn node_agent_authenticates_with_client_credentials() {
     assert_eq!(results.len(), 1, "{results:?}");
     assert_eq!(results[0].actor.organisation.as_deref(), Some("cleveland"));
     assert_eq!(results[0].detail["study"], study.to_string());
+    // the node logged its acceptance with the permit's epsilon by its own accounting
+    let log = std::fs::read_to_string(state.path().join("node-log.jsonl")).unwrap();
+    let entries: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(entries.len(), 1, "{log}");
+    assert_eq!(entries[0]["decision"], "accepted");
+    assert_eq!(entries[0]["permit_id"], permit.to_string());
+    let epsilon = entries[0]["permit_epsilon"].as_f64().unwrap();
+    assert!(epsilon > 0.0 && epsilon <= 8.0, "{epsilon}");
+}
+
+/// A policy written to `dir` and loaded as `node run --policy` would.
+fn node_policy(dir: &Path, toml: &str) -> ehds_gateway::node::agent::NodePolicy {
+    let file = dir.join("node-policy.toml");
+    std::fs::write(&file, toml).unwrap();
+    ehds_gateway::node::agent::NodePolicy::load(&file).unwrap()
+}
+
+/// The node refuses what its policy does not allow, whatever the gateway sends: a study
+/// without formal DP, a method it did not list, and a round that would take the permit past
+/// its own epsilon ceiling. Each refusal is in its log with its code; `node log verify` checks
+/// the chain and names an edited line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_node_policy_refuses_what_the_hospital_did_not_allow() {
+    use ehds_gateway::{
+        domain::OrgId,
+        node::agent::{Agent, AgentConfig, Credentials, DataSource},
+    };
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let gw = Gateway::new(&app.base, app.dev.clone());
+    let permit = gw
+        .permit(federation_application(&["cleveland"], 8.0, "record"))
+        .await;
+    let state = tempfile::tempdir().unwrap();
+    let policy = node_policy(
+        state.path(),
+        r#"[accept]
+permits = ["*"]
+purposes = ["scientific_research"]
+categories = ["ehr_data"]
+methods = ["fedavg"]
+[privacy]
+max_epsilon_per_permit = 0.05
+"#,
+    );
+    let mut fedprox = study_body(&permit.to_string(), &["cleveland"]);
+    fedprox["strategy"] = json!({"name": "fedprox", "mu": 0.1});
+    gw.submit(&fedprox).await;
+    gw.submit(&study_body(&permit.to_string(), &["cleveland"]))
+        .await;
+    let mut agent = Agent::new(AgentConfig {
+        gateway: app.base.clone(),
+        organisation: OrgId::parse("cleveland").unwrap(),
+        credentials: Credentials::Dev {
+            issuer: app.dev.clone(),
+            sub: "node-cleveland".into(),
+            organisation: OrgId::parse("cleveland").unwrap(),
+        },
+        source: DataSource::Fhir(example_federation_dir().join("cleveland.json")),
+        state_dir: state.path().to_path_buf(),
+        poll_wait_seconds: 5,
+        max_tasks: Some(2),
+        policy,
+    })
+    .unwrap();
+    tokio::time::timeout(Duration::from_secs(120), agent.run())
+        .await
+        .expect("the node decides on both tasks")
+        .unwrap();
+
+    let log_file = state.path().join("node-log.jsonl");
+    let log = std::fs::read_to_string(&log_file).unwrap();
+    let entries: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let codes: std::collections::BTreeSet<&str> = entries
+        .iter()
+        .map(|e| e["code"].as_str().unwrap_or("accepted"))
+        .collect();
+    assert_eq!(
+        codes,
+        ["method_not_accepted", "node_budget_exhausted"].into(),
+        "{log}"
+    );
+    assert!(entries.iter().all(|e| e["decision"] == "refused"), "{log}");
+    // nothing was trained or sent
+    let results = gw.audit(&[("action", "node.task.result")]).await;
+    assert!(results.is_empty(), "{results:?}");
+    assert!(!state.path().join("privacy-ledger.json").exists());
+
+    let verify = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_ehds-gateway"))
+            .args(["node", "log", "verify", "--state-dir"])
+            .arg(state.path())
+            .output()
+            .unwrap()
+    };
+    let ok = verify();
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert!(String::from_utf8_lossy(&ok.stdout).contains("2 entries, chain intact"));
+    std::fs::write(
+        &log_file,
+        log.replacen(r#""decision":"refused""#, r#""decision":"accepted""#, 1),
+    )
+    .unwrap();
+    let tampered = verify();
+    assert_eq!(tampered.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&tampered.stderr).contains("line 1"),
+        "{}",
+        String::from_utf8_lossy(&tampered.stderr)
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::{
     optout::FilterPolicy,
-    study::{SiteEvaluation, StudySpec, StudyTask, TaskKind},
+    study::{DpPlan, SiteEvaluation, StudySpec, StudyTask, TaskKind},
     DataCategory, OrgId, PermitId, Purpose, StudyId, TaskId,
 };
 
@@ -45,6 +45,10 @@ pub struct NodeStudy {
     pub seed: u64,
     pub validation_fraction: f64,
     pub optout_policy: FilterPolicy,
+    /// The study's privacy plan, which the node's policy checks and its own accountant counts
+    /// (docs/node-policy.md); absent from older gateways.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dp: Option<DpPlan>,
 }
 
 impl From<&StudySpec> for NodeStudy {
@@ -61,6 +65,7 @@ impl From<&StudySpec> for NodeStudy {
             seed: s.seed,
             validation_fraction: s.validation_fraction,
             optout_policy: s.optout_policy,
+            dp: Some(s.dp),
         }
     }
 }

@@ -29,12 +29,15 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::node_log::{Decision, NodeLog};
+pub use super::policy::NodePolicy;
+use super::policy::{Admission, Guard, Refusal};
 pub use super::source::DataSource;
 use super::{FeatureSpec, SiteRows};
 use crate::{
     auth::dev::DevIssuer,
     client::{ClientCredentials, ClientError, DevTokens, GatewayClient, RetryPolicy, StaticToken},
-    domain::{study::TaskKind, OrgId, StudyId},
+    domain::{study::TaskKind, OrgId, StudyId, TaskId},
     federation::wire::{encode_update, FilterRequest, NodeEvaluation, NodeTask, TaskResultBody},
 };
 
@@ -66,6 +69,8 @@ pub struct AgentConfig {
     pub poll_wait_seconds: u64,
     /// Stop after this many tasks (tests and demos); run forever without.
     pub max_tasks: Option<usize>,
+    /// What the node accepts (docs/node-policy.md).
+    pub policy: NodePolicy,
 }
 
 pub struct Agent {
@@ -76,6 +81,11 @@ pub struct Agent {
     rows: HashMap<StudyId, (String, SiteRows)>,
     /// Seeds the node's DP-SGD noise; kept in the state directory, never sent.
     noise_key: [u8; 32],
+    /// The node's policy and privacy ledger, and its log of every decision.
+    guard: Guard,
+    log: NodeLog,
+    /// Tasks the policy refused (they stay open at the gateway until their deadline).
+    refused: std::collections::HashSet<TaskId>,
 }
 
 /// What the node keeps between rounds of a study.
@@ -125,11 +135,16 @@ impl Agent {
                 gateway.with_tokens(login)
             }
         };
+        let guard = Guard::new(config.policy.clone(), &config.state_dir)?;
+        let log = NodeLog::open(&config.state_dir)?;
         Ok(Self {
             config,
             gateway,
             rows: HashMap::new(),
             noise_key,
+            guard,
+            log,
+            refused: Default::default(),
         })
     }
 
@@ -141,9 +156,28 @@ impl Agent {
             let gateway = self.gateway.with_retry(RetryPolicy::until(
                 Instant::now() + Duration::from_secs(24 * 3600),
             ));
-            let tasks = gateway.poll_tasks(self.config.poll_wait_seconds).await?;
+            let polled = gateway.poll_tasks(self.config.poll_wait_seconds).await?;
+            // a refused task stays open at the gateway until its deadline: decided once
+            let polled_any = !polled.is_empty();
+            let tasks: Vec<NodeTask> = polled
+                .into_iter()
+                .filter(|t| !self.refused.contains(&t.task_id))
+                .collect();
+            if polled_any && tasks.is_empty() {
+                // the long poll answers at once while refused tasks are open
+                tokio::time::sleep(Duration::from_secs(self.config.poll_wait_seconds.max(1))).await;
+            }
             for task in tasks {
                 let id = task.task_id;
+                if let Err(refusal) = self.admit(&task)? {
+                    self.refused.insert(id);
+                    tracing::warn!(task = %id, code = refusal.code, "task refused by the node's policy: {}", refusal.reason);
+                    done += 1;
+                    if self.config.max_tasks.is_some_and(|m| done >= m) {
+                        return Ok(());
+                    }
+                    continue;
+                }
                 match self.work(&task).await {
                     Ok(()) => {
                         tracing::info!(task = %id, round = task.round, kind = task.kind.as_str(), "task done")
@@ -161,6 +195,24 @@ impl Agent {
                 }
             }
         }
+    }
+
+    /// The policy's decision on `task`, written to the node's log either way.
+    fn admit(&mut self, task: &NodeTask) -> anyhow::Result<Result<Admission, Refusal>> {
+        let decision = self.guard.admit(task)?;
+        let refusal = decision.as_ref().err();
+        let method = task.study.strategy.request_name();
+        self.log.append(Decision {
+            task_id: task.task_id.to_string(),
+            study_id: task.study_id.to_string(),
+            permit_id: task.permit_id.to_string(),
+            round: task.round,
+            kind: task.kind.as_str(),
+            method: &method,
+            refusal: refusal.map(|r| (r.code, r.reason.as_str())),
+            permit_epsilon: decision.as_ref().ok().map(|a| a.permit_epsilon),
+        })?;
+        Ok(decision)
     }
 
     fn study_dir(&self, study: StudyId) -> PathBuf {

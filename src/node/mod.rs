@@ -27,6 +27,8 @@ pub mod extract;
 pub mod fhir_source;
 pub mod impute;
 pub mod local_model;
+pub mod node_log;
+pub mod policy;
 pub mod private;
 pub mod reader;
 pub mod report;

@@ -268,6 +268,14 @@ impl StrategyConfig {
         self.spec().name()
     }
 
+    /// The name a request gives the method (`fedprox`), as [`StrategyConfig::named`] reads it.
+    pub fn request_name(&self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.get("name")?.as_str().map(str::to_owned))
+            .unwrap_or_default()
+    }
+
     /// Which parameters travel between sites and server.
     pub fn shared(&self) -> Selector {
         self.spec().shared()
