@@ -289,7 +289,11 @@ fn main() {
         let (mut torch_times, mut engine_times) = (vec![], vec![]);
         for _turn in 0..2 {
             let (params, t) = torch_side(&case, threads, &rows_file);
-            assert_eq!(params, ours, "{}: the two sides build different models", case.name);
+            assert_eq!(
+                params, ours,
+                "{}: the two sides build different models",
+                case.name
+            );
             torch_times.extend(t);
             engine_times.extend(engine_side(&case));
         }
