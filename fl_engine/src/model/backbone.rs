@@ -27,12 +27,13 @@ use candle_core::{Module, Tensor, D};
 use candle_nn::rnn::{GRUConfig, LSTMConfig, LSTMState, RNN};
 use candle_nn::{
     conv2d_no_bias, group_norm, layer_norm, linear, BatchNorm, Conv2d, Conv2dConfig, GroupNorm,
-    LayerNorm, Linear, ModuleT, VarBuilder,
+    LayerNorm, ModuleT, VarBuilder,
 };
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::dropout;
+use super::dropout_mask;
+use super::fused::Dense;
 
 const NORM_EPS: f64 = 1e-5;
 
@@ -453,7 +454,7 @@ impl NormLayer {
 
 /// MLP feature extractor: `fc{i}` -> optional `norm{i}` -> ReLU -> dropout.
 pub(crate) struct NormMlp {
-    layers: Vec<(Linear, Option<NormLayer>)>,
+    layers: Vec<(Dense, Option<NormLayer>)>,
     dropout: f32,
 }
 
@@ -468,7 +469,7 @@ impl NormMlp {
         let mut layers = Vec::with_capacity(hidden.len());
         let mut width = inputs;
         for (i, &h) in hidden.iter().enumerate() {
-            let fc = linear(width, h, vb.pp(format!("fc{i}")))?;
+            let fc = Dense::new(linear(width, h, vb.pp(format!("fc{i}")))?);
             let nvb = vb.pp(format!("norm{i}"));
             let n = match norm {
                 Norm::None => None,
@@ -492,11 +493,19 @@ impl NormMlp {
         let train = rng.is_some();
         let mut h = xs.clone();
         for (fc, norm) in &self.layers {
-            h = fc.forward(&h)?;
-            if let Some(n) = norm {
-                h = n.forward(&h, train)?;
-            }
-            h = dropout(&h.relu()?, self.dropout, rng.as_deref_mut())?;
+            let rows = h.dim(0)?;
+            let mask = dropout_mask(&[rows, fc.outputs()], self.dropout, rng.as_deref_mut())?;
+            h = match norm {
+                // the bias, ReLU and mask in one pass (see `fused`)
+                None => fc.forward(&h, true, mask.as_ref())?,
+                Some(n) => {
+                    let h = n.forward(&fc.forward(&h, false, None)?, train)?.relu()?;
+                    match mask {
+                        Some(m) => h.mul(&m)?,
+                        None => h,
+                    }
+                }
+            };
         }
         Ok(h)
     }

@@ -4,12 +4,13 @@
 //! `outputs == 0` makes it a feature extractor (the output is the last hidden activation),
 //! which is how FedPer and FENDA-FL use it. With no hidden layers it is logistic regression:
 //! `logits = x W^T + b`.
-use candle_core::{Module, Tensor};
-use candle_nn::{linear, Linear, VarBuilder};
+use candle_core::Tensor;
+use candle_nn::{linear, VarBuilder};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::{dropout, Model, ModelOutput};
+use super::fused::Dense;
+use super::{dropout_mask, Model, ModelOutput};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MlpConfig {
@@ -33,8 +34,8 @@ impl MlpConfig {
 }
 
 pub struct Mlp {
-    hidden: Vec<Linear>,
-    out: Option<Linear>,
+    hidden: Vec<Dense>,
+    out: Option<Dense>,
     dropout: f32,
 }
 
@@ -46,11 +47,11 @@ impl Mlp {
         let mut hidden = Vec::with_capacity(cfg.hidden.len());
         let mut width = cfg.inputs;
         for (i, &h) in cfg.hidden.iter().enumerate() {
-            hidden.push(linear(width, h, vb.pp(format!("fc{i}")))?);
+            hidden.push(Dense::new(linear(width, h, vb.pp(format!("fc{i}")))?));
             width = h;
         }
         let out = if cfg.outputs > 0 {
-            Some(linear(width, cfg.outputs, vb.pp("out"))?)
+            Some(Dense::new(linear(width, cfg.outputs, vb.pp("out"))?))
         } else {
             None
         };
@@ -71,8 +72,9 @@ impl Mlp {
     ) -> candle_core::Result<Tensor> {
         let mut h = xs.clone();
         for layer in &self.hidden {
-            h = layer.forward(&h)?.relu()?;
-            h = dropout(&h, self.dropout, rng.as_deref_mut())?;
+            let (rows, width) = (h.dim(0)?, layer.outputs());
+            let mask = dropout_mask(&[rows, width], self.dropout, rng.as_deref_mut())?;
+            h = layer.forward(&h, true, mask.as_ref())?;
         }
         Ok(h)
     }
@@ -82,7 +84,7 @@ impl Model for Mlp {
     fn forward(&self, xs: &Tensor, rng: Option<&mut ChaCha8Rng>) -> candle_core::Result<Tensor> {
         let h = self.hidden_forward(xs, rng)?;
         match &self.out {
-            Some(out) => out.forward(&h),
+            Some(out) => out.forward(&h, false, None),
             None => Ok(h),
         }
     }
@@ -94,8 +96,10 @@ impl Model for Mlp {
     ) -> candle_core::Result<ModelOutput> {
         let h = self.hidden_forward(xs, rng)?;
         let (logits, features) = match &self.out {
-            Some(out) if !self.hidden.is_empty() => (out.forward(&h)?, vec![("hidden", h)]),
-            Some(out) => (out.forward(&h)?, vec![]),
+            Some(out) if !self.hidden.is_empty() => {
+                (out.forward(&h, false, None)?, vec![("hidden", h)])
+            }
+            Some(out) => (out.forward(&h, false, None)?, vec![]),
             None => (h, vec![]),
         };
         Ok(ModelOutput { logits, features })

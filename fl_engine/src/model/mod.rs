@@ -18,6 +18,7 @@ mod apfl;
 mod backbone;
 mod compose;
 mod fenda;
+mod fused;
 mod mlp;
 
 use candle_core::{DType, Device, Tensor, Var};
@@ -411,28 +412,37 @@ fn seeded_init(template: &ParameterSet, seed: u64) -> Result<ParameterSet> {
     Ok(out)
 }
 
-/// Inverted dropout with a mask from the caller's seeded stream.
-pub(crate) fn dropout(
-    xs: &Tensor,
+/// The inverted-dropout mask for a tensor of `dims` (`1 / keep` where kept, 0 where dropped);
+/// `None` in evaluation mode or without dropout.
+///
+/// One bulk fill of 32-bit words from the stream, each turned into a uniform in [0, 1) the way
+/// `rand`'s `Standard` does (`(u >> 8) * 2^-24`): the same draws and the same masks as one
+/// `rng.gen::<f32>()` per element, without a call per element.
+pub(crate) fn dropout_mask(
+    dims: &[usize],
     p: f32,
     rng: Option<&mut ChaCha8Rng>,
-) -> candle_core::Result<Tensor> {
-    match rng {
-        Some(rng) if p > 0.0 => {
-            let keep = 1.0 - p;
-            let mask: Vec<f32> = (0..xs.elem_count())
-                .map(|_| {
-                    if rng.gen::<f32>() < keep {
-                        1.0 / keep
-                    } else {
-                        0.0
-                    }
-                })
-                .collect();
-            xs.mul(&Tensor::from_vec(mask, xs.shape(), xs.device())?)
-        }
-        _ => Ok(xs.clone()),
+) -> candle_core::Result<Option<Tensor>> {
+    let Some(rng) = rng else { return Ok(None) };
+    if p <= 0.0 {
+        return Ok(None);
     }
+    let keep = 1.0 - p;
+    let n: usize = dims.iter().product();
+    let mut bits = vec![0u32; n];
+    rng.fill(&mut bits[..]);
+    const SCALE: f32 = 1.0 / (1u32 << 24) as f32;
+    let mask: Vec<f32> = bits
+        .iter()
+        .map(|&u| {
+            if SCALE * ((u >> 8) as f32) < keep {
+                1.0 / keep
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    Tensor::from_vec(mask, dims, &Device::Cpu).map(Some)
 }
 
 #[cfg(test)]
@@ -468,6 +478,36 @@ mod tests {
         assert!(p.names().all(|n| n.starts_with("global.")
             || n.starts_with("local.")
             || n.starts_with("head.")));
+    }
+
+    /// The bulk-filled mask draws exactly what one `gen::<f32>()` per element drew.
+    #[test]
+    fn dropout_mask_matches_per_element_draws() {
+        for p in [0.1f32, 0.5, 0.9] {
+            let mut a = ChaCha8Rng::seed_from_u64(11);
+            let mut b = ChaCha8Rng::seed_from_u64(11);
+            // an odd length, so the second call starts mid-block
+            for n in [37usize, 300] {
+                let mask = dropout_mask(&[n], p, Some(&mut a)).unwrap().unwrap();
+                let keep = 1.0 - p;
+                let expected: Vec<f32> = (0..n)
+                    .map(|_| {
+                        if b.gen::<f32>() < keep {
+                            1.0 / keep
+                        } else {
+                            0.0
+                        }
+                    })
+                    .collect();
+                assert_eq!(mask.to_vec1::<f32>().unwrap(), expected);
+            }
+        }
+        assert!(
+            dropout_mask(&[4], 0.0, Some(&mut ChaCha8Rng::seed_from_u64(0)))
+                .unwrap()
+                .is_none()
+        );
+        assert!(dropout_mask(&[4], 0.5, None).unwrap().is_none());
     }
 
     #[test]

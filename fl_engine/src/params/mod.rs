@@ -8,6 +8,8 @@
 mod arith;
 mod varmap;
 
+pub(crate) use varmap::{with_values, with_values_mut};
+
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};

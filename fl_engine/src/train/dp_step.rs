@@ -29,7 +29,7 @@ use candle_core::Tensor;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::local::{LocalObjective, TrainReport};
+use super::local::{update_var, LocalObjective, TrainReport};
 use super::loss::{scalar, LossKind};
 use super::optim::Optimizer;
 use crate::data::Dataset;
@@ -199,19 +199,12 @@ pub fn dp_train_step(
     let private = privatize_gradients(&rows, dim, &cfg, noise)?;
     opt.begin_step();
     let mut offset = 0;
+    let mut scratch = Vec::new();
     for (name, var) in net.vars() {
         let n = var.elem_count();
-        let mut g = private.mean[offset..offset + n].to_vec();
+        let g = &private.mean[offset..offset + n];
         offset += n;
-        let mut p = var.as_tensor().flatten_all()?.to_vec1::<f32>()?;
-        for t in terms {
-            t.add_gradient(name, &p, &mut g);
-        }
-        opt.update(name, &mut p, &mut g)?;
-        if p.iter().any(|v| !v.is_finite()) {
-            return Err(EngineError::NonFinite(name.clone()));
-        }
-        var.set(&Tensor::from_vec(p, var.shape(), var.device())?)?;
+        update_var(opt, name, var, g, terms, &mut scratch)?;
     }
     let examples = batch.rows.len();
     Ok(DpStepReport {

@@ -13,7 +13,8 @@
 //! With [`TrainConfig::record_dp`] set, [`train_local`] runs DP-SGD instead (see `dp_step`):
 //! Poisson batches and per-example clipping, with sampling and noise drawn from a ChaCha20
 //! [`NoiseRng`] the caller passes in; the objective terms and optimiser are the same.
-use candle_core::Tensor;
+use candle_core::backprop::GradStore;
+use candle_core::{Tensor, Var};
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -26,7 +27,7 @@ use crate::dp::NoiseRng;
 use crate::error::{EngineError, Result};
 use crate::metrics::{cox_partial_nll, MetricSummary, SurvivalData};
 use crate::model::{ModelOutput, Net};
-use crate::params::ParameterSet;
+use crate::params::{with_values, with_values_mut, ParameterSet};
 
 /// How much local work one round does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -205,18 +206,7 @@ pub fn batch_gradient(
     objective: Option<&dyn BatchObjective>,
     rng: &mut ChaCha8Rng,
 ) -> Result<BatchGradient> {
-    let out = net.forward_features(x, Some(rng))?;
-    let task_t = loss.compute(&out.logits, y)?;
-    let task_loss = scalar(&task_t)?;
-    let loss_t = match objective {
-        Some(o) => o.loss(&out, x, y, loss)?,
-        None => task_t,
-    };
-    let value = scalar(&loss_t)?;
-    if !value.is_finite() || !task_loss.is_finite() {
-        return Err(EngineError::NonFinite("training loss".into()));
-    }
-    let backprop = loss_t.backward()?;
+    let (task_loss, backprop) = forward_backward(net, loss, x, y, objective, rng)?;
     let mut grads = ParameterSet::new();
     for (name, var) in net.vars() {
         // like PyTorch, a parameter outside the graph (no gradient) is left alone
@@ -232,6 +222,29 @@ pub fn batch_gradient(
     Ok(BatchGradient { task_loss, grads })
 }
 
+/// The task loss on the plain logits and candle's gradients of the loss to differentiate.
+fn forward_backward(
+    net: &Net,
+    loss: &LossKind,
+    x: &Tensor,
+    y: &[u32],
+    objective: Option<&dyn BatchObjective>,
+    rng: &mut ChaCha8Rng,
+) -> Result<(f32, GradStore)> {
+    let out = net.forward_features(x, Some(rng))?;
+    let task_t = loss.compute(&out.logits, y)?;
+    let task_loss = scalar(&task_t)?;
+    let loss_t = match objective {
+        Some(o) => o.loss(&out, x, y, loss)?,
+        None => task_t,
+    };
+    let value = scalar(&loss_t)?;
+    if !value.is_finite() || !task_loss.is_finite() {
+        return Err(EngineError::NonFinite("training loss".into()));
+    }
+    Ok((task_loss, loss_t.backward()?))
+}
+
 /// One optimiser step with `grads` (plus the objective terms' gradients) on the variables it
 /// names; the others are left alone.
 pub fn apply_gradient(
@@ -241,6 +254,7 @@ pub fn apply_gradient(
     terms: &[&dyn LocalObjective],
 ) -> Result<()> {
     opt.begin_step();
+    let mut scratch = Vec::new();
     for (name, var) in net.vars() {
         let Some(g) = grads.get(name) else {
             continue;
@@ -251,18 +265,34 @@ pub fn apply_gradient(
                 found: g.values.len(),
             });
         }
-        let mut g = g.values.clone();
-        let mut p = var.as_tensor().flatten_all()?.to_vec1::<f32>()?;
-        for t in terms {
-            t.add_gradient(name, &p, &mut g);
-        }
-        opt.update(name, &mut p, &mut g)?;
-        if p.iter().any(|v| !v.is_finite()) {
-            return Err(EngineError::NonFinite(name.clone()));
-        }
-        var.set(&Tensor::from_vec(p, var.shape(), var.device())?)?;
+        update_var(opt, name, var, &g.values, terms, &mut scratch)?;
     }
     Ok(())
+}
+
+/// The optimiser's update of one variable, in the variable's own buffer, with gradient
+/// `grad` plus the objective terms' (added in `scratch`, so `grad` itself is never copied
+/// when there are none). A step that would make a value non-finite is an error and leaves
+/// that value as it was (see [`Optimizer::update_from`]).
+pub(crate) fn update_var(
+    opt: &mut Optimizer,
+    name: &str,
+    var: &Var,
+    grad: &[f32],
+    terms: &[&dyn LocalObjective],
+    scratch: &mut Vec<f32>,
+) -> Result<()> {
+    with_values_mut(var, |p| {
+        if terms.is_empty() {
+            return opt.update_from(name, p, grad);
+        }
+        scratch.clear();
+        scratch.extend_from_slice(grad);
+        for t in terms {
+            t.add_gradient(name, p, scratch);
+        }
+        opt.update_from(name, p, scratch)
+    })
 }
 
 /// One optimiser step on one batch; returns the task loss.
@@ -279,7 +309,8 @@ pub fn train_step(
 }
 
 /// [`train_step`] whose backward pass uses `objective` instead of the task loss when given;
-/// returns the task loss on the plain logits.
+/// returns the task loss on the plain logits. The same as [`batch_gradient`] then
+/// [`apply_gradient`], with the gradients read where backprop left them.
 #[allow(clippy::too_many_arguments)]
 pub fn train_step_with(
     net: &Net,
@@ -291,9 +322,16 @@ pub fn train_step_with(
     terms: &[&dyn LocalObjective],
     rng: &mut ChaCha8Rng,
 ) -> Result<f32> {
-    let g = batch_gradient(net, loss, x, y, objective, rng)?;
-    apply_gradient(net, opt, &g.grads, terms)?;
-    Ok(g.task_loss)
+    let (task_loss, backprop) = forward_backward(net, loss, x, y, objective, rng)?;
+    opt.begin_step();
+    let mut scratch = Vec::new();
+    for (name, var) in net.vars() {
+        let Some(g) = backprop.get(var.as_tensor()) else {
+            continue;
+        };
+        with_values(g, |g| update_var(opt, name, var, g, terms, &mut scratch))??;
+    }
+    Ok(task_loss)
 }
 
 /// Train `net` on `data` for the configured budget.

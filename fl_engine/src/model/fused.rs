@@ -1,0 +1,227 @@
+//! A dense layer whose bias add, ReLU and dropout mask run as one pass forward and one pass
+//! backward.
+//!
+//! candle's `Linear` adds the bias with a generic broadcasting add (strided index arithmetic
+//! per element), and ReLU and the dropout multiply are two more ops; their backward passes
+//! reduce the bias gradient with a generic strided sum, build the ReLU indicator with a
+//! comparison and a cast, and hand the weight its gradient as a transposed view that is then
+//! copied with strided indexing. Profiles of the training loop at 512/256 hidden units spent
+//! more time there than in the matrix products. [`Dense::forward`] keeps candle's matrix
+//! product and makes the rest one graph node with its own backward pass.
+//!
+//! The arithmetic is the same as the unfused chain, operation for operation, so results are
+//! bit-identical: forward `((x W^T)_ij + b_j).max-with-0 * mask_ij`; backward
+//! `g_ij * mask_ij` where the pre-activation is `>= 0` (candle's ReLU derivative at 0 is 1),
+//! else 0, and the bias gradient the column sums of that, accumulated row by row from 0.
+use candle_core::{CpuStorage, CustomOp3, Layout, Module, Shape, Storage, Tensor};
+use candle_nn::Linear;
+
+/// A linear layer (`weight [out, in]`, `bias [out]`, PyTorch's names) with an optional fused
+/// ReLU and dropout mask.
+pub(crate) struct Dense {
+    linear: Linear,
+}
+
+impl Dense {
+    pub(crate) fn new(linear: Linear) -> Self {
+        Self { linear }
+    }
+
+    /// Output width.
+    pub(crate) fn outputs(&self) -> usize {
+        self.linear.weight().dims()[0]
+    }
+
+    /// `x W^T + b`, then ReLU when `relu`, then times `mask` (inverted dropout: 0 or 1/keep)
+    /// when given.
+    pub(crate) fn forward(
+        &self,
+        x: &Tensor,
+        relu: bool,
+        mask: Option<&Tensor>,
+    ) -> candle_core::Result<Tensor> {
+        let Some(bias) = self.linear.bias() else {
+            return self.unfused(x, relu, mask);
+        };
+        if x.rank() != 2 || !x.device().is_cpu() || x.dtype() != candle_core::DType::F32 {
+            return self.unfused(x, relu, mask);
+        }
+        let w = self.linear.weight();
+        // candle's product, outside the graph: the op below is the graph node for x, W and b
+        let xw = x.detach().matmul(&w.detach().t()?)?.contiguous()?;
+        let op = DenseOp {
+            xw,
+            mask: mask.map(|m| m.contiguous()).transpose()?,
+            act: BiasAct { relu },
+        };
+        x.apply_op3(w, &bias.contiguous()?, op)
+    }
+
+    fn unfused(
+        &self,
+        x: &Tensor,
+        relu: bool,
+        mask: Option<&Tensor>,
+    ) -> candle_core::Result<Tensor> {
+        let mut h = self.linear.forward(x)?;
+        if relu {
+            h = h.relu()?;
+        }
+        match mask {
+            Some(m) => h.mul(m),
+            None => Ok(h),
+        }
+    }
+}
+
+/// `act(xw + b) [* mask]` over `xw [rows, cols]`, `b [cols]`, `mask [rows, cols]`.
+#[derive(Clone, Copy)]
+struct BiasAct {
+    relu: bool,
+}
+
+/// `act(x W^T + b) [* mask]` as one graph node over `(x, W, b)`, with the product `xw`
+/// computed beforehand. Its backward pass gives `W` its gradient as `g^T x`, already
+/// `[out, in]`: candle's own chain produced `(x^T g)^T`, a transposed view that the gradient
+/// store then copied element by element with strided indexing.
+struct DenseOp {
+    xw: Tensor,
+    mask: Option<Tensor>,
+    act: BiasAct,
+}
+
+impl CustomOp3 for DenseOp {
+    fn name(&self) -> &'static str {
+        "dense"
+    }
+
+    fn cpu_fwd(
+        &self,
+        _x: &CpuStorage,
+        _xl: &Layout,
+        _w: &CpuStorage,
+        _wl: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
+        let b = f32_slice(s3, l3, "bias")?;
+        let (xs, xl) = self.xw.storage_and_layout();
+        let xw = cpu_slice(&xs, xl, "product")?;
+        let out = match &self.mask {
+            Some(m) => {
+                let (ms, ml) = m.storage_and_layout();
+                self.act
+                    .forward(xw, xl.shape(), b, Some(cpu_slice(&ms, ml, "mask")?))
+            }
+            None => self.act.forward(xw, xl.shape(), b, None),
+        };
+        Ok((CpuStorage::F32(out), xl.shape().clone()))
+    }
+
+    fn bwd(
+        &self,
+        x: &Tensor,
+        w: &Tensor,
+        b: &Tensor,
+        _res: &Tensor,
+        grad: &Tensor,
+    ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        let (g, gb) = self.act.backward(&self.xw, b, self.mask.as_ref(), grad)?;
+        // the input batch itself needs no gradient
+        let gx = if x.track_op() {
+            Some(g.matmul(w)?)
+        } else {
+            None
+        };
+        let gw = g.t()?.matmul(x)?;
+        Ok((gx, Some(gw), Some(gb)))
+    }
+}
+
+fn f32_slice<'a>(s: &'a CpuStorage, l: &Layout, what: &str) -> candle_core::Result<&'a [f32]> {
+    match (s, l.contiguous_offsets()) {
+        (CpuStorage::F32(v), Some((a, b))) => Ok(&v[a..b]),
+        _ => candle_core::bail!("fused bias op: {what} must be contiguous f32"),
+    }
+}
+
+impl BiasAct {
+    fn forward(&self, xw: &[f32], shape: &Shape, b: &[f32], mask: Option<&[f32]>) -> Vec<f32> {
+        let cols = b.len();
+        let mut out = vec![0f32; xw.len()];
+        debug_assert_eq!(shape.elem_count(), xw.len());
+        for (r, (o, x)) in out
+            .chunks_exact_mut(cols)
+            .zip(xw.chunks_exact(cols))
+            .enumerate()
+        {
+            for ((o, &x), &b) in o.iter_mut().zip(x).zip(b) {
+                let v = x + b;
+                *o = if self.relu { v.max(0.0) } else { v };
+            }
+            if let Some(m) = mask {
+                for (o, &m) in o.iter_mut().zip(&m[r * cols..(r + 1) * cols]) {
+                    *o *= m;
+                }
+            }
+        }
+        out
+    }
+
+    /// Gradients with respect to `xw` and `b`, read straight from the tensors' storage.
+    fn backward(
+        &self,
+        xw: &Tensor,
+        b: &Tensor,
+        mask: Option<&Tensor>,
+        grad: &Tensor,
+    ) -> candle_core::Result<(Tensor, Tensor)> {
+        let (rows, cols) = xw.dims2()?;
+        let (xw, b, grad) = (xw.contiguous()?, b.contiguous()?, grad.contiguous()?);
+        let mask = mask.map(|m| m.contiguous()).transpose()?;
+        let (xs, xl) = xw.storage_and_layout();
+        let (bs, bl) = b.storage_and_layout();
+        let (gs, gl) = grad.storage_and_layout();
+        let (x_v, b_v, g_v) = (
+            cpu_slice(&xs, xl, "input")?,
+            cpu_slice(&bs, bl, "bias")?,
+            cpu_slice(&gs, gl, "gradient")?,
+        );
+        let ms = mask.as_ref().map(|m| m.storage_and_layout());
+        let m_v = match &ms {
+            Some((s, l)) => Some(cpu_slice(s, l, "mask")?),
+            None => None,
+        };
+        let mut gx = vec![0f32; rows * cols];
+        let mut gb = vec![0f32; cols];
+        for r in 0..rows {
+            let span = r * cols..(r + 1) * cols;
+            let gx_r = &mut gx[span.clone()];
+            gx_r.copy_from_slice(&g_v[span.clone()]);
+            if let Some(m) = m_v {
+                gx_r.iter_mut()
+                    .zip(&m[span.clone()])
+                    .for_each(|(g, m)| *g *= m);
+            }
+            if self.relu {
+                // candle's ReLU derivative: the indicator of `pre >= 0`, multiplied in
+                for ((g, &x), &b) in gx_r.iter_mut().zip(&x_v[span]).zip(b_v) {
+                    *g *= if x + b >= 0.0 { 1.0 } else { 0.0 };
+                }
+            }
+            gb.iter_mut().zip(gx_r.iter()).for_each(|(s, g)| *s += g);
+        }
+        drop((xs, bs, gs, ms));
+        Ok((
+            Tensor::from_vec(gx, (rows, cols), xw.device())?,
+            Tensor::from_vec(gb, cols, b.device())?,
+        ))
+    }
+}
+
+fn cpu_slice<'a>(s: &'a Storage, l: &Layout, what: &str) -> candle_core::Result<&'a [f32]> {
+    match s {
+        Storage::Cpu(c) => f32_slice(c, l, what),
+        _ => candle_core::bail!("fused bias op: {what} is not on the CPU"),
+    }
+}
