@@ -88,3 +88,30 @@ fn splits_deal_every_row_once_and_keep_the_fixed_sets() {
         500
     );
 }
+
+/// The full IID-versus-central comparison takes minutes in a release build (the
+/// `reproduce_public` digits table); this checks the smaller property that a narrow CNN
+/// federated over the IID split learns the ten digits far above chance (0.1) in a few rounds.
+#[test]
+fn fedavg_cnn_learns_digits_on_the_iid_split() {
+    let data = PublicData::Digits;
+    let rows = data.load().unwrap();
+    let work = Work {
+        rounds: 3,
+        steps: 20,
+        batch_size: 32,
+        lr: 0.01,
+        cnn_width: 4,
+    };
+    let score = public::run(
+        Method::FedAvg,
+        data,
+        &rows,
+        Split::Iid { sites: 4 },
+        work,
+        4,
+        0,
+    )
+    .unwrap();
+    assert!(score.pooled > 0.6, "test accuracy {:.3}", score.pooled);
+}

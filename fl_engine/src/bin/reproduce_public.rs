@@ -53,10 +53,10 @@ struct Args {
     cnn_steps: usize,
     #[arg(long, default_value_t = 32)]
     cnn_batch: usize,
-    #[arg(long, default_value_t = 0.003)]
+    #[arg(long, default_value_t = 0.01)]
     cnn_lr: f64,
     /// Digits: filters of the CNN's first stage (the second has twice as many; a multiple of 4).
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 12)]
     cnn_width: usize,
     /// Comma-separated methods (default: every method of the section).
     #[arg(long, value_delimiter = ',')]
@@ -76,10 +76,9 @@ const COX_METHODS: [Method; 6] = [
     Method::Ditto,
     Method::Silo,
 ];
-const CNN_METHODS: [Method; 9] = [
+const CNN_METHODS: [Method; 8] = [
     Method::Central,
     Method::FedAvg,
-    Method::FedProx,
     Method::Silo,
     Method::FedPer,
     Method::FendaFl,
@@ -253,7 +252,7 @@ fn digits_section(args: &Args) -> Result<String, Box<dyn std::error::Error>> {
         };
         let _ = writeln!(
             md,
-            "| {} | {model} | {} | {} | {} | {:+.4} |",
+            "| {} | {model} | {} | {} | {} | {} |",
             m.name(),
             m.checkpoint().label(),
             fmt(&a),
@@ -262,7 +261,11 @@ fn digits_section(args: &Args) -> Result<String, Box<dyn std::error::Error>> {
             } else {
                 fmt(&b)
             },
-            mean_std(&b).0 - mean_std(&a).0,
+            if m == Method::Central {
+                "-".to_string()
+            } else {
+                format!("{:+.4}", mean_std(&b).0 - mean_std(&a).0)
+            },
         );
     }
     Ok(md)

@@ -296,7 +296,7 @@ impl Rows {
             Split::DisjointLabels { sites_per_half } if sites_per_half > 0 => {
                 let labels = self.data.labels();
                 let mut out = Vec::new();
-                for (h, classes) in [(0u32..5), (5u32..10)].into_iter().enumerate() {
+                for (h, classes) in [0u32..5, 5u32..10].into_iter().enumerate() {
                     let mut per_site = vec![Vec::new(); sites_per_half];
                     for part in [Part::Train, Part::Val, Part::Test] {
                         let mut rows: Vec<usize> = (0..n)
