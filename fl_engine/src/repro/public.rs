@@ -8,10 +8,9 @@
 //! reference fits (lifelines, in `cox_reference.json`) and every federated run see exactly the
 //! same training and test rows, however the rows are dealt to sites.
 //!
-//! Federated Cox regression follows the partial-likelihood formulation of Andreux et al.,
-//! "Federated Survival Analysis with Discrete-Time Cox Models" (arXiv:2006.08997): each site
-//! optimises the Cox partial likelihood (Breslow ties) of its own risk sets, the server
-//! aggregates the coefficients.
+//! Federated Cox regression: each site optimises the Cox partial likelihood (Cox 1972,
+//! Breslow ties; [`LossKind::Cox`]) over its own risk sets and the strategy combines the
+//! coefficients, so risk sets never span sites.
 use candle_core::{Device, Tensor};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
