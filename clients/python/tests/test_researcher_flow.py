@@ -172,3 +172,43 @@ def _other_key(name: str) -> str:
     key_id = hashlib.sha256(name.encode() + b"\n\x01" + public).digest()[:4].hex()
     encoded = base64.b64encode(bytes([1]) + public).decode()
     return f"{name}+{key_id}+{encoded}"
+
+
+def test_wait_for_study_reconnects_and_falls_back_to_polling(people, monkeypatch):
+    researcher, officer = people["researcher"], people["officer"]
+
+    def permit() -> str:
+        applied = researcher.apply(application())
+        return str(officer.decide(applied.id, {"decision": "approve"}).permit.id)
+
+    # The gateway closes every stream after its first event (as it does after five minutes):
+    # wait_for_study opens it again until the study is over. Four rounds take the nodes far
+    # longer than a reconnection.
+    real_events = researcher.events
+    connections = []
+
+    def short_streams(study_id):
+        connections.append(study_id)
+        for event in real_events(study_id):
+            yield event
+            return
+
+    monkeypatch.setattr(researcher, "events", short_streams)
+    body = study(permit())
+    body["rounds"] = 4
+    first = str(researcher.submit_study(body).id)
+    final = researcher.wait_for_study(first, timeout=120, progress=False, poll_interval=30)
+    assert str(final.status) == "completed"
+    assert final.rounds_done == 4
+    assert len(connections) > 1
+
+    # No stream to be had (a gateway or proxy that refuses it): the study is polled.
+    def refused(study_id):
+        raise GatewayError(404, {"code": "not_found"})
+        yield  # a generator, as the real one
+
+    monkeypatch.setattr(researcher, "events", refused)
+    second = str(researcher.submit_study(study(permit())).id)
+    final = researcher.wait_for_study(second, timeout=120, progress=False, poll_interval=0.2)
+    assert str(final.status) == "completed"
+    assert final.rounds_done == 2
