@@ -1,0 +1,178 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...types import Response, UNSET
+from ... import errors
+
+from ...models.problem import Problem
+from typing import cast
+
+
+
+def _get_kwargs(
+    
+) -> dict[str, Any]:
+    
+
+    
+
+    
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/audit/log/checkpoint",
+    }
+
+
+    return _kwargs
+
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | str | None:
+    if response.status_code == 200:
+        response_200 = response.text
+        return response_200
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+
+
+        return response_403
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Problem | str]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    *,
+    client: AuthenticatedClient,
+
+) -> Response[Problem | str]:
+    """ The latest signed checkpoint of the audit log.
+
+     A C2SP `tlog-checkpoint` (origin, tree size, base64 root hash) signed as a C2SP signed note
+    with the gateway's Ed25519 log key (`GET /v1/audit/log/key`). Entry `seq` is leaf `seq - 1`;
+    the read is itself audited, and the checkpoint covers its own entry. Auditors keep
+    checkpoints and later prove with `/v1/audit/log/consistency` (or `ehds-gateway audit verify
+    --checkpoint`) that the log still extends them.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | str]
+     """
+
+
+    kwargs = _get_kwargs(
+        
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+def sync(
+    *,
+    client: AuthenticatedClient,
+
+) -> Problem | str | None:
+    """ The latest signed checkpoint of the audit log.
+
+     A C2SP `tlog-checkpoint` (origin, tree size, base64 root hash) signed as a C2SP signed note
+    with the gateway's Ed25519 log key (`GET /v1/audit/log/key`). Entry `seq` is leaf `seq - 1`;
+    the read is itself audited, and the checkpoint covers its own entry. Auditors keep
+    checkpoints and later prove with `/v1/audit/log/consistency` (or `ehds-gateway audit verify
+    --checkpoint`) that the log still extends them.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | str
+     """
+
+
+    return sync_detailed(
+        client=client,
+
+    ).parsed
+
+async def asyncio_detailed(
+    *,
+    client: AuthenticatedClient,
+
+) -> Response[Problem | str]:
+    """ The latest signed checkpoint of the audit log.
+
+     A C2SP `tlog-checkpoint` (origin, tree size, base64 root hash) signed as a C2SP signed note
+    with the gateway's Ed25519 log key (`GET /v1/audit/log/key`). Entry `seq` is leaf `seq - 1`;
+    the read is itself audited, and the checkpoint covers its own entry. Auditors keep
+    checkpoints and later prove with `/v1/audit/log/consistency` (or `ehds-gateway audit verify
+    --checkpoint`) that the log still extends them.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | str]
+     """
+
+
+    kwargs = _get_kwargs(
+        
+    )
+
+    response = await client.get_async_httpx_client().request(
+        **kwargs
+    )
+
+    return _build_response(client=client, response=response)
+
+async def asyncio(
+    *,
+    client: AuthenticatedClient,
+
+) -> Problem | str | None:
+    """ The latest signed checkpoint of the audit log.
+
+     A C2SP `tlog-checkpoint` (origin, tree size, base64 root hash) signed as a C2SP signed note
+    with the gateway's Ed25519 log key (`GET /v1/audit/log/key`). Entry `seq` is leaf `seq - 1`;
+    the read is itself audited, and the checkpoint covers its own entry. Auditors keep
+    checkpoints and later prove with `/v1/audit/log/consistency` (or `ehds-gateway audit verify
+    --checkpoint`) that the log still extends them.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | str
+     """
+
+
+    return (await asyncio_detailed(
+        client=client,
+
+    )).parsed

@@ -1,0 +1,221 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...types import Response, UNSET
+from ... import errors
+
+from ...models.inclusion_proof import InclusionProof
+from ...models.problem import Problem
+from typing import cast
+
+
+
+def _get_kwargs(
+    *,
+    index: int,
+    size: int,
+
+) -> dict[str, Any]:
+    
+
+    
+
+    params: dict[str, Any] = {}
+
+    params["index"] = index
+
+    params["size"] = size
+
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/audit/log/inclusion",
+        "params": params,
+    }
+
+
+    return _kwargs
+
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> InclusionProof | Problem | None:
+    if response.status_code == 200:
+        response_200 = InclusionProof.from_dict(response.json())
+
+
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+
+
+        return response_403
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[InclusionProof | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    *,
+    client: AuthenticatedClient,
+    index: int,
+    size: int,
+
+) -> Response[InclusionProof | Problem]:
+    """ Inclusion proof of one audit entry in the tree of a checkpoint.
+
+     Bad parameters: `index_out_of_range` (index not below size), `size_beyond_tree` (size larger
+    than the log).
+
+    Args:
+        index (int):
+        size (int):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[InclusionProof | Problem]
+     """
+
+
+    kwargs = _get_kwargs(
+        index=index,
+size=size,
+
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+def sync(
+    *,
+    client: AuthenticatedClient,
+    index: int,
+    size: int,
+
+) -> InclusionProof | Problem | None:
+    """ Inclusion proof of one audit entry in the tree of a checkpoint.
+
+     Bad parameters: `index_out_of_range` (index not below size), `size_beyond_tree` (size larger
+    than the log).
+
+    Args:
+        index (int):
+        size (int):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        InclusionProof | Problem
+     """
+
+
+    return sync_detailed(
+        client=client,
+index=index,
+size=size,
+
+    ).parsed
+
+async def asyncio_detailed(
+    *,
+    client: AuthenticatedClient,
+    index: int,
+    size: int,
+
+) -> Response[InclusionProof | Problem]:
+    """ Inclusion proof of one audit entry in the tree of a checkpoint.
+
+     Bad parameters: `index_out_of_range` (index not below size), `size_beyond_tree` (size larger
+    than the log).
+
+    Args:
+        index (int):
+        size (int):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[InclusionProof | Problem]
+     """
+
+
+    kwargs = _get_kwargs(
+        index=index,
+size=size,
+
+    )
+
+    response = await client.get_async_httpx_client().request(
+        **kwargs
+    )
+
+    return _build_response(client=client, response=response)
+
+async def asyncio(
+    *,
+    client: AuthenticatedClient,
+    index: int,
+    size: int,
+
+) -> InclusionProof | Problem | None:
+    """ Inclusion proof of one audit entry in the tree of a checkpoint.
+
+     Bad parameters: `index_out_of_range` (index not below size), `size_beyond_tree` (size larger
+    than the log).
+
+    Args:
+        index (int):
+        size (int):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        InclusionProof | Problem
+     """
+
+
+    return (await asyncio_detailed(
+        client=client,
+index=index,
+size=size,
+
+    )).parsed

@@ -1,0 +1,223 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...types import Response, UNSET
+from ... import errors
+
+from ...models.permit_view import PermitView
+from ...models.problem import Problem
+from ...models.reason_request import ReasonRequest
+from ...types import UNSET, Unset
+from typing import cast
+
+
+
+def _get_kwargs(
+    id: str,
+    *,
+    body: ReasonRequest,
+    if_match: None | str | Unset = UNSET,
+
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+    if not isinstance(if_match, Unset):
+        headers["If-Match"] = if_match
+
+
+
+    
+
+    
+
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/v1/permits/{id}/revoke".format(id=quote(str(id), safe=""),),
+    }
+
+    _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> PermitView | Problem | None:
+    if response.status_code == 200:
+        response_200 = PermitView.from_dict(response.json())
+
+
+
+        return response_200
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+
+
+        return response_409
+
+    if response.status_code == 412:
+        response_412 = Problem.from_dict(response.json())
+
+
+
+        return response_412
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[PermitView | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    id: str,
+    *,
+    client: AuthenticatedClient,
+    body: ReasonRequest,
+    if_match: None | str | Unset = UNSET,
+
+) -> Response[PermitView | Problem]:
+    """ Revoke a permit (Art. 63); final.
+
+    Args:
+        id (str):
+        if_match (None | str | Unset):
+        body (ReasonRequest):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[PermitView | Problem]
+     """
+
+
+    kwargs = _get_kwargs(
+        id=id,
+body=body,
+if_match=if_match,
+
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+def sync(
+    id: str,
+    *,
+    client: AuthenticatedClient,
+    body: ReasonRequest,
+    if_match: None | str | Unset = UNSET,
+
+) -> PermitView | Problem | None:
+    """ Revoke a permit (Art. 63); final.
+
+    Args:
+        id (str):
+        if_match (None | str | Unset):
+        body (ReasonRequest):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        PermitView | Problem
+     """
+
+
+    return sync_detailed(
+        id=id,
+client=client,
+body=body,
+if_match=if_match,
+
+    ).parsed
+
+async def asyncio_detailed(
+    id: str,
+    *,
+    client: AuthenticatedClient,
+    body: ReasonRequest,
+    if_match: None | str | Unset = UNSET,
+
+) -> Response[PermitView | Problem]:
+    """ Revoke a permit (Art. 63); final.
+
+    Args:
+        id (str):
+        if_match (None | str | Unset):
+        body (ReasonRequest):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[PermitView | Problem]
+     """
+
+
+    kwargs = _get_kwargs(
+        id=id,
+body=body,
+if_match=if_match,
+
+    )
+
+    response = await client.get_async_httpx_client().request(
+        **kwargs
+    )
+
+    return _build_response(client=client, response=response)
+
+async def asyncio(
+    id: str,
+    *,
+    client: AuthenticatedClient,
+    body: ReasonRequest,
+    if_match: None | str | Unset = UNSET,
+
+) -> PermitView | Problem | None:
+    """ Revoke a permit (Art. 63); final.
+
+    Args:
+        id (str):
+        if_match (None | str | Unset):
+        body (ReasonRequest):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        PermitView | Problem
+     """
+
+
+    return (await asyncio_detailed(
+        id=id,
+client=client,
+body=body,
+if_match=if_match,
+
+    )).parsed

@@ -1,0 +1,210 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...types import Response, UNSET
+from ... import errors
+
+from ...models.problem import Problem
+from typing import cast
+
+
+
+def _get_kwargs(
+    id: str,
+
+) -> dict[str, Any]:
+    
+
+    
+
+    
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/studies/{id}/model".format(id=quote(str(id), safe=""),),
+    }
+
+
+    return _kwargs
+
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Any | Problem | None:
+    if response.status_code == 200:
+        response_200 = cast(Any, None)
+        return response_200
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+
+
+        return response_403
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+
+
+        return response_409
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Any | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    id: str,
+    *,
+    client: AuthenticatedClient,
+
+) -> Response[Any | Problem]:
+    """ The released global model as safetensors: the study's `release` choice (by default the round
+    with the lowest example-weighted validation loss, else the last), named in the
+    `x-model-round`, `x-model-selection` and `x-model-validation-loss` headers. Only for a
+    completed study, while the permit is active and covers the study's purpose, and only after
+    the output check (minimum sites and samples per site) on the released round. The file's
+    metadata carries the gateway's signed provenance statement (permit, study, method, round,
+    privacy spend, contributors, the audit log's tree head), which `ehds-gateway model verify`
+    checks with the audit log's verifier key. The release is audited.
+
+    Args:
+        id (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Any | Problem]
+     """
+
+
+    kwargs = _get_kwargs(
+        id=id,
+
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+def sync(
+    id: str,
+    *,
+    client: AuthenticatedClient,
+
+) -> Any | Problem | None:
+    """ The released global model as safetensors: the study's `release` choice (by default the round
+    with the lowest example-weighted validation loss, else the last), named in the
+    `x-model-round`, `x-model-selection` and `x-model-validation-loss` headers. Only for a
+    completed study, while the permit is active and covers the study's purpose, and only after
+    the output check (minimum sites and samples per site) on the released round. The file's
+    metadata carries the gateway's signed provenance statement (permit, study, method, round,
+    privacy spend, contributors, the audit log's tree head), which `ehds-gateway model verify`
+    checks with the audit log's verifier key. The release is audited.
+
+    Args:
+        id (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Any | Problem
+     """
+
+
+    return sync_detailed(
+        id=id,
+client=client,
+
+    ).parsed
+
+async def asyncio_detailed(
+    id: str,
+    *,
+    client: AuthenticatedClient,
+
+) -> Response[Any | Problem]:
+    """ The released global model as safetensors: the study's `release` choice (by default the round
+    with the lowest example-weighted validation loss, else the last), named in the
+    `x-model-round`, `x-model-selection` and `x-model-validation-loss` headers. Only for a
+    completed study, while the permit is active and covers the study's purpose, and only after
+    the output check (minimum sites and samples per site) on the released round. The file's
+    metadata carries the gateway's signed provenance statement (permit, study, method, round,
+    privacy spend, contributors, the audit log's tree head), which `ehds-gateway model verify`
+    checks with the audit log's verifier key. The release is audited.
+
+    Args:
+        id (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Any | Problem]
+     """
+
+
+    kwargs = _get_kwargs(
+        id=id,
+
+    )
+
+    response = await client.get_async_httpx_client().request(
+        **kwargs
+    )
+
+    return _build_response(client=client, response=response)
+
+async def asyncio(
+    id: str,
+    *,
+    client: AuthenticatedClient,
+
+) -> Any | Problem | None:
+    """ The released global model as safetensors: the study's `release` choice (by default the round
+    with the lowest example-weighted validation loss, else the last), named in the
+    `x-model-round`, `x-model-selection` and `x-model-validation-loss` headers. Only for a
+    completed study, while the permit is active and covers the study's purpose, and only after
+    the output check (minimum sites and samples per site) on the released round. The file's
+    metadata carries the gateway's signed provenance statement (permit, study, method, round,
+    privacy spend, contributors, the audit log's tree head), which `ehds-gateway model verify`
+    checks with the audit log's verifier key. The release is audited.
+
+    Args:
+        id (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Any | Problem
+     """
+
+
+    return (await asyncio_detailed(
+        id=id,
+client=client,
+
+    )).parsed

@@ -1,0 +1,501 @@
+""" Contains all the data models used in inputs/outputs """
+
+from .actor import Actor
+from .aggregation_type_0 import AggregationType0
+from .aggregation_type_0_rule import AggregationType0Rule
+from .aggregation_type_1 import AggregationType1
+from .aggregation_type_1_rule import AggregationType1Rule
+from .aggregation_type_2 import AggregationType2
+from .aggregation_type_2_rule import AggregationType2Rule
+from .aggregation_type_3 import AggregationType3
+from .aggregation_type_3_rule import AggregationType3Rule
+from .aggregation_type_4 import AggregationType4
+from .aggregation_type_4_rule import AggregationType4Rule
+from .aggregation_type_5 import AggregationType5
+from .aggregation_type_5_rule import AggregationType5Rule
+from .amend_request import AmendRequest
+from .apfl_config import ApflConfig
+from .applicant_request import ApplicantRequest
+from .application import Application
+from .application_request import ApplicationRequest
+from .application_status import ApplicationStatus
+from .audit_entry import AuditEntry
+from .backbone_request_mlp_norm import BackboneRequestMlpNorm
+from .backbone_request_type_0 import BackboneRequestType0
+from .backbone_request_type_0_kind import BackboneRequestType0Kind
+from .backbone_request_type_1 import BackboneRequestType1
+from .backbone_request_type_1_kind import BackboneRequestType1Kind
+from .backbone_request_type_2 import BackboneRequestType2
+from .backbone_request_type_2_kind import BackboneRequestType2Kind
+from .backbone_request_type_3 import BackboneRequestType3
+from .backbone_request_type_3_kind import BackboneRequestType3Kind
+from .backbone_request_type_4 import BackboneRequestType4
+from .backbone_request_type_4_kind import BackboneRequestType4Kind
+from .budget_request import BudgetRequest
+from .budget_unit import BudgetUnit
+from .budget_view import BudgetView
+from .cancel_request import CancelRequest
+from .chain_problem_sequence_gap import ChainProblemSequenceGap
+from .chain_problem_type_0 import ChainProblemType0
+from .chain_problem_type_1 import ChainProblemType1
+from .chain_problem_type_2 import ChainProblemType2
+from .chain_problem_type_3 import ChainProblemType3
+from .check_body import CheckBody
+from .check_outcome import CheckOutcome
+from .consistency_proof import ConsistencyProof
+from .data_category import DataCategory
+from .decision_kind import DecisionKind
+from .decision_request import DecisionRequest
+from .decision_response import DecisionResponse
+from .deny_reason_type_0 import DenyReasonType0
+from .deny_reason_type_0_code import DenyReasonType0Code
+from .deny_reason_type_1 import DenyReasonType1
+from .deny_reason_type_1_code import DenyReasonType1Code
+from .deny_reason_type_2 import DenyReasonType2
+from .deny_reason_type_2_code import DenyReasonType2Code
+from .deny_reason_type_3 import DenyReasonType3
+from .deny_reason_type_3_code import DenyReasonType3Code
+from .deny_reason_type_4 import DenyReasonType4
+from .deny_reason_type_4_code import DenyReasonType4Code
+from .deny_reason_type_5 import DenyReasonType5
+from .deny_reason_type_5_code import DenyReasonType5Code
+from .deny_reason_type_6 import DenyReasonType6
+from .deny_reason_type_6_code import DenyReasonType6Code
+from .ditto_config import DittoConfig
+from .dp_level import DpLevel
+from .dp_plan import DpPlan
+from .dp_request import DpRequest
+from .dp_requirement import DpRequirement
+from .evaluation_view import EvaluationView
+from .evaluation_view_mean_test import EvaluationViewMeanTest
+from .evaluation_view_mean_validation import EvaluationViewMeanValidation
+from .export_format import ExportFormat
+from .extend_request import ExtendRequest
+from .fed_adagrad_config import FedAdagradConfig
+from .fed_adam_config import FedAdamConfig
+from .fed_avg_config import FedAvgConfig
+from .fed_decorr_config import FedDecorrConfig
+from .fed_dyn_config import FedDynConfig
+from .fed_exp_config import FedExpConfig
+from .fed_lc_config import FedLcConfig
+from .fed_lesam_config import FedLesamConfig
+from .fed_map_config import FedMapConfig
+from .fed_map_tier import FedMapTier
+from .fed_mode_config import FedModeConfig
+from .fed_mode_sign import FedModeSign
+from .fed_nova_config import FedNovaConfig
+from .fed_opt_config import FedOptConfig
+from .fed_per_config import FedPerConfig
+from .fed_prox_config import FedProxConfig
+from .fed_sam_config import FedSamConfig
+from .fed_speed_config import FedSpeedConfig
+from .fed_yogi_config import FedYogiConfig
+from .fenda_fl_config import FendaFlConfig
+from .field_error import FieldError
+from .filter_policy import FilterPolicy
+from .filter_request import FilterRequest
+from .filter_response import FilterResponse
+from .first_bad_entry import FirstBadEntry
+from .hpfl_config import HpflConfig
+from .import_report import ImportReport
+from .inclusion_proof import InclusionProof
+from .inputs_request_type_0 import InputsRequestType0
+from .inputs_request_type_1 import InputsRequestType1
+from .inputs_request_type_2 import InputsRequestType2
+from .inputs_request_type_3 import InputsRequestType3
+from .loss_kind_bce_with_logits import LossKindBceWithLogits
+from .loss_kind_cross_entropy import LossKindCrossEntropy
+from .loss_kind_focal import LossKindFocal
+from .loss_kind_multi_label_bce import LossKindMultiLabelBce
+from .loss_kind_type_0 import LossKindType0
+from .loss_kind_type_1 import LossKindType1
+from .loss_kind_type_2 import LossKindType2
+from .loss_kind_type_3 import LossKindType3
+from .loss_kind_type_4 import LossKindType4
+from .model_release import ModelRelease
+from .model_request import ModelRequest
+from .moon_config import MoonConfig
+from .new_application import NewApplication
+from .node_study import NodeStudy
+from .node_study_feature_spec import NodeStudyFeatureSpec
+from .node_study_model import NodeStudyModel
+from .node_study_strategy import NodeStudyStrategy
+from .node_study_train import NodeStudyTrain
+from .node_task import NodeTask
+from .opt_out_event import OptOutEvent
+from .opt_out_event_kind import OptOutEventKind
+from .opt_out_exception import OptOutException
+from .opt_out_record_view import OptOutRecordView
+from .opt_out_request import OptOutRequest
+from .optimizer_request import OptimizerRequest
+from .optional_reason import OptionalReason
+from .outcome import Outcome
+from .output_check import OutputCheck
+from .output_check_request import OutputCheckRequest
+from .p_fed_me_config import PFedMeConfig
+from .per_fcl_config import PerFclConfig
+from .per_fed_avg_config import PerFedAvgConfig
+from .period_request import PeriodRequest
+from .permit_state_type_0 import PermitStateType0
+from .permit_state_type_0_status import PermitStateType0Status
+from .permit_state_type_1 import PermitStateType1
+from .permit_state_type_1_status import PermitStateType1Status
+from .permit_state_type_2 import PermitStateType2
+from .permit_state_type_2_status import PermitStateType2Status
+from .permit_state_type_3 import PermitStateType3
+from .permit_state_type_3_status import PermitStateType3Status
+from .permit_terms import PermitTerms
+from .permit_terms_categories_item import PermitTermsCategoriesItem
+from .permit_terms_data_holders_item import PermitTermsDataHoldersItem
+from .permit_version import PermitVersion
+from .permit_view import PermitView
+from .privacy_budget import PrivacyBudget
+from .problem import Problem
+from .processing_record import ProcessingRecord
+from .purpose import Purpose
+from .q_fed_avg_config import QFedAvgConfig
+from .reason_request import ReasonRequest
+from .research_flag import ResearchFlag
+from .round_phase import RoundPhase
+from .round_view import RoundView
+from .rounds_view import RoundsView
+from .scaffold_config import ScaffoldConfig
+from .silo_config import SiloConfig
+from .site_contribution_view import SiteContributionView
+from .site_evaluation_view import SiteEvaluationView
+from .site_evaluation_view_test import SiteEvaluationViewTest
+from .site_evaluation_view_validation import SiteEvaluationViewValidation
+from .strategy_config_apfl import StrategyConfigApfl
+from .strategy_config_apfl_name import StrategyConfigApflName
+from .strategy_config_ditto import StrategyConfigDitto
+from .strategy_config_ditto_name import StrategyConfigDittoName
+from .strategy_config_fedadagrad import StrategyConfigFedadagrad
+from .strategy_config_fedadagrad_name import StrategyConfigFedadagradName
+from .strategy_config_fedadam import StrategyConfigFedadam
+from .strategy_config_fedadam_name import StrategyConfigFedadamName
+from .strategy_config_fedavg import StrategyConfigFedavg
+from .strategy_config_fedavg_name import StrategyConfigFedavgName
+from .strategy_config_feddecorr import StrategyConfigFeddecorr
+from .strategy_config_feddecorr_name import StrategyConfigFeddecorrName
+from .strategy_config_feddyn import StrategyConfigFeddyn
+from .strategy_config_feddyn_name import StrategyConfigFeddynName
+from .strategy_config_fedexp import StrategyConfigFedexp
+from .strategy_config_fedexp_name import StrategyConfigFedexpName
+from .strategy_config_fedlc import StrategyConfigFedlc
+from .strategy_config_fedlc_name import StrategyConfigFedlcName
+from .strategy_config_fedlesam import StrategyConfigFedlesam
+from .strategy_config_fedlesam_name import StrategyConfigFedlesamName
+from .strategy_config_fedmap import StrategyConfigFedmap
+from .strategy_config_fedmap_name import StrategyConfigFedmapName
+from .strategy_config_fedmode import StrategyConfigFedmode
+from .strategy_config_fedmode_name import StrategyConfigFedmodeName
+from .strategy_config_fednova import StrategyConfigFednova
+from .strategy_config_fednova_name import StrategyConfigFednovaName
+from .strategy_config_fedper import StrategyConfigFedper
+from .strategy_config_fedper_name import StrategyConfigFedperName
+from .strategy_config_fedprox import StrategyConfigFedprox
+from .strategy_config_fedprox_name import StrategyConfigFedproxName
+from .strategy_config_fedsam import StrategyConfigFedsam
+from .strategy_config_fedsam_name import StrategyConfigFedsamName
+from .strategy_config_fedspeed import StrategyConfigFedspeed
+from .strategy_config_fedspeed_name import StrategyConfigFedspeedName
+from .strategy_config_fedyogi import StrategyConfigFedyogi
+from .strategy_config_fedyogi_name import StrategyConfigFedyogiName
+from .strategy_config_fenda_fl import StrategyConfigFendaFl
+from .strategy_config_fenda_fl_name import StrategyConfigFendaFlName
+from .strategy_config_hpfl import StrategyConfigHpfl
+from .strategy_config_hpfl_name import StrategyConfigHpflName
+from .strategy_config_moon import StrategyConfigMoon
+from .strategy_config_moon_name import StrategyConfigMoonName
+from .strategy_config_per_fedavg import StrategyConfigPerFedavg
+from .strategy_config_per_fedavg_name import StrategyConfigPerFedavgName
+from .strategy_config_perfcl import StrategyConfigPerfcl
+from .strategy_config_perfcl_name import StrategyConfigPerfclName
+from .strategy_config_pfedme import StrategyConfigPfedme
+from .strategy_config_pfedme_name import StrategyConfigPfedmeName
+from .strategy_config_qfedavg import StrategyConfigQfedavg
+from .strategy_config_qfedavg_name import StrategyConfigQfedavgName
+from .strategy_config_scaffold import StrategyConfigScaffold
+from .strategy_config_scaffold_name import StrategyConfigScaffoldName
+from .strategy_config_silo import StrategyConfigSilo
+from .strategy_config_silo_name import StrategyConfigSiloName
+from .study_progress import StudyProgress
+from .study_reason_type_0 import StudyReasonType0
+from .study_reason_type_0_code import StudyReasonType0Code
+from .study_reason_type_1 import StudyReasonType1
+from .study_reason_type_1_code import StudyReasonType1Code
+from .study_reason_type_2 import StudyReasonType2
+from .study_reason_type_2_code import StudyReasonType2Code
+from .study_reason_type_3 import StudyReasonType3
+from .study_reason_type_3_code import StudyReasonType3Code
+from .study_request import StudyRequest
+from .study_request_feature_spec import StudyRequestFeatureSpec
+from .study_spec import StudySpec
+from .study_spec_feature_spec import StudySpecFeatureSpec
+from .study_spec_model import StudySpecModel
+from .study_spec_strategy import StudySpecStrategy
+from .study_spec_train import StudySpecTrain
+from .study_status import StudyStatus
+from .study_task_multiclass import StudyTaskMulticlass
+from .study_task_multilabel import StudyTaskMultilabel
+from .study_task_type_0 import StudyTaskType0
+from .study_task_type_1 import StudyTaskType1
+from .study_task_type_2 import StudyTaskType2
+from .study_task_type_3 import StudyTaskType3
+from .study_view import StudyView
+from .task_kind import TaskKind
+from .task_result_body import TaskResultBody
+from .task_result_body_evaluation_type_0 import TaskResultBodyEvaluationType0
+from .verify_report import VerifyReport
+from .withdraw_request import WithdrawRequest
+
+__all__ = (
+    "Actor",
+    "AggregationType0",
+    "AggregationType0Rule",
+    "AggregationType1",
+    "AggregationType1Rule",
+    "AggregationType2",
+    "AggregationType2Rule",
+    "AggregationType3",
+    "AggregationType3Rule",
+    "AggregationType4",
+    "AggregationType4Rule",
+    "AggregationType5",
+    "AggregationType5Rule",
+    "AmendRequest",
+    "ApflConfig",
+    "ApplicantRequest",
+    "Application",
+    "ApplicationRequest",
+    "ApplicationStatus",
+    "AuditEntry",
+    "BackboneRequestMlpNorm",
+    "BackboneRequestType0",
+    "BackboneRequestType0Kind",
+    "BackboneRequestType1",
+    "BackboneRequestType1Kind",
+    "BackboneRequestType2",
+    "BackboneRequestType2Kind",
+    "BackboneRequestType3",
+    "BackboneRequestType3Kind",
+    "BackboneRequestType4",
+    "BackboneRequestType4Kind",
+    "BudgetRequest",
+    "BudgetUnit",
+    "BudgetView",
+    "CancelRequest",
+    "ChainProblemSequenceGap",
+    "ChainProblemType0",
+    "ChainProblemType1",
+    "ChainProblemType2",
+    "ChainProblemType3",
+    "CheckBody",
+    "CheckOutcome",
+    "ConsistencyProof",
+    "DataCategory",
+    "DecisionKind",
+    "DecisionRequest",
+    "DecisionResponse",
+    "DenyReasonType0",
+    "DenyReasonType0Code",
+    "DenyReasonType1",
+    "DenyReasonType1Code",
+    "DenyReasonType2",
+    "DenyReasonType2Code",
+    "DenyReasonType3",
+    "DenyReasonType3Code",
+    "DenyReasonType4",
+    "DenyReasonType4Code",
+    "DenyReasonType5",
+    "DenyReasonType5Code",
+    "DenyReasonType6",
+    "DenyReasonType6Code",
+    "DittoConfig",
+    "DpLevel",
+    "DpPlan",
+    "DpRequest",
+    "DpRequirement",
+    "EvaluationView",
+    "EvaluationViewMeanTest",
+    "EvaluationViewMeanValidation",
+    "ExportFormat",
+    "ExtendRequest",
+    "FedAdagradConfig",
+    "FedAdamConfig",
+    "FedAvgConfig",
+    "FedDecorrConfig",
+    "FedDynConfig",
+    "FedExpConfig",
+    "FedLcConfig",
+    "FedLesamConfig",
+    "FedMapConfig",
+    "FedMapTier",
+    "FedModeConfig",
+    "FedModeSign",
+    "FedNovaConfig",
+    "FedOptConfig",
+    "FedPerConfig",
+    "FedProxConfig",
+    "FedSamConfig",
+    "FedSpeedConfig",
+    "FedYogiConfig",
+    "FendaFlConfig",
+    "FieldError",
+    "FilterPolicy",
+    "FilterRequest",
+    "FilterResponse",
+    "FirstBadEntry",
+    "HpflConfig",
+    "ImportReport",
+    "InclusionProof",
+    "InputsRequestType0",
+    "InputsRequestType1",
+    "InputsRequestType2",
+    "InputsRequestType3",
+    "LossKindBceWithLogits",
+    "LossKindCrossEntropy",
+    "LossKindFocal",
+    "LossKindMultiLabelBce",
+    "LossKindType0",
+    "LossKindType1",
+    "LossKindType2",
+    "LossKindType3",
+    "LossKindType4",
+    "ModelRelease",
+    "ModelRequest",
+    "MoonConfig",
+    "NewApplication",
+    "NodeStudy",
+    "NodeStudyFeatureSpec",
+    "NodeStudyModel",
+    "NodeStudyStrategy",
+    "NodeStudyTrain",
+    "NodeTask",
+    "OptimizerRequest",
+    "OptionalReason",
+    "OptOutEvent",
+    "OptOutEventKind",
+    "OptOutException",
+    "OptOutRecordView",
+    "OptOutRequest",
+    "Outcome",
+    "OutputCheck",
+    "OutputCheckRequest",
+    "PerFclConfig",
+    "PerFedAvgConfig",
+    "PeriodRequest",
+    "PermitStateType0",
+    "PermitStateType0Status",
+    "PermitStateType1",
+    "PermitStateType1Status",
+    "PermitStateType2",
+    "PermitStateType2Status",
+    "PermitStateType3",
+    "PermitStateType3Status",
+    "PermitTerms",
+    "PermitTermsCategoriesItem",
+    "PermitTermsDataHoldersItem",
+    "PermitVersion",
+    "PermitView",
+    "PFedMeConfig",
+    "PrivacyBudget",
+    "Problem",
+    "ProcessingRecord",
+    "Purpose",
+    "QFedAvgConfig",
+    "ReasonRequest",
+    "ResearchFlag",
+    "RoundPhase",
+    "RoundsView",
+    "RoundView",
+    "ScaffoldConfig",
+    "SiloConfig",
+    "SiteContributionView",
+    "SiteEvaluationView",
+    "SiteEvaluationViewTest",
+    "SiteEvaluationViewValidation",
+    "StrategyConfigApfl",
+    "StrategyConfigApflName",
+    "StrategyConfigDitto",
+    "StrategyConfigDittoName",
+    "StrategyConfigFedadagrad",
+    "StrategyConfigFedadagradName",
+    "StrategyConfigFedadam",
+    "StrategyConfigFedadamName",
+    "StrategyConfigFedavg",
+    "StrategyConfigFedavgName",
+    "StrategyConfigFeddecorr",
+    "StrategyConfigFeddecorrName",
+    "StrategyConfigFeddyn",
+    "StrategyConfigFeddynName",
+    "StrategyConfigFedexp",
+    "StrategyConfigFedexpName",
+    "StrategyConfigFedlc",
+    "StrategyConfigFedlcName",
+    "StrategyConfigFedlesam",
+    "StrategyConfigFedlesamName",
+    "StrategyConfigFedmap",
+    "StrategyConfigFedmapName",
+    "StrategyConfigFedmode",
+    "StrategyConfigFedmodeName",
+    "StrategyConfigFednova",
+    "StrategyConfigFednovaName",
+    "StrategyConfigFedper",
+    "StrategyConfigFedperName",
+    "StrategyConfigFedprox",
+    "StrategyConfigFedproxName",
+    "StrategyConfigFedsam",
+    "StrategyConfigFedsamName",
+    "StrategyConfigFedspeed",
+    "StrategyConfigFedspeedName",
+    "StrategyConfigFedyogi",
+    "StrategyConfigFedyogiName",
+    "StrategyConfigFendaFl",
+    "StrategyConfigFendaFlName",
+    "StrategyConfigHpfl",
+    "StrategyConfigHpflName",
+    "StrategyConfigMoon",
+    "StrategyConfigMoonName",
+    "StrategyConfigPerfcl",
+    "StrategyConfigPerfclName",
+    "StrategyConfigPerFedavg",
+    "StrategyConfigPerFedavgName",
+    "StrategyConfigPfedme",
+    "StrategyConfigPfedmeName",
+    "StrategyConfigQfedavg",
+    "StrategyConfigQfedavgName",
+    "StrategyConfigScaffold",
+    "StrategyConfigScaffoldName",
+    "StrategyConfigSilo",
+    "StrategyConfigSiloName",
+    "StudyProgress",
+    "StudyReasonType0",
+    "StudyReasonType0Code",
+    "StudyReasonType1",
+    "StudyReasonType1Code",
+    "StudyReasonType2",
+    "StudyReasonType2Code",
+    "StudyReasonType3",
+    "StudyReasonType3Code",
+    "StudyRequest",
+    "StudyRequestFeatureSpec",
+    "StudySpec",
+    "StudySpecFeatureSpec",
+    "StudySpecModel",
+    "StudySpecStrategy",
+    "StudySpecTrain",
+    "StudyStatus",
+    "StudyTaskMulticlass",
+    "StudyTaskMultilabel",
+    "StudyTaskType0",
+    "StudyTaskType1",
+    "StudyTaskType2",
+    "StudyTaskType3",
+    "StudyView",
+    "TaskKind",
+    "TaskResultBody",
+    "TaskResultBodyEvaluationType0",
+    "VerifyReport",
+    "WithdrawRequest",
+)

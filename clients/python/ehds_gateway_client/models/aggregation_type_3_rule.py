@@ -1,0 +1,7 @@
+from enum import StrEnum
+
+class AggregationType3Rule(StrEnum):
+    MEDIAN = "median"
+
+    def __str__(self) -> str:
+        return str(self.value)

@@ -1,0 +1,108 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar, BinaryIO, TextIO, TYPE_CHECKING, Generator
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
+
+from ..models.backbone_request_type_1_kind import BackboneRequestType1Kind
+from ..types import UNSET, Unset
+
+
+
+
+
+
+T = TypeVar("T", bound="BackboneRequestType1")
+
+
+
+@_attrs_define
+class BackboneRequestType1:
+    """ A GRU over the hourly series (masked missing bins).
+
+        Attributes:
+            hidden (int):
+            kind (BackboneRequestType1Kind):
+            layers (int | Unset): Stacked layers (1 to 4, default 1).
+            readout (str | Unset): `last` (default) or `mean` over observed steps.
+     """
+
+    hidden: int
+    kind: BackboneRequestType1Kind
+    layers: int | Unset = UNSET
+    readout: str | Unset = UNSET
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+
+
+
+
+    def to_dict(self) -> dict[str, Any]:
+        hidden = self.hidden
+
+        kind = self.kind.value
+
+        layers = self.layers
+
+        readout = self.readout
+
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update({
+            "hidden": hidden,
+            "kind": kind,
+        })
+        if layers is not UNSET:
+            field_dict["layers"] = layers
+        if readout is not UNSET:
+            field_dict["readout"] = readout
+
+        return field_dict
+
+
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        d = dict(src_dict)
+        hidden = d.pop("hidden")
+
+        kind = BackboneRequestType1Kind(d.pop("kind"))
+
+
+
+
+        layers = d.pop("layers", UNSET)
+
+        readout = d.pop("readout", UNSET)
+
+        backbone_request_type_1 = cls(
+            hidden=hidden,
+            kind=kind,
+            layers=layers,
+            readout=readout,
+        )
+
+
+        backbone_request_type_1.additional_properties = d
+        return backbone_request_type_1
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

@@ -1,0 +1,7 @@
+from enum import StrEnum
+
+class ChainProblemType0(StrEnum):
+    HASH_MISMATCH = "hash_mismatch"
+
+    def __str__(self) -> str:
+        return str(self.value)

@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar, BinaryIO, TextIO, TYPE_CHECKING, Generator
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
+
+from ..types import UNSET, Unset
+
+
+
+
+
+
+T = TypeVar("T", bound="FedLesamConfig")
+
+
+
+@_attrs_define
+class FedLesamConfig:
+    """ 
+        Attributes:
+            rho (float | Unset): Radius `rho` of the perturbation (default 0.05, as for FedSAM). Default:
+                0.05000000074505806.
+     """
+
+    rho: float | Unset = 0.05000000074505806
+
+
+
+
+
+    def to_dict(self) -> dict[str, Any]:
+        rho = self.rho
+
+
+        field_dict: dict[str, Any] = {}
+
+        field_dict.update({
+        })
+        if rho is not UNSET:
+            field_dict["rho"] = rho
+
+        return field_dict
+
+
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        d = dict(src_dict)
+        rho = d.pop("rho", UNSET)
+
+        fed_lesam_config = cls(
+            rho=rho,
+        )
+
+        return fed_lesam_config
+

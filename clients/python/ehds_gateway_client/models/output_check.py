@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar, BinaryIO, TextIO, TYPE_CHECKING, Generator
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
+
+
+
+
+
+
+
+T = TypeVar("T", bound="OutputCheck")
+
+
+
+@_attrs_define
+class OutputCheck:
+    """ The minimum the final aggregate must rest on before it may leave (Art. 73(2) output check).
+
+        Attributes:
+            min_samples_per_site (int):
+            min_sites (int):
+     """
+
+    min_samples_per_site: int
+    min_sites: int
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+
+
+
+
+    def to_dict(self) -> dict[str, Any]:
+        min_samples_per_site = self.min_samples_per_site
+
+        min_sites = self.min_sites
+
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update({
+            "min_samples_per_site": min_samples_per_site,
+            "min_sites": min_sites,
+        })
+
+        return field_dict
+
+
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        d = dict(src_dict)
+        min_samples_per_site = d.pop("min_samples_per_site")
+
+        min_sites = d.pop("min_sites")
+
+        output_check = cls(
+            min_samples_per_site=min_samples_per_site,
+            min_sites=min_sites,
+        )
+
+
+        output_check.additional_properties = d
+        return output_check
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

@@ -1,0 +1,7 @@
+from enum import StrEnum
+
+class StrategyConfigApflName(StrEnum):
+    APFL = "apfl"
+
+    def __str__(self) -> str:
+        return str(self.value)

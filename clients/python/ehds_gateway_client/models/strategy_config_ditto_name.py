@@ -1,0 +1,7 @@
+from enum import StrEnum
+
+class StrategyConfigDittoName(StrEnum):
+    DITTO = "ditto"
+
+    def __str__(self) -> str:
+        return str(self.value)

@@ -1,0 +1,7 @@
+from enum import StrEnum
+
+class StrategyConfigFedadamName(StrEnum):
+    FEDADAM = "fedadam"
+
+    def __str__(self) -> str:
+        return str(self.value)

@@ -1,0 +1,7 @@
+from enum import StrEnum
+
+class StrategyConfigFedspeedName(StrEnum):
+    FEDSPEED = "fedspeed"
+
+    def __str__(self) -> str:
+        return str(self.value)

@@ -1,0 +1,7 @@
+from enum import StrEnum
+
+class StrategyConfigHpflName(StrEnum):
+    HPFL = "hpfl"
+
+    def __str__(self) -> str:
+        return str(self.value)

@@ -1,0 +1,16 @@
+"""The ehds-gateway Python SDK: a thin layer over the client generated from the gateway's
+OpenAPI document (`ehds_gateway_client`)."""
+
+from .gateway import TERMINAL, Gateway, GatewayError, ModelDownload, rounds_frame
+from .provenance import Provenance, ProvenanceError, verify_model
+
+__all__ = [
+    "TERMINAL",
+    "Gateway",
+    "GatewayError",
+    "ModelDownload",
+    "Provenance",
+    "ProvenanceError",
+    "rounds_frame",
+    "verify_model",
+]
