@@ -1421,7 +1421,8 @@ impl Store {
                 };
                 decided.ok_or("label: no observation within the horizon")
             }
-            _ => unreachable!("not a binary label source"),
+            // the parser only lets yes/no sources into classes and labels
+            _ => Err("label: this source has no yes/no value"),
         }
     }
 

@@ -419,6 +419,14 @@ methods = ["fedavg"]
     }
 
     #[test]
+    fn the_example_policy_is_valid() {
+        let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/node-policy.toml");
+        let p = NodePolicy::load(&example).unwrap();
+        assert!(p.privacy.require_formal_dp);
+        assert_eq!(p.privacy.max_epsilon_per_permit, Some(10.0));
+    }
+
+    #[test]
     fn a_policy_names_what_it_cannot_read() {
         for (toml, why) in [
             ("[accept]\npurposes = [\"marketing\"]", "accept.purposes"),
