@@ -512,6 +512,18 @@ impl Permit {
 /// A permit for tests: one organisation, one holder, eight record-level epsilon for a year.
 #[cfg(test)]
 pub(crate) fn sample_permit(now: Timestamp) -> Permit {
+    sample_permit_for(now, &["hosp-1"], 8.0, crate::domain::BudgetUnit::Record)
+}
+
+/// A permit for tests from uni-a for scientific research on EHR data over `holders`, with
+/// `epsilon` counted per `unit`, valid for a year from `now`.
+#[cfg(test)]
+pub(crate) fn sample_permit_for(
+    now: Timestamp,
+    holders: &[&str],
+    epsilon: f64,
+    unit: crate::domain::BudgetUnit,
+) -> Permit {
     let req = NewApplication {
         title: "t".into(),
         organisation: OrgId::parse("uni-a").unwrap(),
@@ -519,14 +531,14 @@ pub(crate) fn sample_permit(now: Timestamp) -> Permit {
         purposes: vec![Purpose::ScientificResearch],
         research_flags: vec![],
         categories: vec![DataCategory::EhrData],
-        data_holders: vec![OrgId::parse("hosp-1").unwrap()],
+        data_holders: holders.iter().map(|h| OrgId::parse(h).unwrap()).collect(),
         member_states: vec![MemberState::parse("DE").unwrap()],
         period_start: now,
         period_end: now + chrono::Duration::days(365),
         privacy_budget: PrivacyBudget {
-            epsilon: Epsilon::parse(8.0).unwrap(),
+            epsilon: Epsilon::parse(epsilon).unwrap(),
             delta: crate::domain::Delta::parse(1e-5).unwrap(),
-            unit: crate::domain::BudgetUnit::Record,
+            unit,
         },
         justification: "j".into(),
         optout_exception: None,

@@ -1452,10 +1452,7 @@ pub fn assess(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::domain::{
-        application::NewApplication, time, ApplicationId, Delta, Epsilon, MemberState,
-        PrivacyBudget,
-    };
+    use crate::domain::time;
 
     const FEATURES: &str = r#"{"name": "t", "features": [
         {"name": "age", "category": "ehr_data",
@@ -1493,38 +1490,7 @@ pub(crate) mod tests {
     }
 
     fn permit(epsilon: f64, unit: BudgetUnit) -> Permit {
-        let now = time::now();
-        let req = NewApplication {
-            title: "t".into(),
-            organisation: OrgId::parse("uni-a").unwrap(),
-            public_body: false,
-            purposes: vec![Purpose::ScientificResearch],
-            research_flags: vec![],
-            categories: vec![DataCategory::EhrData],
-            data_holders: vec![
-                OrgId::parse("hosp-1").unwrap(),
-                OrgId::parse("hosp-2").unwrap(),
-            ],
-            member_states: vec![MemberState::parse("DE").unwrap()],
-            period_start: now,
-            period_end: now + chrono::Duration::days(365),
-            privacy_budget: PrivacyBudget {
-                epsilon: Epsilon::parse(epsilon).unwrap(),
-                delta: Delta::parse(1e-5).unwrap(),
-                unit,
-            },
-            justification: "j".into(),
-            optout_exception: None,
-        };
-        Permit::issue(
-            ApplicationId::new(),
-            "alice",
-            &req,
-            false,
-            None,
-            crate::domain::DpRequirement::default(),
-            now,
-        )
+        crate::domain::permit::sample_permit_for(time::now(), &["hosp-1", "hosp-2"], epsilon, unit)
     }
 
     #[test]
