@@ -19,22 +19,51 @@ use crate::{
 /// page is at most a few MB whatever the trail's length.
 const VERIFY_PAGE: i64 = 500;
 
-/// Verifies the whole hash chain. Walks it page by page, so memory stays flat however long the
-/// trail is.
-#[tracing::instrument(name = "Verifying the audit chain", skip_all)]
-pub async fn verify_chain(tx: &mut dyn Tx) -> crate::store::Result<VerifyReport> {
-    let mut verifier = ChainVerifier::default();
-    let mut after = 0;
-    loop {
+/// The audit entries after a sequence number, in order, a page at a time: however long the
+/// trail, memory holds one page.
+struct TrailPages {
+    after: i64,
+    done: bool,
+}
+
+impl TrailPages {
+    fn after(seq: i64) -> Self {
+        Self {
+            after: seq,
+            done: false,
+        }
+    }
+
+    async fn next(&mut self, tx: &mut dyn Tx) -> crate::store::Result<Option<Vec<AuditEntry>>> {
+        if self.done {
+            return Ok(None);
+        }
         let page = tx
             .list_audit(&AuditFilter {
-                after_seq: Some(after),
+                after_seq: Some(self.after),
                 limit: VERIFY_PAGE,
                 ..Default::default()
             })
             .await?;
-        let Some(last) = page.last() else { break };
-        after = last.seq;
+        match page.last() {
+            Some(last) => {
+                self.after = last.seq;
+                Ok(Some(page))
+            }
+            None => {
+                self.done = true;
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// Verifies the whole hash chain, page by page.
+#[tracing::instrument(name = "Verifying the audit chain", skip_all)]
+pub async fn verify_chain(tx: &mut dyn Tx) -> crate::store::Result<VerifyReport> {
+    let mut verifier = ChainVerifier::default();
+    let mut pages = TrailPages::after(0);
+    while let Some(page) = pages.next(tx).await? {
         if !page.iter().all(|e| verifier.feed(e)) {
             break;
         }
@@ -156,17 +185,8 @@ pub async fn catch_up_tree(store: &dyn Store) -> anyhow::Result<u64> {
     tx.take_write_order().await?;
     let mut size = tx.audit_tree_size().await?;
     let mut appended = 0;
-    loop {
-        let page = tx
-            .list_audit(&AuditFilter {
-                after_seq: Some(size as i64),
-                limit: VERIFY_PAGE,
-                ..Default::default()
-            })
-            .await?;
-        if page.is_empty() {
-            break;
-        }
+    let mut pages = TrailPages::after(size as i64);
+    while let Some(page) = pages.next(&mut *tx).await? {
         for entry in &page {
             anyhow::ensure!(
                 entry.seq == size as i64 + 1,
@@ -195,17 +215,8 @@ pub async fn catch_up_tree(store: &dyn Store) -> anyhow::Result<u64> {
 pub async fn recompute_tree(tx: &mut dyn Tx) -> crate::store::Result<RecomputedTree> {
     let mut tree = MemoryTree::new();
     let mut gap_at = None;
-    let mut after = 0;
-    'pages: loop {
-        let page = tx
-            .list_audit(&AuditFilter {
-                after_seq: Some(after),
-                limit: VERIFY_PAGE,
-                ..Default::default()
-            })
-            .await?;
-        let Some(last) = page.last() else { break };
-        after = last.seq;
+    let mut pages = TrailPages::after(0);
+    'pages: while let Some(page) = pages.next(tx).await? {
         for entry in &page {
             if entry.seq != tree.size() as i64 + 1 {
                 gap_at = Some(tree.size() + 1);
