@@ -308,6 +308,18 @@ async fn refused(app: &TestApp, token: &str, body: &Value, status: u16, code: &s
     r
 }
 
+/// `refused` with 422 and `code`, reported on `field` alone.
+async fn refused_on(app: &TestApp, token: &str, body: &Value, field: &str, code: &str) -> Reply {
+    let r = refused(app, token, body, 422, code).await;
+    assert_eq!(
+        field_codes(&r),
+        [(field.to_owned(), code.to_owned())],
+        "{}",
+        r.text
+    );
+    r
+}
+
 fn with(mut body: Value, edits: &[(&str, Value)]) -> Value {
     for (path, v) in edits {
         let mut at = &mut body;
@@ -509,25 +521,16 @@ async fn engine_methods_are_offered_with_their_dp_limits(app: TestApp) {
                            "sampling_rate": 0.1});
 
     // SCAFFOLD's control variates travel beside the noised model update.
-    let r = refused(
+    refused_on(
         &app,
         &alice,
         &with(base.clone(), &[("strategy.name", json!("scaffold"))]),
-        422,
+        "dp.level",
         "strategy_refuses_client_dp",
     )
     .await;
-    assert_eq!(
-        field_codes(&r),
-        [(
-            "dp.level".to_owned(),
-            "strategy_refuses_client_dp".to_owned()
-        )],
-        "{}",
-        r.text
-    );
     // MOON's contrastive term is a batch-level loss DP-SGD does not privatise.
-    let r = refused(
+    refused_on(
         &app,
         &alice,
         &with(
@@ -538,19 +541,10 @@ async fn engine_methods_are_offered_with_their_dp_limits(app: TestApp) {
                 ("dp", record_dp.clone()),
             ],
         ),
-        422,
+        "dp.level",
         "strategy_refuses_record_dp",
     )
     .await;
-    assert_eq!(
-        field_codes(&r),
-        [(
-            "dp.level".to_owned(),
-            "strategy_refuses_record_dp".to_owned()
-        )],
-        "{}",
-        r.text
-    );
     // Bad method settings are named; FedNova needs SGD; APFL needs its twins.
     let r = refused(
         &app,
@@ -589,7 +583,7 @@ async fn engine_methods_are_offered_with_their_dp_limits(app: TestApp) {
         r.text
     );
     assert!(r.text.contains("alpha must be in [0, 1]"), "{}", r.text);
-    let r = refused(
+    refused_on(
         &app,
         &alice,
         &with(
@@ -599,26 +593,18 @@ async fn engine_methods_are_offered_with_their_dp_limits(app: TestApp) {
                 ("optimizer", json!({"name": "adamw", "lr": 0.01})),
             ],
         ),
-        422,
+        "optimizer.name",
         "fednova_needs_sgd",
     )
     .await;
-    assert_eq!(
-        field_codes(&r),
-        [("optimizer.name".to_owned(), "fednova_needs_sgd".to_owned())]
-    );
-    let r = refused(
+    refused_on(
         &app,
         &alice,
         &with(base.clone(), &[("strategy.name", json!("apfl"))]),
-        422,
+        "model",
         "model_strategy_mismatch",
     )
     .await;
-    assert_eq!(
-        field_codes(&r),
-        [("model".to_owned(), "model_strategy_mismatch".to_owned())]
-    );
 
     // Accepted, each with the model it needs and the DP level it supports.
     for (strategy, model, dp) in [
@@ -711,35 +697,22 @@ async fn a_method_s_training_rule_is_checked_at_submission(app: TestApp) {
             ],
         )
     };
-    let r = refused(
+    refused_on(
         &app,
         &alice,
         &scaffold(json!({"name": "sgd", "lr": 0.1, "weight_decay": 0.01})),
-        422,
+        "optimizer.weight_decay",
         "scaffold_needs_plain_sgd",
     )
     .await;
-    assert_eq!(
-        field_codes(&r),
-        [(
-            "optimizer.weight_decay".to_owned(),
-            "scaffold_needs_plain_sgd".to_owned()
-        )],
-        "{}",
-        r.text
-    );
-    let r = refused(
+    refused_on(
         &app,
         &alice,
         &scaffold(json!({"name": "adamw", "lr": 0.01})),
-        422,
+        "optimizer.name",
         "scaffold_needs_sgd",
     )
     .await;
-    assert_eq!(
-        field_codes(&r),
-        [("optimizer.name".to_owned(), "scaffold_needs_sgd".to_owned())]
-    );
     // plain SGD is what the engine trains SCAFFOLD with
     app.submit_study(&scaffold(json!({"name": "sgd", "lr": 0.1})))
         .await;
@@ -1348,26 +1321,17 @@ async fn robust_aggregation_resists_an_outlier_holder(app: TestApp) {
         &[("dp", json!({"level": "none"}))],
     );
     // Krum needs n >= 2f + 3 = 5 updates; three holders cannot give them
-    let r = refused(
+    refused_on(
         &app,
         &alice,
         &with(
             base.clone(),
             &[("aggregation", json!({"rule": "krum", "f": 1}))],
         ),
-        422,
+        "aggregation",
         "aggregation_needs_more_sites",
     )
     .await;
-    assert_eq!(
-        field_codes(&r),
-        [(
-            "aggregation".to_owned(),
-            "aggregation_needs_more_sites".to_owned()
-        )],
-        "{}",
-        r.text
-    );
     // a quorum below every holder: the rule must also run on min_sites updates
     let r = refused(
         &app,
