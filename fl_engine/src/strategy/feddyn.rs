@@ -220,12 +220,9 @@ impl MethodSpec for FedDynConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::{Dataset, SiteData};
-    use crate::model::ModelSpec;
+
     use crate::strategy::WeightedMean;
-    use crate::train::{
-        Budget, LocalObjective, LossKind, OptimizerConfig, TrainConfig, TrainReport,
-    };
+    use crate::train::{LocalObjective, TrainReport};
     use rand::SeedableRng;
 
     fn one(v: f32) -> ParameterSet {
@@ -320,28 +317,7 @@ mod tests {
 
     #[test]
     fn client_state_round_trips_and_tracks_the_local_gradient() {
-        let x: Vec<f32> = (0..32).map(|i| (i as f32 / 16.0) - 1.0).collect();
-        let y: Vec<u32> = x.iter().map(|v| u32::from(*v > 0.1)).collect();
-        let data = Dataset::new(1, x, y).unwrap();
-        let site_data = SiteData {
-            name: "s".into(),
-            train: data.clone(),
-            val: data.clone(),
-            test: data,
-        };
-        let train = TrainConfig {
-            optimizer: OptimizerConfig::sgd(0.5),
-            budget: Budget::Steps(5),
-            batch_size: 8,
-            loss: LossKind::bce(),
-            record_dp: None,
-        };
-        let mut site = Site::new(site_data, &ModelSpec::logistic(1, 1), train, 3).unwrap();
-        let ins = FitIns {
-            round: 1,
-            params: site.net.parameters().unwrap(),
-            extras: ParameterSet::new(),
-        };
+        let (mut site, ins) = super::super::test_site::one_feature(32, 0.1, 5, 8, 3);
         let cfg = FedDynConfig { alpha: 0.1 };
         let mut c = FedDynClient::new(cfg.clone()).unwrap();
         let mut rng = ChaCha8Rng::seed_from_u64(0);

@@ -358,10 +358,9 @@ impl MethodSpec for FedModeConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::{Dataset, SiteData};
-    use crate::model::ModelSpec;
+
     use crate::strategy::WeightedMean;
-    use crate::train::{Budget, LossKind, OptimizerConfig, TrainConfig, TrainReport};
+    use crate::train::TrainReport;
     use rand::SeedableRng;
 
     fn vec_set(v: Vec<f32>) -> ParameterSet {
@@ -509,28 +508,7 @@ mod tests {
 
     #[test]
     fn client_reports_the_curve_and_its_end_losses() {
-        let x: Vec<f32> = (0..24).map(|i| i as f32 / 12.0 - 1.0).collect();
-        let y: Vec<u32> = x.iter().map(|v| u32::from(*v > 0.2)).collect();
-        let data = Dataset::new(1, x, y).unwrap();
-        let d = SiteData {
-            name: "s".into(),
-            train: data.clone(),
-            val: data.clone(),
-            test: data,
-        };
-        let train = TrainConfig {
-            optimizer: OptimizerConfig::sgd(0.5),
-            budget: Budget::Steps(6),
-            batch_size: 4,
-            loss: LossKind::bce(),
-            record_dp: None,
-        };
-        let mut site = Site::new(d, &ModelSpec::logistic(1, 1), train, 2).unwrap();
-        let ins = FitIns {
-            round: 1,
-            params: site.net.parameters().unwrap(),
-            extras: ParameterSet::new(),
-        };
+        let (mut site, ins) = super::super::test_site::one_feature(24, 0.2, 6, 4, 2);
         let mut c = FedModeClient::new(FedModeConfig::default()).unwrap();
         let out = c
             .fit(&mut site, &ins, &mut ChaCha8Rng::seed_from_u64(4))

@@ -247,9 +247,8 @@ impl MethodSpec for FedSpeedConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::{Dataset, SiteData};
-    use crate::model::ModelSpec;
-    use crate::train::{Budget, LossKind, Optimizer, OptimizerConfig, TrainConfig};
+
+    use crate::train::{Optimizer, OptimizerConfig};
     use rand::SeedableRng;
 
     fn one(v: f32) -> ParameterSet {
@@ -434,28 +433,7 @@ mod tests {
 
     #[test]
     fn a_round_keeps_the_correction_and_sends_the_corrected_model() {
-        let x: Vec<f32> = (0..32).map(|i| (i as f32 / 16.0) - 1.0).collect();
-        let y: Vec<u32> = x.iter().map(|v| u32::from(*v > 0.1)).collect();
-        let data = Dataset::new(1, x, y).unwrap();
-        let site_data = SiteData {
-            name: "s".into(),
-            train: data.clone(),
-            val: data.clone(),
-            test: data,
-        };
-        let train = TrainConfig {
-            optimizer: OptimizerConfig::sgd(0.5),
-            budget: Budget::Steps(5),
-            batch_size: 8,
-            loss: LossKind::bce(),
-            record_dp: None,
-        };
-        let mut site = Site::new(site_data, &ModelSpec::logistic(1, 1), train, 3).unwrap();
-        let ins = FitIns {
-            round: 1,
-            params: site.net.parameters().unwrap(),
-            extras: ParameterSet::new(),
-        };
+        let (mut site, ins) = super::super::test_site::one_feature(32, 0.1, 5, 8, 3);
         let cfg = FedSpeedConfig {
             lambda: 4.0,
             ..FedSpeedConfig::default()

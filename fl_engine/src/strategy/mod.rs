@@ -320,3 +320,49 @@ impl Site {
         Ok(())
     }
 }
+
+/// Fixtures for the methods' unit tests.
+#[cfg(test)]
+pub(crate) mod test_site {
+    use super::{FitIns, Site};
+    use crate::data::{Dataset, SiteData};
+    use crate::model::ModelSpec;
+    use crate::params::ParameterSet;
+    use crate::train::{Budget, LossKind, OptimizerConfig, TrainConfig};
+
+    /// A logistic regression on one feature: `n` points evenly over [-1, 1), label 1 above
+    /// `threshold`, every part the same data; SGD at 0.5 for `steps` steps of `batch`; and the
+    /// first round's instructions from the site's own initial model.
+    pub(crate) fn one_feature(
+        n: usize,
+        threshold: f32,
+        steps: usize,
+        batch: usize,
+        seed: u64,
+    ) -> (Site, FitIns) {
+        let half = (n / 2) as f32;
+        let x: Vec<f32> = (0..n).map(|i| i as f32 / half - 1.0).collect();
+        let y: Vec<u32> = x.iter().map(|v| u32::from(*v > threshold)).collect();
+        let data = Dataset::new(1, x, y).unwrap();
+        let site_data = SiteData {
+            name: "s".into(),
+            train: data.clone(),
+            val: data.clone(),
+            test: data,
+        };
+        let train = TrainConfig {
+            optimizer: OptimizerConfig::sgd(0.5),
+            budget: Budget::Steps(steps),
+            batch_size: batch,
+            loss: LossKind::bce(),
+            record_dp: None,
+        };
+        let site = Site::new(site_data, &ModelSpec::logistic(1, 1), train, seed).unwrap();
+        let ins = FitIns {
+            round: 1,
+            params: site.net.parameters().unwrap(),
+            extras: ParameterSet::new(),
+        };
+        (site, ins)
+    }
+}
