@@ -65,7 +65,10 @@ fn privacy_section(p: &EhdsProtocol, seeds: &[u64]) -> Result<String, Box<dyn st
         results
             .iter()
             .filter(|((rm, rp, _), _)| *rm == m && *rp == pr)
-            .map(|(_, r)| r.as_ref().map(Vec::clone).map_err(why_not))
+            .map(|(_, r)| match r {
+                Ok(accuracies) => Ok(accuracies.clone()),
+                Err(e) => Err(why_not(e)),
+            })
             .collect()
     };
     let mut md = String::new();
