@@ -6,6 +6,7 @@
 //! and the tests so all three run exactly the same experiment.
 use serde::{Deserialize, Serialize};
 
+pub mod privacy;
 pub mod public;
 
 use crate::data::{dirichlet_label_skew, heart_disease, Dataset, SiteData};
