@@ -282,13 +282,22 @@ impl Dispatcher {
         for entry in &entries {
             if let Some(kind) = event_type(entry).filter(|k| self.endpoint.wants(k)) {
                 self.deliver(kind, entry).await;
+                // once per event, so a restart repeats at most the one in flight
+                self.advance_cursor(entry.seq).await?;
             }
-            let mut tx = self.store.begin().await?;
-            tx.advance_webhook_cursor(&self.endpoint.name, entry.seq)
-                .await?;
-            tx.commit().await?;
+        }
+        // the entries that are no event for this endpoint move the cursor once per page
+        if let Some(last) = entries.last() {
+            self.advance_cursor(last.seq).await?;
         }
         Ok(more)
+    }
+
+    async fn advance_cursor(&self, seq: i64) -> anyhow::Result<()> {
+        let mut tx = self.store.begin().await?;
+        tx.advance_webhook_cursor(&self.endpoint.name, seq).await?;
+        tx.commit().await?;
+        Ok(())
     }
 
     /// Delivers one event, retrying with exponential backoff; gives up after `max_attempts`.
