@@ -24,12 +24,18 @@
 //! When every `a_k` is equal this is exactly FedAvg.
 //!
 //! Choices the paper leaves open:
-//! * The averaging `sum_k p_k d_k` goes through the study's [`Aggregator`]: it receives the
-//!   normalised updates `-d_k = (w_k - w) / a_k` with weights `n_k`, so robust or DP
-//!   aggregation acts on the normalised updates. `tau_eff` always uses the example weights
-//!   `p_k`; an aggregator that ignores the weights (DP-FedAvg averages uniformly) then mixes
-//!   a uniform mean of the directions with the example-weighted step length. The `a_k` are
-//!   functions of public settings (steps, momentum), not of the records.
+//! * The averaging `sum_k p_k d_k` goes through the study's [`Aggregator`] in parameter
+//!   units: it receives `-tau_eff d_k = (w_k - w) tau_eff / a_k` with weights `n_k`, and the
+//!   server adds `server_lr` times its output. For a mean (and for the scale-equivariant
+//!   robust rules) this is the rule above exactly. Under client-level DP it is what makes the
+//!   mechanism meaningful: the clip norm and the noise `sigma C / m` are in the units of a
+//!   model change, as in DP-FedAvg. Handing the aggregator the normalised `-d_k` instead
+//!   (tiny: a local run of 60 steps shrinks an update 60-fold) leaves them unclipped and then
+//!   multiplies the noise by `tau_eff`, which made client-level DP FedNova diverge.
+//! * Under client-level DP, `tau_eff` weights the sites uniformly, as DP-FedAvg averages
+//!   them: the sample counts are the sites' own unprivatised figures, and the step length
+//!   would otherwise carry them into the released model. Otherwise `p_k = n_k / sum n_j`.
+//!   The `a_k` are functions of public settings (steps, momentum), not of the records.
 //! * Momentum buffers: `a_k` above assumes the buffer starts at zero every round (as in the
 //!   paper's analysis), so the client starts every round with a fresh optimiser. Plain SGD has
 //!   no other state, so nothing is lost.
@@ -147,26 +153,30 @@ impl ServerStrategy for FedNovaServer {
             }
             a.push(a_k);
         }
+        let n: Vec<f64> = results.iter().map(|r| r.num_examples as f64).collect();
+        let tau_eff = if self.aggregator.kind().client_dp() {
+            a.iter().sum::<f64>() / a.len() as f64
+        } else {
+            n.iter().zip(&a).map(|(n, a)| n * a).sum::<f64>() / n.iter().sum::<f64>()
+        };
         let base = global.to_flat();
         let updates: Vec<Vec<f32>> = results
             .iter()
             .zip(&a)
             .map(|(r, a_k)| {
+                let scale = tau_eff / a_k;
                 r.params
                     .to_flat()
                     .iter()
                     .zip(&base)
-                    .map(|(w_k, w)| ((*w_k as f64 - *w as f64) / a_k) as f32)
+                    .map(|(w_k, w)| ((*w_k as f64 - *w as f64) * scale) as f32)
                     .collect()
             })
             .collect();
-        let n: Vec<f64> = results.iter().map(|r| r.num_examples as f64).collect();
         let averaged = average(self.aggregator.as_mut(), global, &updates, &n)?;
-        let total: f64 = n.iter().sum();
-        let tau_eff: f64 = n.iter().zip(&a).map(|(n, a)| n * a).sum::<f64>() / total;
-        let server_step = self.config.server_lr as f64 * tau_eff;
+        let server_lr = self.config.server_lr as f64;
         let next = step(global, &averaged.update, |w, u| {
-            (w as f64 + server_step * u as f64) as f32
+            (w as f64 + server_lr * u as f64) as f32
         })?;
         Ok(Aggregated::new(next, &averaged))
     }
@@ -324,6 +334,73 @@ mod tests {
             .unwrap()
             .params;
         assert!((nova.to_flat()[0] - avg.to_flat()[0]).abs() < 1e-6);
+    }
+
+    /// Under client-level DP the clip norm and the noise act on model changes, as in
+    /// DP-FedAvg: with equal work FedNova is DP-FedAvg draw for draw, however many local steps
+    /// (before, the noise was scaled up by `tau_eff` = 50 here).
+    #[test]
+    fn equal_work_under_client_dp_is_dp_fedavg() {
+        use crate::dp::{DpFedAvgConfig, NoiseRng};
+        use crate::strategy::DpFedAvgAggregator;
+        let dp = || {
+            Box::new(DpFedAvgAggregator::new(
+                DpFedAvgConfig::new(0.5, 1.0),
+                NoiseRng::from_seed_for_reproducible_runs([3; 32]),
+            ))
+        };
+        let results = [res("a", 2, 1.5, 50.0), res("b", 5, -0.5, 50.0)];
+        let global = one(0.25);
+        let nova = FedNovaServer::new(FedNovaConfig::default(), dp())
+            .unwrap()
+            .aggregate_fit(1, &global, &results, 0)
+            .unwrap()
+            .unwrap()
+            .params;
+        let mut plain: Vec<FitRes> = results.to_vec();
+        plain
+            .iter_mut()
+            .for_each(|r| r.extras = ParameterSet::new());
+        let avg = FedAvgServer::new("FedAvg", dp())
+            .aggregate_fit(1, &global, &plain, 0)
+            .unwrap()
+            .unwrap()
+            .params;
+        assert!((nova.to_flat()[0] - avg.to_flat()[0]).abs() < 1e-5);
+        // and the noise is of DP-FedAvg's size: std sigma C / m = 0.25 around the clipped mean
+        assert!((avg.to_flat()[0] - 0.25).abs() < 2.0);
+    }
+
+    /// Uniform step length under client-level DP: the sites' unprivatised sample counts do
+    /// not reach the model through `tau_eff`.
+    #[test]
+    fn client_dp_step_length_ignores_sample_counts() {
+        use crate::dp::{DpFedAvgConfig, NoiseRng};
+        use crate::strategy::DpFedAvgAggregator;
+        let run = |n_b: usize| {
+            FedNovaServer::new(
+                FedNovaConfig::default(),
+                Box::new(DpFedAvgAggregator::new(
+                    DpFedAvgConfig::new(10.0, 1e-9),
+                    NoiseRng::from_seed_for_reproducible_runs([4; 32]),
+                )),
+            )
+            .unwrap()
+            .aggregate_fit(
+                1,
+                &one(0.0),
+                &[res("a", 1, 1.0, 1.0), res("b", n_b, 2.0, 4.0)],
+                0,
+            )
+            .unwrap()
+            .unwrap()
+            .params
+            .to_flat()[0]
+        };
+        // tau_eff = (1 + 4) / 2 = 2.5; updates 2.5 * 1 / 1 and 2.5 * 2 / 4; mean 1.875 (the
+        // noise, same draw in both runs, is negligible)
+        assert!((run(3) - 1.875).abs() < 1e-6);
+        assert_eq!(run(3), run(300));
     }
 
     #[test]
