@@ -5,9 +5,9 @@
 //! convolution and the kernel gradient with another convolution over permuted copies, and its
 //! GroupNorm is about ten graph nodes (reshape, two means, subtract, square, add, sqrt,
 //! divide, scale, shift), each with its own backward pass. Here a convolution unfolds the
-//! batch into columns (`im2col`, `[in * k * k, batch * positions]`) and makes each direction
-//! one matrix product: forward `W cols`, backward `dO cols^T` for the kernel and `W^T dO`
-//! folded back (`col2im`) for the input; the columns are rebuilt in the backward pass rather
+//! each image into columns (`im2col`, `[in * k * k, positions]`) and makes each direction
+//! one matrix product per image: forward `W cols`, backward `dO cols^T` for the kernel and
+//! `W^T dO` folded back (`col2im`) for the input; the columns are rebuilt in the backward pass rather
 //! than kept. GroupNorm (optionally followed by ReLU) reads each group once for its
 //! statistics and once to normalise, and its backward pass is the closed form
 //! `dx = rstd (dx̂ - mean(dx̂) - x̂ mean(dx̂ x̂))`, `dx̂ = dy gamma`.
@@ -19,7 +19,7 @@ use candle_core::{CpuStorage, CustomOp2, CustomOp3, DType, Device, Layout, Modul
 use candle_nn::{Conv2d, Conv2dConfig, GroupNorm};
 use rayon::prelude::*;
 
-use super::fused::{cpu_slice, f32_slice};
+use super::fused::{cpu_slice, f32_slice, matmul_into};
 
 /// Geometry of one convolution (square kernel, same stride and padding on both axes).
 #[derive(Clone, Copy, Debug)]
@@ -60,64 +60,60 @@ impl Geometry {
             .filter(|&i| i < size)
     }
 
-    /// `cols [in * k * k, batch * positions]`: row `(c, ky, kx)`, column `(n, oy, ox)`.
+    /// One image's `[in, h, w]` unfolded: `cols [in * k * k, positions]`, row `(c, ky, kx)`,
+    /// column `(oy, ox)`.
     fn im2col(&self, x: &[f32]) -> Vec<f32> {
         let (l, ow, k) = (self.positions(), self.out_w(), self.k);
-        let width = self.batch * l;
-        let mut cols = vec![0f32; self.patch() * width];
-        let fill = |(r, row): (usize, &mut [f32])| {
+        let mut cols = vec![0f32; self.patch() * l];
+        if l == 0 {
+            return cols;
+        }
+        cols.par_chunks_mut(l).enumerate().for_each(|(r, row)| {
             let (c, ky, kx) = (r / (k * k), (r / k) % k, r % k);
-            for n in 0..self.batch {
-                let plane = &x[(n * self.cin + c) * self.h * self.w..][..self.h * self.w];
-                for oy in 0..self.out_h() {
-                    let Some(iy) = self.source(oy, ky, self.h) else {
-                        continue;
-                    };
-                    let dst = &mut row[n * l + oy * ow..][..ow];
-                    let src = &plane[iy * self.w..][..self.w];
-                    for (ox, d) in dst.iter_mut().enumerate() {
-                        if let Some(ix) = self.source(ox, kx, self.w) {
-                            *d = src[ix];
-                        }
-                    }
-                }
-            }
-        };
-        if width > 0 {
-            cols.par_chunks_mut(width).enumerate().for_each(fill);
-        }
-        cols
-    }
-
-    /// Adds the columns back into an input-shaped `[batch, in, h, w]` gradient.
-    fn col2im(&self, cols: &[f32]) -> Vec<f32> {
-        let (l, ow, k) = (self.positions(), self.out_w(), self.k);
-        let width = self.batch * l;
-        let image = self.cin * self.h * self.w;
-        let mut dx = vec![0f32; self.batch * image];
-        if image == 0 {
-            return dx;
-        }
-        dx.par_chunks_mut(image).enumerate().for_each(|(n, dx)| {
-            for r in 0..self.patch() {
-                let (c, ky, kx) = (r / (k * k), (r / k) % k, r % k);
-                let row = &cols[r * width + n * l..][..l];
-                let plane = &mut dx[c * self.h * self.w..][..self.h * self.w];
-                for oy in 0..self.out_h() {
-                    let Some(iy) = self.source(oy, ky, self.h) else {
-                        continue;
-                    };
-                    let src = &row[oy * ow..][..ow];
-                    let dst = &mut plane[iy * self.w..][..self.w];
-                    for (ox, s) in src.iter().enumerate() {
-                        if let Some(ix) = self.source(ox, kx, self.w) {
-                            dst[ix] += s;
-                        }
+            let plane = &x[c * self.h * self.w..][..self.h * self.w];
+            for oy in 0..self.out_h() {
+                let Some(iy) = self.source(oy, ky, self.h) else {
+                    continue;
+                };
+                let dst = &mut row[oy * ow..][..ow];
+                let src = &plane[iy * self.w..][..self.w];
+                for (ox, d) in dst.iter_mut().enumerate() {
+                    if let Some(ix) = self.source(ox, kx, self.w) {
+                        *d = src[ix];
                     }
                 }
             }
         });
-        dx
+        cols
+    }
+
+    /// Adds one image's column gradient back into its `[in, h, w]` input gradient.
+    fn col2im(&self, cols: &[f32], dx: &mut [f32]) {
+        let (l, ow, k) = (self.positions(), self.out_w(), self.k);
+        let plane_len = self.h * self.w;
+        if plane_len == 0 {
+            return;
+        }
+        dx.par_chunks_mut(plane_len)
+            .enumerate()
+            .for_each(|(c, plane)| {
+                for r in c * k * k..(c + 1) * k * k {
+                    let (ky, kx) = ((r / k) % k, r % k);
+                    let row = &cols[r * l..][..l];
+                    for oy in 0..self.out_h() {
+                        let Some(iy) = self.source(oy, ky, self.h) else {
+                            continue;
+                        };
+                        let src = &row[oy * ow..][..ow];
+                        let dst = &mut plane[iy * self.w..][..self.w];
+                        for (ox, s) in src.iter().enumerate() {
+                            if let Some(ix) = self.source(ox, kx, self.w) {
+                                dst[ix] += s;
+                            }
+                        }
+                    }
+                }
+            });
     }
 }
 
@@ -171,24 +167,6 @@ impl Conv {
 
 struct ConvOp(Geometry);
 
-/// `[cout, batch * positions]` -> `[batch, cout, positions]`, or back with `to_rows`.
-fn regroup(g: &Geometry, src: &[f32], to_rows: bool) -> Vec<f32> {
-    let l = g.positions();
-    let mut dst = vec![0f32; src.len()];
-    for n in 0..g.batch {
-        for co in 0..g.cout {
-            let a = co * g.batch * l + n * l;
-            let b = (n * g.cout + co) * l;
-            if to_rows {
-                dst[a..a + l].copy_from_slice(&src[b..b + l]);
-            } else {
-                dst[b..b + l].copy_from_slice(&src[a..a + l]);
-            }
-        }
-    }
-    dst
-}
-
 impl CustomOp2 for ConvOp {
     fn name(&self) -> &'static str {
         "conv2d-im2col"
@@ -203,13 +181,23 @@ impl CustomOp2 for ConvOp {
     ) -> candle_core::Result<(CpuStorage, Shape)> {
         let g = &self.0;
         let (x, w) = (f32_slice(xs, xl, "input")?, f32_slice(ws, wl, "kernel")?);
-        let width = g.batch * g.positions();
-        let cols = Tensor::from_vec(g.im2col(x), (g.patch(), width), &Device::Cpu)?;
+        let (l, image) = (g.positions(), g.cin * g.h * g.w);
         let w = Tensor::from_slice(w, (g.cout, g.patch()), &Device::Cpu)?;
-        let out = w.matmul(&cols)?;
-        let (os, ol) = out.storage_and_layout();
+        let mut out = vec![0f32; g.batch * g.cout * l];
+        // image by image, so the columns stay in cache between unfolding and product, and
+        // the product lands in `[out, positions]` order
+        for n in 0..g.batch {
+            let cols = g.im2col(&x[n * image..(n + 1) * image]);
+            let cols = Tensor::from_vec(cols, (g.patch(), l), &Device::Cpu)?;
+            matmul_into(
+                &mut out[n * g.cout * l..(n + 1) * g.cout * l],
+                false,
+                &w,
+                &cols,
+            )?;
+        }
         Ok((
-            CpuStorage::F32(regroup(g, cpu_slice(&os, ol, "product")?, false)),
+            CpuStorage::F32(out),
             Shape::from((g.batch, g.cout, g.out_h(), g.out_w())),
         ))
     }
@@ -222,29 +210,35 @@ impl CustomOp2 for ConvOp {
         grad: &Tensor,
     ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>)> {
         let g = &self.0;
-        let width = g.batch * g.positions();
-        let grad = grad.contiguous()?;
-        let (cols, d_out) = {
-            let (xs, xl) = x.storage_and_layout();
-            let (gs, gl) = grad.storage_and_layout();
-            let cols = g.im2col(cpu_slice(&xs, xl, "input")?);
-            let d_out = regroup(g, cpu_slice(&gs, gl, "output gradient")?, true);
-            (cols, d_out)
-        };
-        let cols = Tensor::from_vec(cols, (g.patch(), width), &Device::Cpu)?;
-        let d_out = Tensor::from_vec(d_out, (g.cout, width), &Device::Cpu)?;
-        let dw = d_out.matmul(&cols.t()?)?.reshape(w.shape())?;
+        let (l, image) = (g.positions(), g.cin * g.h * g.w);
+        let grad = grad.contiguous()?.reshape((g.batch, g.cout, l))?;
+        let w2 = w.detach().reshape((g.cout, g.patch()))?;
+        let w_t = w2.t()?;
         // the image batch itself needs no gradient
-        let dx = if x.track_op() {
-            let w = w.detach().reshape((g.cout, g.patch()))?;
-            let d_cols = w.t()?.matmul(&d_out)?;
-            let (ds, dl) = d_cols.storage_and_layout();
-            let dx = g.col2im(cpu_slice(&ds, dl, "column gradient")?);
-            Some(Tensor::from_vec(dx, x.shape(), x.device())?)
-        } else {
-            None
-        };
-        Ok((dx, Some(dw)))
+        let mut dx = x.track_op().then(|| vec![0f32; g.batch * image]);
+        let mut dw = vec![0f32; g.cout * g.patch()];
+        let (xs, xl) = x.storage_and_layout();
+        let xv = cpu_slice(&xs, xl, "input")?;
+        for n in 0..g.batch {
+            let cols = g.im2col(&xv[n * image..(n + 1) * image]);
+            let cols = Tensor::from_vec(cols, (g.patch(), l), &Device::Cpu)?;
+            let d_out = grad.get(n)?;
+            matmul_into(&mut dw, n > 0, &d_out, &cols.t()?)?;
+            if let Some(dx) = dx.as_mut() {
+                let d_cols = w_t.matmul(&d_out)?;
+                let (ds, dl) = d_cols.storage_and_layout();
+                g.col2im(
+                    cpu_slice(&ds, dl, "column gradient")?,
+                    &mut dx[n * image..(n + 1) * image],
+                );
+            }
+        }
+        drop(xs);
+        Ok((
+            dx.map(|dx| Tensor::from_vec(dx, x.shape(), x.device()))
+                .transpose()?,
+            Some(Tensor::from_vec(dw, w.shape(), w.device())?),
+        ))
     }
 }
 
