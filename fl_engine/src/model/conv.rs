@@ -68,7 +68,7 @@ impl Geometry {
         if l == 0 {
             return cols;
         }
-        cols.par_chunks_mut(l).enumerate().for_each(|(r, row)| {
+        let fill = |(r, row): (usize, &mut [f32])| {
             let (c, ky, kx) = (r / (k * k), (r / k) % k, r % k);
             let plane = &x[c * self.h * self.w..][..self.h * self.w];
             for oy in 0..self.out_h() {
@@ -83,7 +83,12 @@ impl Geometry {
                     }
                 }
             }
-        });
+        };
+        if parallel(cols.len()) {
+            cols.par_chunks_mut(l).enumerate().for_each(fill);
+        } else {
+            cols.chunks_mut(l).enumerate().for_each(fill);
+        }
         cols
     }
 
@@ -94,27 +99,36 @@ impl Geometry {
         if plane_len == 0 {
             return;
         }
-        dx.par_chunks_mut(plane_len)
-            .enumerate()
-            .for_each(|(c, plane)| {
-                for r in c * k * k..(c + 1) * k * k {
-                    let (ky, kx) = ((r / k) % k, r % k);
-                    let row = &cols[r * l..][..l];
-                    for oy in 0..self.out_h() {
-                        let Some(iy) = self.source(oy, ky, self.h) else {
-                            continue;
-                        };
-                        let src = &row[oy * ow..][..ow];
-                        let dst = &mut plane[iy * self.w..][..self.w];
-                        for (ox, s) in src.iter().enumerate() {
-                            if let Some(ix) = self.source(ox, kx, self.w) {
-                                dst[ix] += s;
-                            }
+        let add = |(c, plane): (usize, &mut [f32])| {
+            for r in c * k * k..(c + 1) * k * k {
+                let (ky, kx) = ((r / k) % k, r % k);
+                let row = &cols[r * l..][..l];
+                for oy in 0..self.out_h() {
+                    let Some(iy) = self.source(oy, ky, self.h) else {
+                        continue;
+                    };
+                    let src = &row[oy * ow..][..ow];
+                    let dst = &mut plane[iy * self.w..][..self.w];
+                    for (ox, s) in src.iter().enumerate() {
+                        if let Some(ix) = self.source(ox, kx, self.w) {
+                            dst[ix] += s;
                         }
                     }
                 }
-            });
+            }
+        };
+        if parallel(dx.len()) {
+            dx.par_chunks_mut(plane_len).enumerate().for_each(add);
+        } else {
+            dx.chunks_mut(plane_len).enumerate().for_each(add);
+        }
     }
+}
+
+/// Whether a kernel over `work` values is worth splitting over rayon's pool: more than one
+/// thread, and enough work that handing it to the pool's threads and waiting pays.
+fn parallel(work: usize) -> bool {
+    work >= 1 << 15 && rayon::current_num_threads() > 1
 }
 
 /// A bias-free convolution (`weight [out, in, k, k]`, PyTorch's layout).
@@ -347,23 +361,31 @@ impl CustomOp3 for GroupNormOp {
         let (len, per) = (self.group_len(), self.channels / self.groups);
         let mut out = vec![0f32; x.len()];
         if len > 0 {
-            out.par_chunks_mut(len)
-                .zip(x.par_chunks(len))
-                .enumerate()
-                .for_each(|(i, (o, x))| {
-                    let (mean, std) = self.stats(x);
-                    let c0 = (i % self.groups) * per;
-                    for ((o, x), c) in o
-                        .chunks_mut(self.positions)
-                        .zip(x.chunks(self.positions))
-                        .zip(c0..)
-                    {
-                        for (o, &x) in o.iter_mut().zip(x) {
-                            let y = (x - mean) / std * gamma[c] + beta[c];
-                            *o = if self.relu { y.max(0.0) } else { y };
-                        }
+            let norm = |(i, (o, x)): (usize, (&mut [f32], &[f32]))| {
+                let (mean, std) = self.stats(x);
+                let c0 = (i % self.groups) * per;
+                for ((o, x), c) in o
+                    .chunks_mut(self.positions)
+                    .zip(x.chunks(self.positions))
+                    .zip(c0..)
+                {
+                    for (o, &x) in o.iter_mut().zip(x) {
+                        let y = (x - mean) / std * gamma[c] + beta[c];
+                        *o = if self.relu { y.max(0.0) } else { y };
                     }
-                });
+                }
+            };
+            if parallel(out.len()) {
+                out.par_chunks_mut(len)
+                    .zip(x.par_chunks(len))
+                    .enumerate()
+                    .for_each(norm);
+            } else {
+                out.chunks_mut(len)
+                    .zip(x.chunks(len))
+                    .enumerate()
+                    .for_each(norm);
+            }
         }
         Ok((CpuStorage::F32(out), xl.shape().clone()))
     }
@@ -391,47 +413,58 @@ impl CustomOp3 for GroupNormOp {
             // per group: the scale and shift gradients of its channels
             let mut partial = vec![0f32; self.batch * self.groups * 2 * per];
             if len > 0 {
-                dx.par_chunks_mut(len)
-                    .zip(x.par_chunks(len))
-                    .zip(dy_all.par_chunks(len))
-                    .zip(partial.par_chunks_mut(2 * per))
-                    .enumerate()
-                    .for_each(|(i, (((dx, x), dy), part))| {
-                        let (mean, std) = self.stats(x);
-                        let c0 = (i % self.groups) * per;
-                        let m = len as f32;
-                        let (mut sum_d, mut sum_dx) = (0f32, 0f32);
-                        // dx holds dx̂ = dy' gamma for now; dy' is dy behind the ReLU
-                        for (k, (((dxs, xs), dys), cc)) in dx
-                            .chunks_mut(self.positions)
-                            .zip(x.chunks(self.positions))
-                            .zip(dy.chunks(self.positions))
-                            .zip(c0..)
-                            .enumerate()
-                        {
-                            let (mut dg, mut db) = (0f32, 0f32);
-                            for ((d, &xv), &g) in dxs.iter_mut().zip(xs).zip(dys) {
-                                let xhat = (xv - mean) / std;
-                                let g = if self.relu && xhat * gamma[cc] + beta[cc] < 0.0 {
-                                    0.0
-                                } else {
-                                    g
-                                };
-                                dg += g * xhat;
-                                db += g;
-                                *d = g * gamma[cc];
-                                sum_d += *d;
-                                sum_dx += *d * xhat;
-                            }
-                            part[k] = dg;
-                            part[per + k] = db;
-                        }
-                        let (mean_d, mean_dx) = (sum_d / m, sum_dx / m);
-                        for (d, &xv) in dx.iter_mut().zip(x) {
+                type Group<'a> = (((&'a mut [f32], &'a [f32]), &'a [f32]), &'a mut [f32]);
+                let group = |(i, (((dx, x), dy), part)): (usize, Group)| {
+                    let (mean, std) = self.stats(x);
+                    let c0 = (i % self.groups) * per;
+                    let m = len as f32;
+                    let (mut sum_d, mut sum_dx) = (0f32, 0f32);
+                    // dx holds dx̂ = dy' gamma for now; dy' is dy behind the ReLU
+                    for (k, (((dxs, xs), dys), cc)) in dx
+                        .chunks_mut(self.positions)
+                        .zip(x.chunks(self.positions))
+                        .zip(dy.chunks(self.positions))
+                        .zip(c0..)
+                        .enumerate()
+                    {
+                        let (mut dg, mut db) = (0f32, 0f32);
+                        for ((d, &xv), &g) in dxs.iter_mut().zip(xs).zip(dys) {
                             let xhat = (xv - mean) / std;
-                            *d = (*d - mean_d - xhat * mean_dx) / std;
+                            let g = if self.relu && xhat * gamma[cc] + beta[cc] < 0.0 {
+                                0.0
+                            } else {
+                                g
+                            };
+                            dg += g * xhat;
+                            db += g;
+                            *d = g * gamma[cc];
+                            sum_d += *d;
+                            sum_dx += *d * xhat;
                         }
-                    });
+                        part[k] = dg;
+                        part[per + k] = db;
+                    }
+                    let (mean_d, mean_dx) = (sum_d / m, sum_dx / m);
+                    for (d, &xv) in dx.iter_mut().zip(x) {
+                        let xhat = (xv - mean) / std;
+                        *d = (*d - mean_d - xhat * mean_dx) / std;
+                    }
+                };
+                if parallel(dx.len()) {
+                    dx.par_chunks_mut(len)
+                        .zip(x.par_chunks(len))
+                        .zip(dy_all.par_chunks(len))
+                        .zip(partial.par_chunks_mut(2 * per))
+                        .enumerate()
+                        .for_each(group);
+                } else {
+                    dx.chunks_mut(len)
+                        .zip(x.chunks(len))
+                        .zip(dy_all.chunks(len))
+                        .zip(partial.chunks_mut(2 * per))
+                        .enumerate()
+                        .for_each(group);
+                }
             }
             let (mut dgamma, mut dbeta) = (vec![0f32; c], vec![0f32; c]);
             for (i, part) in partial.chunks(2 * per).enumerate() {
