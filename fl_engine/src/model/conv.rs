@@ -60,6 +60,19 @@ impl Geometry {
             .filter(|&i| i < size)
     }
 
+    /// The outputs `lo..hi` along an axis of `size` inputs whose kernel offset `kk` reads
+    /// inside the image (the rest read padding); output `o` reads input
+    /// `o * stride + kk - pad`.
+    fn span(&self, kk: usize, size: usize, out: usize) -> (usize, usize) {
+        let lo = self.pad.saturating_sub(kk).div_ceil(self.stride);
+        let hi = if size + self.pad > kk {
+            ((size + self.pad - kk - 1) / self.stride + 1).min(out)
+        } else {
+            0
+        };
+        (lo, hi.max(lo))
+    }
+
     /// One image's `[in, h, w]` unfolded: `cols [in * k * k, positions]`, row `(c, ky, kx)`,
     /// column `(oy, ox)`.
     fn im2col(&self, x: &[f32]) -> Vec<f32> {
@@ -71,15 +84,23 @@ impl Geometry {
         let fill = |(r, row): (usize, &mut [f32])| {
             let (c, ky, kx) = (r / (k * k), (r / k) % k, r % k);
             let plane = &x[c * self.h * self.w..][..self.h * self.w];
+            let (lo, hi) = self.span(kx, self.w, ow);
+            if lo == hi {
+                return;
+            }
+            // the input column of output `lo`
+            let first = lo * self.stride + kx - self.pad;
             for oy in 0..self.out_h() {
                 let Some(iy) = self.source(oy, ky, self.h) else {
                     continue;
                 };
-                let dst = &mut row[oy * ow..][..ow];
+                let dst = &mut row[oy * ow + lo..oy * ow + hi];
                 let src = &plane[iy * self.w..][..self.w];
-                for (ox, d) in dst.iter_mut().enumerate() {
-                    if let Some(ix) = self.source(ox, kx, self.w) {
-                        *d = src[ix];
+                if self.stride == 1 {
+                    dst.copy_from_slice(&src[first..first + dst.len()]);
+                } else {
+                    for (i, d) in dst.iter_mut().enumerate() {
+                        *d = src[first + i * self.stride];
                     }
                 }
             }
@@ -103,15 +124,23 @@ impl Geometry {
             for r in c * k * k..(c + 1) * k * k {
                 let (ky, kx) = ((r / k) % k, r % k);
                 let row = &cols[r * l..][..l];
+                let (lo, hi) = self.span(kx, self.w, ow);
+                if lo == hi {
+                    continue;
+                }
+                let first = lo * self.stride + kx - self.pad;
                 for oy in 0..self.out_h() {
                     let Some(iy) = self.source(oy, ky, self.h) else {
                         continue;
                     };
-                    let src = &row[oy * ow..][..ow];
+                    let src = &row[oy * ow + lo..oy * ow + hi];
                     let dst = &mut plane[iy * self.w..][..self.w];
-                    for (ox, s) in src.iter().enumerate() {
-                        if let Some(ix) = self.source(ox, kx, self.w) {
-                            dst[ix] += s;
+                    if self.stride == 1 {
+                        let dst = &mut dst[first..first + src.len()];
+                        dst.iter_mut().zip(src).for_each(|(d, s)| *d += s);
+                    } else {
+                        for (i, s) in src.iter().enumerate() {
+                            dst[first + i * self.stride] += s;
                         }
                     }
                 }
