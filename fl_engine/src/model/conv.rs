@@ -362,13 +362,45 @@ impl GroupNormOp {
         self.channels / self.groups * self.positions
     }
 
-    /// Mean and `sqrt(var + eps)` of one group, as candle computes them.
+    /// Mean and `sqrt(var + eps)` of one group (biased variance, as candle's).
     fn stats(&self, x: &[f32]) -> (f32, f32) {
         let m = x.len() as f32;
-        let mean = x.iter().sum::<f32>() / m;
-        let var = x.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / m;
+        let mean = lanes(x, |v| v) / m;
+        let var = lanes(x, |v| (v - mean) * (v - mean)) / m;
         (mean, (var + self.eps).sqrt())
     }
+}
+
+/// `sum f(x_i)` in eight interleaved partial sums, so the loop vectorises (a sequential
+/// float sum cannot be reordered by the compiler); differs from it by rounding only.
+fn lanes(x: &[f32], f: impl Fn(f32) -> f32) -> f32 {
+    let mut acc = [0f32; 8];
+    let chunks = x.chunks_exact(8);
+    let rest: f32 = chunks.remainder().iter().map(|&v| f(v)).sum();
+    for c in chunks {
+        for (a, &v) in acc.iter_mut().zip(c) {
+            *a += f(v);
+        }
+    }
+    acc.iter().sum::<f32>() + rest
+}
+
+/// `sum a_i b_i`, vectorised like [`lanes`].
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0f32; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let rest: f32 = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    for (x, y) in ca.zip(cb) {
+        for ((s, x), y) in acc.iter_mut().zip(x).zip(y) {
+            *s += x * y;
+        }
+    }
+    acc.iter().sum::<f32>() + rest
 }
 
 impl CustomOp3 for GroupNormOp {
@@ -447,36 +479,34 @@ impl CustomOp3 for GroupNormOp {
                     let (mean, std) = self.stats(x);
                     let c0 = (i % self.groups) * per;
                     let m = len as f32;
+                    let xhat: Vec<f32> = x.iter().map(|&v| (v - mean) / std).collect();
+                    // per channel: dy' (dy behind the ReLU), its sums against x̂ and 1 (the
+                    // scale and shift gradients), then dx̂ = dy' gamma in place
                     let (mut sum_d, mut sum_dx) = (0f32, 0f32);
-                    // dx holds dx̂ = dy' gamma for now; dy' is dy behind the ReLU
-                    for (k, (((dxs, xs), dys), cc)) in dx
+                    for (k, ((dxs, xh), dys)) in dx
                         .chunks_mut(self.positions)
-                        .zip(x.chunks(self.positions))
+                        .zip(xhat.chunks(self.positions))
                         .zip(dy.chunks(self.positions))
-                        .zip(c0..)
                         .enumerate()
                     {
-                        let (mut dg, mut db) = (0f32, 0f32);
-                        for ((d, &xv), &g) in dxs.iter_mut().zip(xs).zip(dys) {
-                            let xhat = (xv - mean) / std;
-                            let g = if self.relu && xhat * gamma[cc] + beta[cc] < 0.0 {
+                        let (gm, bt) = (gamma[c0 + k], beta[c0 + k]);
+                        for ((d, &xh), &g) in dxs.iter_mut().zip(xh).zip(dys) {
+                            *d = if self.relu && xh * gm + bt < 0.0 {
                                 0.0
                             } else {
                                 g
                             };
-                            dg += g * xhat;
-                            db += g;
-                            *d = g * gamma[cc];
-                            sum_d += *d;
-                            sum_dx += *d * xhat;
                         }
+                        let (dg, db) = (dot(dxs, xh), lanes(dxs, |v| v));
                         part[k] = dg;
                         part[per + k] = db;
+                        sum_d += gm * db;
+                        sum_dx += gm * dg;
+                        dxs.iter_mut().for_each(|d| *d *= gm);
                     }
                     let (mean_d, mean_dx) = (sum_d / m, sum_dx / m);
-                    for (d, &xv) in dx.iter_mut().zip(x) {
-                        let xhat = (xv - mean) / std;
-                        *d = (*d - mean_d - xhat * mean_dx) / std;
+                    for (d, &xh) in dx.iter_mut().zip(&xhat) {
+                        *d = (*d - mean_d - xh * mean_dx) / std;
                     }
                 };
                 if parallel(dx.len()) {
