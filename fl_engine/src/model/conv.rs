@@ -228,16 +228,18 @@ impl CustomOp2 for ConvOp {
         let w = Tensor::from_slice(w, (g.cout, g.patch()), &Device::Cpu)?;
         let mut out = vec![0f32; g.batch * g.cout * l];
         // image by image, so the columns stay in cache between unfolding and product, and
-        // the product lands in `[out, positions]` order
-        for n in 0..g.batch {
+        // the product lands in `[out, positions]` order; images in parallel with more than
+        // one thread (one image's products are too small to split well)
+        let one = |(n, out): (usize, &mut [f32])| {
             let cols = g.im2col(&x[n * image..(n + 1) * image]);
             let cols = Tensor::from_vec(cols, (g.patch(), l), &Device::Cpu)?;
-            matmul_into(
-                &mut out[n * g.cout * l..(n + 1) * g.cout * l],
-                false,
-                &w,
-                &cols,
-            )?;
+            matmul_into(out, false, &w, &cols)
+        };
+        let chunk = (g.cout * l).max(1);
+        if parallel(out.len()) {
+            out.par_chunks_mut(chunk).enumerate().try_for_each(one)?;
+        } else {
+            out.chunks_mut(chunk).enumerate().try_for_each(one)?;
         }
         Ok((
             CpuStorage::F32(out),
@@ -259,22 +261,46 @@ impl CustomOp2 for ConvOp {
         let w_t = w2.t()?;
         // the image batch itself needs no gradient
         let mut dx = x.track_op().then(|| vec![0f32; g.batch * image]);
-        let mut dw = vec![0f32; g.cout * g.patch()];
         let (xs, xl) = x.storage_and_layout();
         let xv = cpu_slice(&xs, xl, "input")?;
-        for n in 0..g.batch {
+        // one image's kernel gradient, and its input gradient when asked for
+        let one = |n: usize, dx: Option<&mut [f32]>| -> candle_core::Result<Tensor> {
             let cols = g.im2col(&xv[n * image..(n + 1) * image]);
             let cols = Tensor::from_vec(cols, (g.patch(), l), &Device::Cpu)?;
             let d_out = grad.get(n)?;
-            matmul_into(&mut dw, n > 0, &d_out, &cols.t()?)?;
-            if let Some(dx) = dx.as_mut() {
+            if let Some(dx) = dx {
                 let d_cols = w_t.matmul(&d_out)?;
                 let (ds, dl) = d_cols.storage_and_layout();
-                g.col2im(
-                    cpu_slice(&ds, dl, "column gradient")?,
-                    &mut dx[n * image..(n + 1) * image],
-                );
+                g.col2im(cpu_slice(&ds, dl, "column gradient")?, dx);
             }
+            d_out.matmul(&cols.t()?)
+        };
+        let image_len = image.max(1);
+        let per_image: Vec<Tensor> = match (dx.as_mut(), parallel(g.batch * image)) {
+            (Some(dx), true) => dx
+                .par_chunks_mut(image_len)
+                .enumerate()
+                .map(|(n, d)| one(n, Some(d)))
+                .collect::<candle_core::Result<_>>()?,
+            (Some(dx), false) => dx
+                .chunks_mut(image_len)
+                .enumerate()
+                .map(|(n, d)| one(n, Some(d)))
+                .collect::<candle_core::Result<_>>()?,
+            (None, true) => (0..g.batch)
+                .into_par_iter()
+                .map(|n| one(n, None))
+                .collect::<candle_core::Result<_>>()?,
+            (None, false) => (0..g.batch)
+                .map(|n| one(n, None))
+                .collect::<candle_core::Result<_>>()?,
+        };
+        // summed in image order whatever the thread count
+        let mut dw = vec![0f32; g.cout * g.patch()];
+        for t in &per_image {
+            let (ts, tl) = t.storage_and_layout();
+            let v = cpu_slice(&ts, tl, "kernel gradient")?;
+            dw.iter_mut().zip(v).for_each(|(d, v)| *d += v);
         }
         drop(xs);
         Ok((
@@ -582,6 +608,8 @@ mod tests {
             (4, 6, 3, 2, 8, 8),
             (4, 6, 3, 2, 9, 9),
             (4, 5, 1, 2, 6, 6),
+            // large enough for the images to be split over threads
+            (16, 8, 3, 1, 32, 32),
         ] {
             let x = random(&mut rng, &[2, cin, h, w]);
             let wt = random(&mut rng, &[cout, cin, k, k]);
