@@ -24,16 +24,17 @@
 //! the recurrent state is carried over unchanged, so the last state is the state after the last
 //! observed step. A mean readout averages the states of observed steps only.
 use candle_core::{Module, Tensor, D};
-use candle_nn::rnn::{GRUConfig, LSTMConfig, LSTMState, RNN};
 use candle_nn::{
-    conv2d_no_bias, group_norm, layer_norm, linear, BatchNorm, Conv2d, Conv2dConfig, GroupNorm,
-    LayerNorm, ModuleT, VarBuilder,
+    conv2d_no_bias, group_norm, layer_norm, linear, BatchNorm, Conv2dConfig, GroupNorm, LayerNorm,
+    ModuleT, VarBuilder,
 };
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use super::conv::{Conv, GroupNormAct};
 use super::dropout_mask;
 use super::fused::Dense;
+use super::recurrent::RecurrentLayer;
 
 const NORM_EPS: f64 = 1e-5;
 
@@ -511,60 +512,31 @@ impl NormMlp {
     }
 }
 
-enum RecurrentCell {
-    Gru(candle_nn::rnn::GRU),
-    Lstm(candle_nn::rnn::LSTM),
-}
-
 /// GRU / LSTM over the series part of the row (parameters `cell.weight_ih_l{k}`,
-/// `cell.weight_hh_l{k}`, `cell.bias_ih_l{k}`, `cell.bias_hh_l{k}` of each layer `k`).
+/// `cell.weight_hh_l{k}`, `cell.bias_ih_l{k}`, `cell.bias_hh_l{k}` of each layer `k`; each
+/// layer's recurrence is one fused op, see [`recurrent`](super::recurrent)).
 pub(crate) struct SeqNet {
     cfg: SeqConfig,
-    cells: Vec<RecurrentCell>,
+    layers: Vec<RecurrentLayer>,
 }
 
 impl SeqNet {
     fn new(cfg: &SeqConfig, vb: VarBuilder) -> candle_core::Result<Self> {
         validate_seq(cfg)?;
         let vb = vb.pp("cell");
-        let cells = (0..cfg.layers)
+        let layers = (0..cfg.layers)
             .map(|k| {
                 let inputs = if k == 0 {
                     cfg.cell_inputs()
                 } else {
                     cfg.hidden
                 };
-                Ok(match cfg.cell {
-                    // candle's GRU names its variables for layer 0 only: layer k's are
-                    // renamed to PyTorch's `*_l{k}`
-                    Cell::Gru => RecurrentCell::Gru(candle_nn::rnn::gru(
-                        inputs,
-                        cfg.hidden,
-                        GRUConfig::default(),
-                        if k == 0 {
-                            vb.clone()
-                        } else {
-                            vb.clone().rename_f(move |name| {
-                                let last = name.rsplit('.').next().unwrap_or(name);
-                                last.replace("_l0", &format!("_l{k}"))
-                            })
-                        },
-                    )?),
-                    Cell::Lstm => RecurrentCell::Lstm(candle_nn::rnn::lstm(
-                        inputs,
-                        cfg.hidden,
-                        LSTMConfig {
-                            layer_idx: k,
-                            ..LSTMConfig::default()
-                        },
-                        vb.clone(),
-                    )?),
-                })
+                RecurrentLayer::new(cfg.cell, inputs, cfg.hidden, k, vb.clone())
             })
             .collect::<candle_core::Result<Vec<_>>>()?;
         Ok(Self {
             cfg: cfg.clone(),
-            cells,
+            layers,
         })
     }
 
@@ -574,84 +546,42 @@ impl SeqNet {
         let b = xs.dim(0)?;
         let tf = c.time * c.features;
         let series = xs.narrow(1, 0, tf)?.reshape((b, c.time, c.features))?;
-        // Inputs per step and, with a mask, the step presence `[b, time, 1]`.
+        // Inputs per step and, with a mask, the step presence `[b, time]`.
         let (inputs, present) = match c.mask {
             MaskLayout::None => (series, None),
             MaskLayout::PerStep => {
                 let m = xs.narrow(1, tf, c.time)?.reshape((b, c.time, 1))?;
                 let x = series.broadcast_mul(&m)?;
-                (Tensor::cat(&[&x, &m], 2)?, Some(m))
+                (Tensor::cat(&[&x, &m], 2)?, Some(m.squeeze(2)?))
             }
             MaskLayout::PerValue => {
                 let m = xs.narrow(1, tf, tf)?.reshape((b, c.time, c.features))?;
                 let x = series.mul(&m)?;
-                let p = m.max_keepdim(2)?;
+                let p = m.max(2)?;
                 (Tensor::cat(&[&x, &m], 2)?, Some(p))
             }
         };
-        let inputs = inputs.contiguous()?;
-        let zeros = Tensor::zeros((b, c.hidden), xs.dtype(), xs.device())?;
-        // (h, c) of each layer
-        let mut states = vec![(zeros.clone(), zeros.clone()); self.cells.len()];
-        let mut sum = zeros;
-        let mut count = Tensor::zeros((b, 1), xs.dtype(), xs.device())?;
-        for t in 0..c.time {
-            let mut x_t = inputs.narrow(1, t, 1)?.squeeze(1)?;
-            let p_t = match &present {
-                Some(p) => Some(p.narrow(1, t, 1)?.squeeze(1)?),
-                None => None,
-            };
-            for (cell, (h, cell_state)) in self.cells.iter().zip(states.iter_mut()) {
-                let (nh, nc) = match cell {
-                    RecurrentCell::Gru(g) => {
-                        let s = g.step(&x_t, &candle_nn::rnn::GRUState { h: h.clone() })?;
-                        (s.h, None)
-                    }
-                    RecurrentCell::Lstm(l) => {
-                        let s = l.step(&x_t, &LSTMState::new(h.clone(), cell_state.clone()))?;
-                        (s.h().clone(), Some(s.c().clone()))
-                    }
-                };
-                match &p_t {
-                    None => {
-                        *h = nh;
-                        if let Some(nc) = nc {
-                            *cell_state = nc;
-                        }
-                    }
-                    Some(p_t) => {
-                        // Carry the state over a missing step: s = p * new + (1 - p) * old.
-                        *h = (&*h + (nh - &*h)?.broadcast_mul(p_t)?)?;
-                        if let Some(nc) = nc {
-                            *cell_state =
-                                (&*cell_state + (nc - &*cell_state)?.broadcast_mul(p_t)?)?;
-                        }
-                    }
-                }
-                x_t = h.clone();
-            }
-            if c.readout == Readout::Mean {
-                match &p_t {
-                    None => sum = (sum + &x_t)?,
-                    Some(p_t) => {
-                        sum = (sum + x_t.broadcast_mul(p_t)?)?;
-                        count = (count + p_t)?;
-                    }
-                }
-            }
+        // the state after each step `[b, time, hidden]` of each layer feeds the next
+        let mut states = inputs.contiguous()?;
+        for layer in &self.layers {
+            states = layer.forward(&states, present.as_ref())?;
         }
-        let h = states.pop().expect("at least one layer").0;
         match (c.readout, &present) {
-            (Readout::Last, _) => Ok(h),
-            (Readout::Mean, None) => sum.affine(1.0 / c.time as f64, 0.0),
-            (Readout::Mean, Some(_)) => sum.broadcast_div(&count.clamp(1.0, f64::MAX)?),
+            (Readout::Last, _) => states.narrow(1, c.time - 1, 1)?.squeeze(1),
+            (Readout::Mean, None) => states.sum(1)?.affine(1.0 / c.time as f64, 0.0),
+            (Readout::Mean, Some(p)) => {
+                let sum = states.broadcast_mul(&p.unsqueeze(2)?)?.sum(1)?;
+                let count = p.sum_keepdim(1)?;
+                sum.broadcast_div(&count.clamp(1.0, f64::MAX)?)
+            }
         }
     }
 }
 
+/// Convolution then GroupNorm, each one fused op (see [`conv`](super::conv)).
 struct ConvGn {
-    conv: Conv2d,
-    gn: GroupNorm,
+    conv: Conv,
+    gn: GroupNormAct,
 }
 
 impl ConvGn {
@@ -669,13 +599,14 @@ impl ConvGn {
             ..Default::default()
         };
         Ok(Self {
-            conv: conv2d_no_bias(inputs, outputs, kernel, cfg, vb.pp("conv"))?,
-            gn: group_norm(groups, outputs, NORM_EPS, vb.pp("gn"))?,
+            conv: Conv::new(conv2d_no_bias(inputs, outputs, kernel, cfg, vb.pp("conv"))?),
+            gn: GroupNormAct::new(groups, outputs, NORM_EPS, vb.pp("gn"))?,
         })
     }
 
-    fn forward(&self, xs: &Tensor) -> candle_core::Result<Tensor> {
-        self.gn.forward(&self.conv.forward(xs)?)
+    /// With `relu`, ReLU after the norm.
+    fn forward(&self, xs: &Tensor, relu: bool) -> candle_core::Result<Tensor> {
+        self.gn.forward(&self.conv.forward(xs)?, relu)
     }
 }
 
@@ -725,11 +656,11 @@ impl Cnn {
         let c = &self.cfg;
         let b = xs.dim(0)?;
         let x = xs.reshape((b, c.channels, c.height, c.width))?;
-        let mut h = self.stem.forward(&x)?.relu()?;
+        let mut h = self.stem.forward(&x, true)?;
         for block in &self.stages {
-            let y = block.b.forward(&block.a.forward(&h)?.relu()?)?;
+            let y = block.b.forward(&block.a.forward(&h, true)?, false)?;
             let skip = match &block.proj {
-                Some(p) => p.forward(&h)?,
+                Some(p) => p.forward(&h, false)?,
                 None => h,
             };
             h = (y + skip)?.relu()?;

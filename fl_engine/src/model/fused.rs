@@ -138,7 +138,11 @@ impl CustomOp3 for DenseOp {
     }
 }
 
-fn f32_slice<'a>(s: &'a CpuStorage, l: &Layout, what: &str) -> candle_core::Result<&'a [f32]> {
+pub(crate) fn f32_slice<'a>(
+    s: &'a CpuStorage,
+    l: &Layout,
+    what: &str,
+) -> candle_core::Result<&'a [f32]> {
     match (s, l.contiguous_offsets()) {
         (CpuStorage::F32(v), Some((a, b))) => Ok(&v[a..b]),
         _ => candle_core::bail!("fused bias op: {what} must be contiguous f32"),
@@ -219,9 +223,35 @@ impl BiasAct {
     }
 }
 
-fn cpu_slice<'a>(s: &'a Storage, l: &Layout, what: &str) -> candle_core::Result<&'a [f32]> {
+pub(crate) fn cpu_slice<'a>(
+    s: &'a Storage,
+    l: &Layout,
+    what: &str,
+) -> candle_core::Result<&'a [f32]> {
     match s {
         Storage::Cpu(c) => f32_slice(c, l, what),
         _ => candle_core::bail!("fused bias op: {what} is not on the CPU"),
     }
+}
+
+/// `dst = a b`, or `dst += a b` when `accumulate`, for rank-2 f32 CPU tensors (any layout
+/// candle's matmul takes, transposed views included): the fused ops' products stay candle's.
+pub(crate) fn matmul_into(
+    dst: &mut [f32],
+    accumulate: bool,
+    a: &Tensor,
+    b: &Tensor,
+) -> candle_core::Result<()> {
+    let r = a.matmul(b)?;
+    let (s, l) = r.storage_and_layout();
+    let v = cpu_slice(&s, l, "product")?;
+    if v.len() != dst.len() {
+        candle_core::bail!("fused op: product of {} values into {}", v.len(), dst.len())
+    }
+    if accumulate {
+        dst.iter_mut().zip(v).for_each(|(d, v)| *d += v);
+    } else {
+        dst.copy_from_slice(v);
+    }
+    Ok(())
 }

@@ -17,9 +17,11 @@
 mod apfl;
 mod backbone;
 mod compose;
+mod conv;
 mod fenda;
 mod fused;
 mod mlp;
+mod recurrent;
 
 use candle_core::{DType, Device, Tensor, Var};
 use candle_nn::{VarBuilder, VarMap};
