@@ -1305,9 +1305,9 @@ fn digits_dir() -> PathBuf {
 
 /// Handwritten digits as FHIR Media: three node processes each decode their holder's 8x8 PNGs
 /// (inline, or from a Binary the Media names) into the study's `[1, 8, 8]` image input, and a
-/// ResNet-style CNN learns the ten classes by FedAvg. Chance is a balanced accuracy (macro
-/// recall) of 0.1; the holders' validation parts (about 20 digits each) must average above 0.5,
-/// which guessing cannot reach.
+/// ResNet-style CNN learns the ten classes by FedAvg (3 rounds of 60 local Adam steps). Chance
+/// is a balanced accuracy (macro recall) of 0.1; the holders' validation parts (about 25 digits
+/// each) must average above 0.6, which guessing cannot reach (the run reaches about 0.9).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cnn_study_on_the_digit_image_federation() {
     let app = TestApp::spawn(Backend::Sqlite).await;
@@ -1338,11 +1338,11 @@ async fn cnn_study_on_the_digit_image_federation() {
             "data_holders": sites,
             "feature_spec": spec,
             "model": {"architecture": "net",
-                      "backbone": {"kind": "cnn", "stages": [8, 16], "groups": 4}},
+                      "backbone": {"kind": "cnn", "stages": [12, 24], "groups": 3}},
             "strategy": {"name": "fedavg"},
             "optimizer": {"name": "adam", "lr": 0.01},
-            "local_steps": 30,
-            "batch_size": 16,
+            "local_steps": 60,
+            "batch_size": 32,
             "rounds": rounds,
             "min_sites": 3,
             "round_deadline_seconds": 180,
@@ -1367,10 +1367,11 @@ async fn cnn_study_on_the_digit_image_federation() {
         sum += b;
     }
     let mean = sum / 3.0;
-    assert!(mean > 0.5, "mean validation balanced accuracy {mean}: {last}");
+    assert!(mean > 0.6, "mean validation balanced accuracy {mean}: {last}");
     let ModelFile { bytes, .. } = gw.model(id).await;
     let (params, _) = fl_engine::load_safetensors(&bytes).expect("a valid parameter file");
-    assert!(params.keys().any(|k| k.contains("stem")), "{:?}", params.keys());
+    let names: Vec<&str> = params.names().collect();
+    assert!(names.iter().any(|k| k.contains("stem")), "{names:?}");
 }
 
 // ---------------------------------------------------------------------------------------------

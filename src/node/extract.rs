@@ -861,7 +861,7 @@ impl Store {
             MediaContent::Data(d) => (m.content_type.as_deref(), d.as_str()),
             MediaContent::Url(u) => {
                 // a Bundle entry's fullUrl, or a relative or absolute `Binary/<id>`
-                let plain = u.split("/_history/").next().unwrap_or(u);
+                let plain = u.split("/_history/").next().unwrap_or(u.as_str());
                 let key = match self.binary_urls.get(u) {
                     Some(k) => k.clone(),
                     None => match plain.rsplit_once("/Binary/") {

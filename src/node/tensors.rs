@@ -161,11 +161,12 @@ impl SiteRows {
         }
         let imputer = self.imputer(&train);
         let d = self.columns.len();
-        let statics = |rows: &[&SubjectRow]| -> Result<fl_engine::data::Dataset, SourceError> {
-            self.dataset_of(rows, &imputer)
+        // an image alone is a row without static columns
+        let statics = |rows: &[&SubjectRow]| -> Result<Option<Dataset>, SourceError> {
+            (d > 0).then(|| self.dataset_of(rows, &imputer)).transpose()
         };
         let (tr, va, te) = (statics(&train)?, statics(&val)?, statics(&test)?);
-        let std = Standardizer::fit(&tr)?;
+        let std = tr.as_ref().map(Standardizer::fit).transpose()?;
         let (steps, channels) = self
             .series
             .as_ref()
@@ -195,10 +196,11 @@ impl SiteRows {
                 *stat = (mean as f32, sd as f32);
             }
         }
-        let set = |rows: &[&SubjectRow],
-                   data: &fl_engine::data::Dataset|
-         -> Result<TensorSet, SourceError> {
-            let z = std.apply(data)?;
+        let set = |rows: &[&SubjectRow], data: &Option<Dataset>| -> Result<TensorSet, SourceError> {
+            let features = match (data, &std) {
+                (Some(data), Some(std)) => std.apply(data)?.features().to_vec(),
+                _ => Vec::new(),
+            };
             let mut series = Vec::with_capacity(rows.len() * steps * k);
             let mut mask = Vec::with_capacity(rows.len() * steps * k);
             for r in rows {
@@ -232,7 +234,7 @@ impl SiteRows {
             }
             Ok(TensorSet {
                 n: rows.len(),
-                features: z.features().to_vec(),
+                features,
                 image,
                 series,
                 mask,
