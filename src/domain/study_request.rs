@@ -52,7 +52,8 @@ pub struct ModelRequest {
     #[serde(default)]
     pub dropout: f32,
     /// The feature extractor (docs/fl-models.md): an MLP with normalisation, a GRU or LSTM
-    /// over the time series, the LSTM + static-MLP fusion, or a CNN over the series grid.
+    /// over the time series, the LSTM + static-MLP fusion, or a CNN over the image or the
+    /// series grid.
     /// FENDA-FL's global extractor.
     #[serde(default)]
     pub backbone: Option<BackboneRequest>,
@@ -135,8 +136,9 @@ pub enum BackboneRequest {
         #[schema(value_type = String)]
         readout: Readout,
     },
-    /// A ResNet-style CNN with GroupNorm over the series as a `[2, steps, channels]` image
-    /// (values and presence mask).
+    /// A ResNet-style CNN with GroupNorm over the specification's image `[channels, height,
+    /// width]`, or, without one, over the series as a `[2, steps, channels]` image (values and
+    /// presence mask). Every stage after the first halves the image.
     Cnn { stages: Vec<usize>, groups: usize },
 }
 
