@@ -1367,7 +1367,10 @@ async fn cnn_study_on_the_digit_image_federation() {
         sum += b;
     }
     let mean = sum / 3.0;
-    assert!(mean > 0.6, "mean validation balanced accuracy {mean}: {last}");
+    assert!(
+        mean > 0.6,
+        "mean validation balanced accuracy {mean}: {last}"
+    );
     let ModelFile { bytes, .. } = gw.model(id).await;
     let (params, _) = fl_engine::load_safetensors(&bytes).expect("a valid parameter file");
     let names: Vec<&str> = params.names().collect();

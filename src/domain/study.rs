@@ -183,10 +183,7 @@ impl RowLayout {
             .series
             .as_ref()
             .map_or((0, 0), |s| (s.steps(), s.channels.len()));
-        let image = spec
-            .image
-            .as_ref()
-            .map(|i| (i.channels, i.height, i.width));
+        let image = spec.image.as_ref().map(|i| (i.channels, i.height, i.width));
         let mut at = image.map_or(0, |(c, h, w)| c * h * w) + 2 * steps * channels;
         let features = spec
             .features

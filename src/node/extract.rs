@@ -22,8 +22,8 @@ use std::hash::{Hash, Hasher};
 
 use super::cohort::{parse_instant, CodeSet, IndexEvent, Instant, Window};
 use super::features::{
-    Aggregate, Coding, Comparator, Feature, FeatureSpec, ImageSpec, LabelSource,
-    ObservationSource, PatientField, Quantity, SeriesSpec, Source, SurvivalEvent, Value,
+    Aggregate, Coding, Comparator, Feature, FeatureSpec, ImageSpec, LabelSource, ObservationSource,
+    PatientField, Quantity, SeriesSpec, Source, SurvivalEvent, Value,
 };
 use super::image::ImageError;
 use super::reader::{At, Sink};

@@ -85,7 +85,9 @@ pub fn decode(
         png::ColorType::Rgb | png::ColorType::Rgba => true,
         // EXPAND turns palette images into RGB(A)
         png::ColorType::Indexed => {
-            return Err(ImageError::Decode("a palette image was not expanded".into()))
+            return Err(ImageError::Decode(
+                "a palette image was not expanded".into(),
+            ))
         }
     };
     if colour && spec.channels == 1 {
@@ -154,7 +156,13 @@ pub(crate) mod tests {
     #[test]
     fn grayscale_scales_to_unit_range_row_major() {
         let pixels = [0u8, 51, 102, 153, 204, 255];
-        let file = png(3, 2, png::ColorType::Grayscale, png::BitDepth::Eight, &pixels);
+        let file = png(
+            3,
+            2,
+            png::ColorType::Grayscale,
+            png::BitDepth::Eight,
+            &pixels,
+        );
         let v = decode(Some("image/png"), &file, &spec(1, "")).unwrap();
         assert_eq!(v, [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]);
         // normalised: (x - 0.5) / 0.25
@@ -197,7 +205,13 @@ pub(crate) mod tests {
             .iter()
             .flat_map(|v| v.to_be_bytes())
             .collect();
-        let file = png(3, 2, png::ColorType::Grayscale, png::BitDepth::Sixteen, &deep);
+        let file = png(
+            3,
+            2,
+            png::ColorType::Grayscale,
+            png::BitDepth::Sixteen,
+            &deep,
+        );
         let v = decode(Some("image/png"), &file, &spec(1, "")).unwrap();
         assert_eq!(v[..3], [0.0, 1.0, 0.2]);
     }
@@ -225,7 +239,15 @@ pub(crate) mod tests {
               "label": {"name": "y", "category": "ehr_data",
                 "source": {"condition": {"system": "s", "code": "c"}}}}"#;
         let spec = FeatureSpec::from_json(text).unwrap();
-        let gray = |v: u8| png(3, 2, png::ColorType::Grayscale, png::BitDepth::Eight, &[v; 6]);
+        let gray = |v: u8| {
+            png(
+                3,
+                2,
+                png::ColorType::Grayscale,
+                png::BitDepth::Eight,
+                &[v; 6],
+            )
+        };
         let patient = |id: &str| {
             format!(
                 r#"{{"resource": {{"resourceType": "Patient", "id": "{id}",
@@ -236,27 +258,98 @@ pub(crate) mod tests {
         let entries = [
             patient("a"),
             // a's images: undated, later, another modality earlier, the earliest, voided
-            media("a0", "a", "m", &format!(", {}", inline(&gray(1), "image/png"))),
-            media("a1", "a", "m", &format!("{}, {}", dated("2020-02-01"), inline(&gray(2), "image/png"))),
-            media("a2", "a", "x", &format!("{}, {}", dated("2019-01-01"), inline(&gray(3), "image/png"))),
-            media("a3", "a", "m", &format!("{}, {}", dated("2020-01-01"), inline(&gray(51), "image/png"))),
-            media("a4", "a", "m", &format!(r#"{}, {}, "status": "entered-in-error""#, dated("2019-06-01"), inline(&gray(9), "image/png")).replace(r#""status": "completed","#, "")),
+            media(
+                "a0",
+                "a",
+                "m",
+                &format!(", {}", inline(&gray(1), "image/png")),
+            ),
+            media(
+                "a1",
+                "a",
+                "m",
+                &format!("{}, {}", dated("2020-02-01"), inline(&gray(2), "image/png")),
+            ),
+            media(
+                "a2",
+                "a",
+                "x",
+                &format!("{}, {}", dated("2019-01-01"), inline(&gray(3), "image/png")),
+            ),
+            media(
+                "a3",
+                "a",
+                "m",
+                &format!(
+                    "{}, {}",
+                    dated("2020-01-01"),
+                    inline(&gray(51), "image/png")
+                ),
+            ),
+            media(
+                "a4",
+                "a",
+                "m",
+                &format!(
+                    r#"{}, {}, "status": "entered-in-error""#,
+                    dated("2019-06-01"),
+                    inline(&gray(9), "image/png")
+                )
+                .replace(r#""status": "completed","#, ""),
+            ),
             patient("b"),
-            media("b1", "b", "m", r#", "content": {"contentType": "image/png", "url": "Binary/bin-b"}"#),
+            media(
+                "b1",
+                "b",
+                "m",
+                r#", "content": {"contentType": "image/png", "url": "Binary/bin-b"}"#,
+            ),
             format!(
                 r#"{{"resource": {{"resourceType": "Binary", "id": "bin-b", "contentType": "image/png",
                     "data": "{}"}}}}"#,
                 base64::engine::general_purpose::STANDARD.encode(gray(255))
             ),
             patient("c"),
-            media("c1", "c", "m", &format!(", {}", inline(&png(2, 2, png::ColorType::Grayscale, png::BitDepth::Eight, &[0; 4]), "image/png"))),
+            media(
+                "c1",
+                "c",
+                "m",
+                &format!(
+                    ", {}",
+                    inline(
+                        &png(
+                            2,
+                            2,
+                            png::ColorType::Grayscale,
+                            png::BitDepth::Eight,
+                            &[0; 4]
+                        ),
+                        "image/png"
+                    )
+                ),
+            ),
             patient("d"),
             patient("e"),
-            media("e1", "e", "m", &format!(", {}", inline(&gray(1), "image/jpeg"))),
+            media(
+                "e1",
+                "e",
+                "m",
+                &format!(", {}", inline(&gray(1), "image/jpeg")),
+            ),
             patient("f"),
-            media("f1", "f", "m", r#", "content": {"contentType": "image/png", "url": "Binary/nowhere"}"#),
+            media(
+                "f1",
+                "f",
+                "m",
+                r#", "content": {"contentType": "image/png", "url": "Binary/nowhere"}"#,
+            ),
             patient("g"),
-            media("g1", "g", "m", r#", "content": {"contentType": "image/png", "data": "not base64!"}"#),
+            media(
+                "g1",
+                "g",
+                "m",
+                r#", "content": {"contentType": "image/png", "data": "not base64!"}"#,
+            ),
         ];
         let bundle = format!(
             r#"{{"resourceType": "Bundle", "type": "collection", "entry": [{}]}}"#,
@@ -282,10 +375,22 @@ pub(crate) mod tests {
             .filter(|i| i.kind == IssueKind::Image)
             .map(|i| (i.resource.as_deref().unwrap(), i.detail.as_str()))
             .collect();
-        assert!(details[0].0 == "Media/c1" && details[0].1.contains("2x2"), "{details:?}");
-        assert!(details[1].0 == "Media/e1" && details[1].1.contains("image/jpeg"), "{details:?}");
-        assert!(details[2].0 == "Media/f1" && details[2].1.contains("Binary/nowhere"), "{details:?}");
-        assert!(details[3].0 == "Media/g1" && details[3].1.contains("base64"), "{details:?}");
+        assert!(
+            details[0].0 == "Media/c1" && details[0].1.contains("2x2"),
+            "{details:?}"
+        );
+        assert!(
+            details[1].0 == "Media/e1" && details[1].1.contains("image/jpeg"),
+            "{details:?}"
+        );
+        assert!(
+            details[2].0 == "Media/f1" && details[2].1.contains("Binary/nowhere"),
+            "{details:?}"
+        );
+        assert!(
+            details[3].0 == "Media/g1" && details[3].1.contains("base64"),
+            "{details:?}"
+        );
 
         // the rows the engine trains on: the image values first, as the study's layout says
         let tensors = rows.tensors(0.0, 1).unwrap();
@@ -311,7 +416,9 @@ pub(crate) mod tests {
         };
         assert!(bad(&image(r#", "channels": 2, "height": 8, "width": 8"#)).contains("grayscale"));
         assert!(bad(&image(r#", "channels": 1, "height": 0, "width": 8"#)).contains("between 1"));
-        assert!(bad(&image(r#", "channels": 3, "height": 1024, "width": 1024"#)).contains("at most"));
+        assert!(
+            bad(&image(r#", "channels": 3, "height": 1024, "width": 1024"#)).contains("at most")
+        );
         assert!(bad(&image(
             r#", "channels": 1, "height": 8, "width": 8, "normalize": {"mean": [0.5], "std": [0]}"#
         ))
@@ -325,10 +432,14 @@ pub(crate) mod tests {
                 "channels": 1, "height": 8, "width": 8}"#
         )
         .contains("media.modality"));
-        assert!(bad(&image(r#", "channels": 1, "height": 8, "width": 8, "resize": "bilinear""#))
-            .contains("resize"));
-        assert!(bad(&image(r#", "channels": 1, "height": 8, "width": 8"#).replace("ehr_data", "x-rays"))
-            .contains("x-rays"));
+        assert!(bad(&image(
+            r#", "channels": 1, "height": 8, "width": 8, "resize": "bilinear""#
+        ))
+        .contains("resize"));
+        assert!(bad(
+            &image(r#", "channels": 1, "height": 8, "width": 8"#).replace("ehr_data", "x-rays")
+        )
+        .contains("x-rays"));
         // with a time series as well
         let text = format!(
             r#"{{"name": "t", "cohort": {{"unit": "encounter", "index": "admission", "category": "ehr_data"}},
@@ -353,7 +464,13 @@ pub(crate) mod tests {
     #[test]
     fn wrong_type_size_or_bytes_are_typed_errors() {
         let s = spec(1, "");
-        let file = png(2, 2, png::ColorType::Grayscale, png::BitDepth::Eight, &[0; 4]);
+        let file = png(
+            2,
+            2,
+            png::ColorType::Grayscale,
+            png::BitDepth::Eight,
+            &[0; 4],
+        );
         assert_eq!(
             decode(Some("image/png"), &file, &s),
             Err(ImageError::Geometry {
@@ -367,16 +484,19 @@ pub(crate) mod tests {
             decode(Some("image/jpeg"), &file, &s),
             Err(ImageError::ContentType(Some("image/jpeg".into())))
         );
-        assert_eq!(
-            decode(None, &file, &s),
-            Err(ImageError::ContentType(None))
-        );
+        assert_eq!(decode(None, &file, &s), Err(ImageError::ContentType(None)));
         assert!(matches!(
             decode(Some("image/png"), b"not a png", &s),
             Err(ImageError::Decode(_))
         ));
         // a PNG cut short after its header
-        let ok = png(3, 2, png::ColorType::Grayscale, png::BitDepth::Eight, &[7; 6]);
+        let ok = png(
+            3,
+            2,
+            png::ColorType::Grayscale,
+            png::BitDepth::Eight,
+            &[7; 6],
+        );
         assert!(matches!(
             decode(Some("image/png"), &ok[..ok.len() - 20], &s),
             Err(ImageError::Decode(_))

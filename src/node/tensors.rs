@@ -196,52 +196,53 @@ impl SiteRows {
                 *stat = (mean as f32, sd as f32);
             }
         }
-        let set = |rows: &[&SubjectRow], data: &Option<Dataset>| -> Result<TensorSet, SourceError> {
-            let features = match (data, &std) {
-                (Some(data), Some(std)) => std.apply(data)?.features().to_vec(),
-                _ => Vec::new(),
+        let set =
+            |rows: &[&SubjectRow], data: &Option<Dataset>| -> Result<TensorSet, SourceError> {
+                let features = match (data, &std) {
+                    (Some(data), Some(std)) => std.apply(data)?.features().to_vec(),
+                    _ => Vec::new(),
+                };
+                let mut series = Vec::with_capacity(rows.len() * steps * k);
+                let mut mask = Vec::with_capacity(rows.len() * steps * k);
+                for r in rows {
+                    if let Some(s) = &r.series {
+                        for (i, (v, m)) in s.values.iter().zip(&s.mask).enumerate() {
+                            let (mean, sd) = channel_stats[i % k];
+                            let v = if v.is_nan() { mean } else { *v };
+                            series.push((v - mean) / sd);
+                            mask.push(*m);
+                        }
+                    }
+                }
+                let mut image = Vec::with_capacity(rows.len() * self.image_len);
+                for r in rows {
+                    match &r.image {
+                        Some(v) if v.len() == self.image_len => image.extend_from_slice(v),
+                        Some(_) => {
+                            return Err(data_error(format!(
+                                "subject `{}`: an image of another size than the specification's",
+                                r.pseudonym
+                            )))
+                        }
+                        None if self.image_len == 0 => {}
+                        None => {
+                            return Err(data_error(format!(
+                                "subject `{}` has no image",
+                                r.pseudonym
+                            )))
+                        }
+                    }
+                }
+                Ok(TensorSet {
+                    n: rows.len(),
+                    features,
+                    image,
+                    series,
+                    mask,
+                    labels: rows.iter().map(|r| r.label).collect(),
+                    time: rows.iter().filter_map(|r| r.time).collect(),
+                })
             };
-            let mut series = Vec::with_capacity(rows.len() * steps * k);
-            let mut mask = Vec::with_capacity(rows.len() * steps * k);
-            for r in rows {
-                if let Some(s) = &r.series {
-                    for (i, (v, m)) in s.values.iter().zip(&s.mask).enumerate() {
-                        let (mean, sd) = channel_stats[i % k];
-                        let v = if v.is_nan() { mean } else { *v };
-                        series.push((v - mean) / sd);
-                        mask.push(*m);
-                    }
-                }
-            }
-            let mut image = Vec::with_capacity(rows.len() * self.image_len);
-            for r in rows {
-                match &r.image {
-                    Some(v) if v.len() == self.image_len => image.extend_from_slice(v),
-                    Some(_) => {
-                        return Err(data_error(format!(
-                            "subject `{}`: an image of another size than the specification's",
-                            r.pseudonym
-                        )))
-                    }
-                    None if self.image_len == 0 => {}
-                    None => {
-                        return Err(data_error(format!(
-                            "subject `{}` has no image",
-                            r.pseudonym
-                        )))
-                    }
-                }
-            }
-            Ok(TensorSet {
-                n: rows.len(),
-                features,
-                image,
-                series,
-                mask,
-                labels: rows.iter().map(|r| r.label).collect(),
-                time: rows.iter().filter_map(|r| r.time).collect(),
-            })
-        };
         Ok(SiteTensors {
             n_features: d,
             image_len: self.image_len,

@@ -99,15 +99,12 @@ fn invalid(reason: impl Into<String>) -> SpecError {
 }
 
 pub(crate) fn image(raw: RawImage) -> Result<ImageSpec, SpecError> {
-    let category =
-        DataCategory::parse(&raw.category).map_err(|_| SpecError::UnknownCategory {
-            feature: raw.name.clone(),
-            category: raw.category.clone(),
-        })?;
+    let category = DataCategory::parse(&raw.category).map_err(|_| SpecError::UnknownCategory {
+        feature: raw.name.clone(),
+        category: raw.category.clone(),
+    })?;
     if !matches!(raw.channels, 1 | 3) {
-        return Err(invalid(
-            "`channels` is 1 (grayscale) or 3 (RGB)",
-        ));
+        return Err(invalid("`channels` is 1 (grayscale) or 3 (RGB)"));
     }
     if !(1..=MAX_SIDE).contains(&raw.height) || !(1..=MAX_SIDE).contains(&raw.width) {
         return Err(invalid(format!(
@@ -119,7 +116,8 @@ pub(crate) fn image(raw: RawImage) -> Result<ImageSpec, SpecError> {
             "an image holds at most {MAX_VALUES} values (channels x height x width)"
         )));
     }
-    let modality = code_set(&raw.media.modality).map_err(|r| invalid(format!("media.modality: {r}")))?;
+    let modality =
+        code_set(&raw.media.modality).map_err(|r| invalid(format!("media.modality: {r}")))?;
     let view = raw
         .media
         .view
