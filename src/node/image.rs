@@ -19,7 +19,7 @@ pub const PNG: &str = "image/png";
 /// Why an image was not used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ImageError {
-    #[error("content type {0:?} is not image/png")]
+    #[error("content type `{}` is not image/png", .0.as_deref().unwrap_or("(none)"))]
     ContentType(Option<String>),
     #[error("the attachment has neither `data` nor a `url` to a Binary of the export")]
     NoContent,
@@ -459,6 +459,18 @@ pub(crate) mod tests {
         )
         .unwrap_err();
         assert!(matches!(err, crate::node::SpecError::NoFeatures), "{err}");
+        // a CSV extract has no pictures to read
+        let text = format!(
+            r#"{{"name": "t", "image": {},
+              "label": {{"name": "y", "category": "ehr_data",
+                "source": {{"condition": {{"system": "s", "code": "c"}}}}}}}}"#,
+            image(r#", "channels": 1, "height": 8, "width": 8"#)
+        );
+        let with_image = FeatureSpec::from_json(&text).unwrap();
+        assert!(matches!(
+            crate::node::csv_source::read_csv(&with_image, "pseudonym,split,label\n".as_bytes()),
+            Err(crate::node::SourceError::ImageNeedsFhir)
+        ));
     }
 
     #[test]
