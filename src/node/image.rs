@@ -396,6 +396,53 @@ pub(crate) mod tests {
         let tensors = rows.tensors(0.0, 1).unwrap();
         assert_eq!(tensors.train.n, 2);
         assert_eq!(tensors.train.rows(6, 0, 0).unwrap().len(), 12);
+        // what `node check` shows the holder
+        let check = crate::node::check::Check::new(&spec, rows).image.unwrap();
+        assert_eq!(
+            (check.shape, check.missing, check.unusable),
+            ([1, 2, 3], 5, 4)
+        );
+
+        // with a view, a Media of the modality without that view is not the subject's image
+        let viewed = text.replace(
+            r#""media": {"modality": [{"system": "s", "code": "m"}]}"#,
+            r#""media": {"modality": [{"system": "s", "code": "m"}],
+                         "view": [{"system": "v", "code": "lateral"}]}"#,
+        );
+        let spec = FeatureSpec::from_json(&viewed).unwrap();
+        let view = |code: &str| {
+            format!(r#", "view": {{"coding": [{{"system": "v", "code": "{code}"}}]}}"#)
+        };
+        let entries = [
+            patient("a"),
+            media(
+                "a1",
+                "a",
+                "m",
+                &format!("{}, {}", view("frontal"), inline(&gray(0), "image/png")),
+            ),
+            media(
+                "a2",
+                "a",
+                "m",
+                &format!("{}, {}", view("lateral"), inline(&gray(255), "image/png")),
+            ),
+            patient("b"),
+            media(
+                "b1",
+                "b",
+                "m",
+                &format!(", {}", inline(&gray(0), "image/png")),
+            ),
+        ];
+        let bundle = format!(
+            r#"{{"resourceType": "Bundle", "type": "collection", "entry": [{}]}}"#,
+            entries.join(",")
+        );
+        let rows = extract_json(&spec, &bundle).unwrap();
+        assert_eq!(rows.rows.len(), 1);
+        assert_eq!(rows.rows[0].image.as_deref(), Some(&[1.0; 6][..]));
+        assert_eq!(rows.incomplete, ["b"]);
     }
 
     #[test]

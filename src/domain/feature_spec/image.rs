@@ -5,7 +5,7 @@
 //! "image": { "name": "digit", "category": "ehr_data",
 //!   "media": { "modality": [ { "system": "http://dicom.nema.org/resources/ontology/DCM",
 //!                              "code": "DOC" } ],
-//!              "view": [ { "system": "http://snomed.info/sct", "code": "399162004" } ] },
+//!              "view": [ { "system": "urn:example:view", "code": "lateral" } ] },
 //!   "channels": 1, "height": 8, "width": 8,
 //!   "normalize": { "mean": [0.3], "std": [0.4] } }
 //! ```
