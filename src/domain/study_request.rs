@@ -633,7 +633,7 @@ fn parse_backbone(
                         "image_too_small_for_model",
                         format!(
                             "{} stages halve the image {} times; a {height}x{width} image \
-                             needs at most {} stages",
+                             takes at most {} stages",
                             stages.len(),
                             stages.len().saturating_sub(1),
                             height.min(width).ilog2() + 1

@@ -3,10 +3,10 @@
 //! One struct, [`Raw`], holds every field the node reads of Patient, Encounter, Observation,
 //! Condition, MedicationRequest, MedicationStatement, Medication, Media and Binary (their
 //! names and types agree across these resources; `Media.type` and `Media.bodySite` are not
-//! read, as Encounter's `type` and Condition's `bodySite` are lists); everything else in a resource is skipped unparsed. Strings
-//! borrow from the input line where they can. The full `fhir-sdk` models allocate every
-//! element of a resource; reading a Bulk Data export through them is several times slower
-//! (docs/benchmarks.md, "FHIR extraction").
+//! read, as Encounter's `type` and Condition's `bodySite` are lists); everything else in a
+//! resource is skipped unparsed. Strings borrow from the input line where they can. The full
+//! `fhir-sdk` models allocate every element of a resource; reading a Bulk Data export through
+//! them is several times slower (docs/benchmarks.md, "FHIR extraction").
 use std::borrow::Cow;
 
 use serde::de::IgnoredAny;

@@ -1,13 +1,15 @@
 //! The extracted data in the shapes the sequence, image and survival models take: static
 //! features `[n, d]`, images `[n, channels, height, width]` (scaled as the specification
-//! declares, not standardised again), time series `[n, steps, channels]` with a presence mask, labels, and survival
-//! (time, event) pairs; split into train / validation / test as [`SiteRows::site_data`]
-//! splits, and imputed and standardised with statistics of the training part only.
+//! declares, not standardised again), time series `[n, steps, channels]` with a presence
+//! mask, labels, and survival (time, event) pairs; split into train / validation / test as
+//! [`SiteRows::site_data`] splits, and imputed and standardised with statistics of the
+//! training part only.
 //!
 //! [`SiteTensors::site_data`] lays them out as the engine's data sets for a study's task: one
 //! flat row per subject in the study's [`RowLayout`] (`[image | series | mask | static]`, the
 //! image channel-major as the CNN reads it, the series time-major, which the engine's
-//! recurrent, fusion and CNN backbones read with a `per_value` mask), with class labels, label bit masks or survival (time, event) targets.
+//! recurrent, fusion and CNN backbones read with a `per_value` mask), with class labels, label
+//! bit masks or survival (time, event) targets.
 use fl_engine::data::{Dataset, SiteData, Standardizer};
 
 use super::{SiteRows, SourceError, SubjectRow, Task as LabelKind};
@@ -121,8 +123,8 @@ pub struct SiteTensors {
 
 impl SiteTensors {
     /// The site's data as the engine trains a study of `task` on it: every split's rows laid
-    /// out as the study's `RowLayout` (`[image | series | mask | static]`), targets as the task reads
-    /// them. `label` is what the feature specification's label is; a task it cannot provide
+    /// out as the study's `RowLayout` (`[image | series | mask | static]`), targets as the task
+    /// reads them. `label` is what the feature specification's label is; a task it cannot provide
     /// is refused.
     pub fn site_data(
         &self,

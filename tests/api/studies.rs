@@ -976,7 +976,10 @@ async fn image_specifications_take_a_cnn(app: TestApp) {
         study_body(&permit, &TWO),
         &[("feature_spec", digits_features())],
     );
-    let cnn = |stages: Value| json!({"architecture": "net", "backbone": {"kind": "cnn", "stages": stages, "groups": 4}});
+    let cnn = |stages: Value| {
+        json!({"architecture": "net",
+               "backbone": {"kind": "cnn", "stages": stages, "groups": 4}})
+    };
     for (body, field, code) in [
         (
             with(
