@@ -966,7 +966,7 @@ fn digits_features() -> Value {
 // 1c. Image inputs: only a CNN reads an image as one (a recurrent model on an image
 // specification has its own code), the CNN's depth must fit the declared geometry, and a CNN
 // on a specification without image or series is refused as before; the accepted CNN reads the
-// image's 1 x 8 x 8 values as the whole row.
+// image's 1 x 8 x 8 values as the whole row, or its first columns beside static features.
 async fn image_specifications_take_a_cnn(app: TestApp) {
     let alice = app.researcher();
     let permit = app
@@ -1042,6 +1042,49 @@ async fn image_specifications_take_a_cnn(app: TestApp) {
     // stem 1->8 (72 + 16), stage 0 8->8 (2 x (576 + 16)), stage 1 8->16 with a 1x1 stride-2
     // projection (128 + 32, 1152 + 32, 2304 + 32), output 16->10 (170)
     assert_eq!(created.body["parameter_count"], 5122, "{}", created.text);
+
+    // with a static feature beside the image, the row is [image | static]: the CNN reads the
+    // first 64 columns, an MLP on the static columns the 65th
+    let mut features = digits_features();
+    features["features"] = json!([{"name": "sex", "category": "ehr_data",
+        "source": {"patient": "gender"},
+        "transform": {"kind": "map", "values": {"male": 1, "female": 0}}}]);
+    let created = app
+        .post(
+            "/v1/studies",
+            &alice,
+            &with(
+                study_body(&permit, &TWO),
+                &[
+                    ("feature_spec", features),
+                    (
+                        "model",
+                        json!({"architecture": "fenda",
+                               "backbone": {"kind": "cnn", "stages": [8], "groups": 4},
+                               "local_backbone": {"kind": "mlp", "hidden": [4],
+                                                  "inputs": "static"}}),
+                    ),
+                    ("strategy", json!({"name": "fenda_fl"})),
+                ],
+            ),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.text);
+    let model = &created.body["spec"]["model"]["BackboneFenda"];
+    assert_eq!(
+        model["global"]["columns"],
+        json!([{"start": 0, "end": 64}]),
+        "{}",
+        created.text
+    );
+    assert_eq!(model["global"]["inputs"], 65, "{}", created.text);
+    assert_eq!(model["global"]["body"]["kind"], "cnn", "{}", created.text);
+    assert_eq!(
+        model["local"]["columns"],
+        json!([{"start": 64, "end": 65}]),
+        "{}",
+        created.text
+    );
 }
 both_backends!(image_specifications_take_a_cnn);
 
