@@ -1,6 +1,7 @@
 //! The node's data side on the example federation: the committed FHIR Bundles regenerate
 //! byte for byte, and reading them through the feature specification gives exactly the data
-//! set the engine's own Heart Disease loader builds.
+//! set the engine's own Heart Disease loader builds; the digit federation's Media give back
+//! the source images.
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -395,4 +396,40 @@ fn readme_specification_examples_parse() {
     .map(|s| s.to_string())
     .collect();
     assert_eq!(shown, want, "one worked example per source kind");
+}
+
+/// The digit federation's bundles, read through its specification, give back the source
+/// images: every subject kept with no input issue, the PNG (inline or from a Binary) decoded
+/// to the CSV's intensities / 16 (within the 8-bit rounding the script applies), the digit as
+/// its class, the CSV's split.
+#[test]
+fn the_digit_federation_reads_back_the_source_images() {
+    let dir = root().join("examples/digits-federation");
+    let spec = FeatureSpec::from_file(&dir.join("digits.features.json")).unwrap();
+    let csv = std::fs::read_to_string(root().join("fl_engine/data/digits/digits.csv")).unwrap();
+    let source: Vec<Vec<&str>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    let sites = ["imaging-a", "imaging-b", "imaging-c"];
+    for (s, key) in sites.iter().enumerate() {
+        let rows = load_bundle_file(&spec, &dir.join(format!("{key}.json"))).unwrap();
+        assert_eq!(rows.report.bad_inputs(), 0, "{key}: {:?}", rows.report);
+        assert!(rows.incomplete.is_empty(), "{key}");
+        assert_eq!(rows.image_len, 64);
+        assert!(rows.rows.len() > 100, "{key}: {}", rows.rows.len());
+        for (k, row) in rows.rows.iter().enumerate() {
+            // rows were dealt in turn: site s holds CSV rows s, s + 3, s + 6, ...
+            let line = &source[s + 3 * k];
+            let split = if line[0] == "test" { "test" } else { "train" };
+            assert_eq!(row.split.map(|p| p.as_str()), Some(split), "{key} row {k}");
+            assert_eq!(row.label.to_string(), line[1], "{key} row {k}");
+            let image = row.image.as_ref().unwrap();
+            for (got, v) in image.iter().zip(&line[2..]) {
+                let want = v.parse::<f32>().unwrap() / 16.0;
+                assert!((got - want).abs() <= 0.5 / 255.0 + 1e-6, "{key} row {k}");
+            }
+        }
+    }
 }

@@ -52,7 +52,8 @@ pub struct ModelRequest {
     #[serde(default)]
     pub dropout: f32,
     /// The feature extractor (docs/fl-models.md): an MLP with normalisation, a GRU or LSTM
-    /// over the time series, the LSTM + static-MLP fusion, or a CNN over the series grid.
+    /// over the time series, the LSTM + static-MLP fusion, or a CNN over the image or the
+    /// series grid.
     /// FENDA-FL's global extractor.
     #[serde(default)]
     pub backbone: Option<BackboneRequest>,
@@ -135,8 +136,9 @@ pub enum BackboneRequest {
         #[schema(value_type = String)]
         readout: Readout,
     },
-    /// A ResNet-style CNN with GroupNorm over the series as a `[2, steps, channels]` image
-    /// (values and presence mask).
+    /// A ResNet-style CNN with GroupNorm over the specification's image `[channels, height,
+    /// width]`, or, without one, over the series as a `[2, steps, channels]` image (values and
+    /// presence mask). Every stage after the first halves the image.
     Cnn { stages: Vec<usize>, groups: usize },
 }
 
@@ -439,8 +441,8 @@ fn parse_backbone(
 ) -> Option<Backbone> {
     let width = layout.width();
     let series = ColumnRange {
-        start: 0,
-        end: layout.series_width(),
+        start: layout.series_start(),
+        end: layout.statics_start(),
     };
     // a backbone over part of the row reads it through a column selection
     let over = |columns: Vec<ColumnRange>, body: Backbone| {
@@ -460,6 +462,18 @@ fn parse_backbone(
         }
     };
     let needs_series = |e: &mut Errors, what: &str| {
+        if layout.image.is_some() {
+            // precise: the input exists, but it is an image, which only the CNN reads as one
+            e.push(
+                field,
+                "image_needs_cnn",
+                format!(
+                    "a {what} reads a time series; this feature specification's input is an \
+                     image: use a `cnn` backbone (or an `mlp` over its pixels)"
+                ),
+            );
+            return false;
+        }
         if !layout.has_series() {
             e.push(
                 field,
@@ -501,7 +515,7 @@ fn parse_backbone(
             hidden_widths(e, &format!("{field}.hidden"), hidden);
             dropout_ok(e, &format!("{field}.dropout"), *dropout);
             let statics = ColumnRange {
-                start: layout.series_width(),
+                start: layout.statics_start(),
                 end: width,
             };
             let columns = match inputs {
@@ -609,7 +623,46 @@ fn parse_backbone(
             for (i, w) in stages.iter().enumerate() {
                 in_range(e, &format!("{field}.stages[{i}]"), *w, 1, 1024);
             }
-            if !needs_series(e, "CNN") {
+            if let Some((channels, height, width)) = layout.image {
+                // every stage after the first halves the picture: each must still have
+                // pixels to halve, or the deeper stages only see padding
+                let smallest = 1usize << stages.len().saturating_sub(1).min(16);
+                if height < smallest || width < smallest {
+                    e.push(
+                        format!("{field}.stages"),
+                        "image_too_small_for_model",
+                        format!(
+                            "{} stages halve the image {} times; a {height}x{width} image \
+                             takes at most {} stages",
+                            stages.len(),
+                            stages.len().saturating_sub(1),
+                            height.min(width).ilog2() + 1
+                        ),
+                    );
+                    return None;
+                }
+                let image = ColumnRange {
+                    start: 0,
+                    end: layout.image_width(),
+                };
+                return Some(over(
+                    vec![image],
+                    Backbone::Cnn(CnnConfig {
+                        channels,
+                        height,
+                        width,
+                        stages: stages.clone(),
+                        groups: *groups,
+                    }),
+                ));
+            }
+            if !layout.has_series() {
+                e.push(
+                    field,
+                    "sequence_model_needs_series",
+                    "a CNN reads an image or the time series as a [2, steps, channels] grid, and \
+                     this feature specification has neither (add `image` or `time_series`)",
+                );
                 return None;
             }
             Some(over(

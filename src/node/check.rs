@@ -26,7 +26,20 @@ pub struct Check {
     pub private_columns: Vec<Column>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub time_series: Option<Series>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image: Option<Image>,
     pub input: Report,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Image {
+    pub name: String,
+    /// `[channels, height, width]` as declared.
+    pub shape: [usize; 3],
+    /// Rows considered (kept and dropped-incomplete) without a usable image.
+    pub missing: usize,
+    /// Images that were found but could not be used (the `image` input issues).
+    pub unusable: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -180,6 +193,12 @@ impl Check {
                 observed,
             }
         });
+        let image = spec.image.as_ref().map(|i| Image {
+            name: i.name.clone(),
+            shape: [i.channels, i.height, i.width],
+            missing: rows.missing_by_column.get(&i.name).copied().unwrap_or(0),
+            unusable: rows.report.count(super::report::IssueKind::Image),
+        });
         Self {
             specification: spec.name.clone(),
             task: match rows.task {
@@ -214,6 +233,7 @@ impl Check {
                 |r, i| r.private[i],
             ),
             time_series,
+            image,
             input: rows.report,
         }
     }
@@ -313,6 +333,16 @@ impl Check {
             for (name, share) in &ts.observed {
                 let _ = writeln!(s, "  {name:<26} {:>6.1}% of bins observed", 100.0 * share);
             }
+        }
+        if let Some(i) = &self.image {
+            let [c, h, w] = i.shape;
+            let _ = writeln!(s);
+            let _ = writeln!(
+                s,
+                "image          {} ({c} x {h} x {w}): {} rows without a usable one, {} found \
+                 but unusable",
+                i.name, i.missing, i.unusable
+            );
         }
         let _ = writeln!(s);
         if self.input.issues.is_empty() {

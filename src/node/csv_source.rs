@@ -44,6 +44,9 @@ pub fn write_csv<W: Write>(rows: &SiteRows, out: W) -> Result<(), SourceError> {
 
 /// Read a CSV extract whose columns are those of `spec`.
 pub fn read_csv<R: Read>(spec: &FeatureSpec, input: R) -> Result<SiteRows, SourceError> {
+    if spec.image.is_some() {
+        return Err(SourceError::ImageNeedsFhir);
+    }
     let mut r = csv::Reader::from_reader(input);
     let columns = spec.columns();
     let expected: Vec<String> = FIXED

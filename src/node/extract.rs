@@ -7,16 +7,25 @@
 //! cohort's matching records, not with the export. When everything is read, references are
 //! resolved, each patient's events are sorted by time, and every row (one per patient or
 //! per encounter) gets its index, passes the inclusion filters or is excluded with a reason,
-//! and has its features aggregated over their windows, its time series binned, and its label
-//! decided.
+//! and has its features aggregated over their windows, its time series binned, its image
+//! decoded ([`super::image`]), and its label decided.
+//!
+//! Images: the Media whose `modality` (and `view`, when the specification names one) match
+//! are kept undecoded, with their base64 `data` or the `url` of a Binary; Binaries are kept
+//! while an image input is declared. A subject's image is its earliest Media by
+//! `createdDateTime` (`createdPeriod.start`, else `issued`), undated ones after dated ones in
+//! source order; only that one is decoded. A subject without one misses the input; one whose
+//! image cannot be used is reported ([`IssueKind::Image`]) and dropped as incomplete, never
+//! given another image instead.
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 
 use super::cohort::{parse_instant, CodeSet, IndexEvent, Instant, Window};
 use super::features::{
-    Aggregate, Coding, Comparator, Feature, FeatureSpec, LabelSource, ObservationSource,
+    Aggregate, Coding, Comparator, Feature, FeatureSpec, ImageSpec, LabelSource, ObservationSource,
     PatientField, Quantity, SeriesSpec, Source, SurvivalEvent, Value,
 };
+use super::image::ImageError;
 use super::reader::{At, Sink};
 use super::report::{Issue, IssueKind, Report, UnitStats};
 use super::resource::{Concept, ObsValue, Raw};
@@ -97,6 +106,30 @@ struct PendingMed {
     at: (String, u64, Option<String>),
 }
 
+/// Where an image's bytes are.
+enum MediaContent {
+    /// Base64, inline.
+    Data(String),
+    /// A Binary of the export, by `Binary/<id>` or by its Bundle entry's `fullUrl`.
+    Url(String),
+    None,
+}
+
+/// A matching Media, kept undecoded until its subject's image is chosen.
+struct MediaRec {
+    subject: u32,
+    time: Option<Instant>,
+    content_type: Option<String>,
+    content: MediaContent,
+    at: (String, u64, Option<String>),
+}
+
+/// A Binary's content type and base64 data.
+struct BinaryRec {
+    content_type: Option<String>,
+    data: Option<String>,
+}
+
 /// Where a subject reference was first met, to name it in the report.
 struct RefInfo {
     text: String,
@@ -122,6 +155,14 @@ pub struct Store {
     pending: Vec<PendingMed>,
     seen: HashSet<u64>,
     fatal: Option<SourceError>,
+    /// The specification's image input (after the holder's code map).
+    image: Option<ImageSpec>,
+    media: Vec<MediaRec>,
+    /// Binaries by `Binary/<id>`; `binary_urls` maps Bundle `fullUrl`s to those keys.
+    binaries: HashMap<String, BinaryRec>,
+    binary_urls: HashMap<String, String>,
+    /// Per patient, its image: an index into `media` (set once everything is read).
+    first_image: HashMap<u32, usize>,
 }
 
 fn id_hash(ty: &str, id: &str) -> u64 {
@@ -252,6 +293,11 @@ impl Store {
             pending: Vec::new(),
             seen: HashSet::new(),
             fatal: None,
+            image: spec.image.clone(),
+            media: Vec::new(),
+            binaries: HashMap::new(),
+            binary_urls: HashMap::new(),
+            first_image: HashMap::new(),
         }
     }
 
@@ -732,6 +778,117 @@ impl Store {
         }
     }
 
+    fn media(&mut self, at: At<'_>, r: &Raw<'_>, report: &mut Report) {
+        let Some(image) = &self.image else { return };
+        if matches!(r.status.as_deref(), Some("entered-in-error" | "not-done")) {
+            return;
+        }
+        let matches = |codes: &CodeSet, concept: Option<&Concept<'_>>| {
+            concept.is_some_and(|c| c.codings().any(|(s, code)| codes.matches(s, code)))
+        };
+        let wanted = matches(&image.modality, r.modality.as_ref())
+            && image
+                .view
+                .as_ref()
+                .is_none_or(|v| matches(v, r.view.as_ref()));
+        if !wanted {
+            return;
+        }
+        let rid = r.id.as_deref().map(|i| format!("Media/{i}"));
+        if self.duplicate(&at, "Media", r.id.as_deref(), report) {
+            return;
+        }
+        let Some(subject) = self.subject(&at, r, &rid, report) else {
+            return;
+        };
+        let when = r
+            .created_date_time
+            .as_deref()
+            .or(r.created_period.as_ref().and_then(|p| p.start.as_deref()))
+            .or(r.issued.as_deref());
+        let time = Self::time(&at, "created[x]", when, &rid, report);
+        self.touch(subject, time);
+        let content = r.content.as_ref();
+        self.media.push(MediaRec {
+            subject,
+            time,
+            content_type: content
+                .and_then(|c| c.content_type.as_deref())
+                .map(str::to_owned),
+            content: match content {
+                Some(c) if c.data.is_some() => {
+                    MediaContent::Data(c.data.as_deref().unwrap_or_default().to_owned())
+                }
+                Some(c) if c.url.is_some() => {
+                    MediaContent::Url(c.url.as_deref().unwrap_or_default().to_owned())
+                }
+                _ => MediaContent::None,
+            },
+            at: (at.file.to_owned(), at.line, rid),
+        });
+    }
+
+    fn binary(&mut self, at: At<'_>, r: &Raw<'_>) {
+        if self.image.is_none() {
+            return;
+        }
+        let Some(id) = r.id.as_deref() else { return };
+        let key = format!("Binary/{id}");
+        if let Some(u) = at.full_url {
+            self.binary_urls.insert(u.to_owned(), key.clone());
+        }
+        self.binaries.insert(
+            key,
+            BinaryRec {
+                content_type: r.content_type.as_deref().map(str::to_owned),
+                data: r.data.as_deref().map(str::to_owned),
+            },
+        );
+    }
+
+    /// The subject's image, decoded; `Ok(None)` when it has none, else the Media (an index
+    /// into `media`) and why it cannot be used.
+    fn image_of(
+        &self,
+        patient: u32,
+        spec: &ImageSpec,
+    ) -> Result<Option<Vec<f32>>, (usize, ImageError)> {
+        let Some(&k) = self.first_image.get(&patient) else {
+            return Ok(None);
+        };
+        let m = &self.media[k];
+        let (content_type, data) = match &m.content {
+            MediaContent::Data(d) => (m.content_type.as_deref(), d.as_str()),
+            MediaContent::Url(u) => {
+                // a Bundle entry's fullUrl, or a relative or absolute `Binary/<id>`
+                let plain = u.split("/_history/").next().unwrap_or(u.as_str());
+                let key = match self.binary_urls.get(u) {
+                    Some(k) => k.clone(),
+                    None => match plain.rsplit_once("/Binary/") {
+                        Some((_, id)) => format!("Binary/{id}"),
+                        None => plain.to_owned(),
+                    },
+                };
+                let Some(b) = self.binaries.get(&key) else {
+                    return Err((k, ImageError::UnresolvedBinary(u.clone())));
+                };
+                let Some(d) = &b.data else {
+                    return Err((k, ImageError::NoContent));
+                };
+                // the attachment's type, else the Binary's own
+                (
+                    m.content_type.as_deref().or(b.content_type.as_deref()),
+                    d.as_str(),
+                )
+            }
+            MediaContent::None => return Err((k, ImageError::NoContent)),
+        };
+        let bytes = super::image::base64_bytes(data).map_err(|e| (k, e))?;
+        super::image::decode(content_type, &bytes, spec)
+            .map(Some)
+            .map_err(|e| (k, e))
+    }
+
     fn medication(&mut self, r: &Raw<'_>) {
         if !self.wants(Family::Medication) {
             return;
@@ -759,6 +916,8 @@ impl Sink for Store {
             Some("Condition") => self.condition(at, r, report),
             Some("MedicationRequest" | "MedicationStatement") => self.medication_use(at, r, report),
             Some("Medication") => self.medication(r),
+            Some("Media") => self.media(at, r, report),
+            Some("Binary") => self.binary(at, r),
             _ => {}
         }
     }
@@ -935,6 +1094,19 @@ impl Store {
             None => false,
         });
         events.sort_by_key(|e| (e.subject, e.slot, e.time));
+        // each patient's image: its earliest dated Media, else its first undated one
+        for (k, m) in self.media.iter().enumerate() {
+            let Some(p) = patient_of[m.subject as usize] else {
+                continue;
+            };
+            let key = |m: &MediaRec| (m.time.is_none(), m.time);
+            match self.first_image.get(&p) {
+                Some(&j) if key(&self.media[j]) <= key(m) => {}
+                _ => {
+                    self.first_image.insert(p, k);
+                }
+            }
+        }
         let mut encounters: Vec<(u32, usize)> = self
             .encounters
             .iter()
@@ -973,6 +1145,7 @@ impl Store {
                 steps: s.steps(),
                 channels: s.channel_names(),
             }),
+            image_len: spec.image.as_ref().map_or(0, ImageSpec::len),
             ..SiteRows::default()
         };
 
@@ -1230,6 +1403,30 @@ impl Store {
                 }
             }
         }
+        let image = match &spec.image {
+            None => None,
+            Some(is) => match self.image_of(c.patient, is) {
+                Ok(Some(v)) => Some(v),
+                Ok(None) => {
+                    missing_cols.push(is.name.clone());
+                    complete = false;
+                    None
+                }
+                Err((k, e)) => {
+                    let at = &self.media[k].at;
+                    report.issue(Issue {
+                        kind: IssueKind::Image,
+                        file: Some(at.0.clone()),
+                        line: Some(at.1),
+                        resource: at.2.clone(),
+                        detail: format!("image `{}` of Patient/{}: {e}", is.name, pat.id),
+                    });
+                    missing_cols.push(is.name.clone());
+                    complete = false;
+                    None
+                }
+            },
+        };
         for col in missing_cols {
             *out.missing_by_column.entry(col).or_default() += 1;
         }
@@ -1250,6 +1447,7 @@ impl Store {
             label,
             time,
             series,
+            image,
             encounter: enc.and_then(|e| e.id.clone()),
             private,
         });

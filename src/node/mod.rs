@@ -25,6 +25,7 @@ pub mod csv_source;
 pub mod example_federation;
 pub mod extract;
 pub mod fhir_source;
+pub mod image;
 pub mod impute;
 pub mod local_model;
 pub mod node_log;
@@ -89,6 +90,9 @@ pub struct SubjectRow {
     pub time: Option<f32>,
     /// Time series inputs, when the specification has them.
     pub series: Option<Series>,
+    /// The image, `[channels, height, width]` channel-major, scaled (and normalised) as the
+    /// specification declares, when it has one.
+    pub image: Option<Vec<f32>>,
     /// The Encounter this row is, for encounter cohorts.
     pub encounter: Option<String>,
     /// The holder's site-private columns (never part of the shared model's input).
@@ -170,6 +174,8 @@ pub enum SourceError {
     },
     #[error("CSV record {record}: {reason}")]
     CsvValue { record: usize, reason: String },
+    #[error("a CSV extract holds no images: read an image specification from FHIR Media")]
+    ImageNeedsFhir,
     #[error("{0} subjects carry no train/test tag")]
     Untagged(usize),
     #[error(transparent)]
@@ -192,6 +198,8 @@ pub struct SiteRows {
     pub task: Task,
     /// The time series' shape, when the specification has one.
     pub series: Option<SeriesShape>,
+    /// Values per image (`channels * height * width`); 0 without an image.
+    pub image_len: usize,
     /// Kept rows, in source order.
     pub rows: Vec<SubjectRow>,
     /// Pseudonyms of subjects dropped because an input was missing.
@@ -327,10 +335,11 @@ impl SiteRows {
         val_fraction: f64,
         seed: u64,
     ) -> Result<SiteData, SourceError> {
-        if self.task != Task::Binary || self.series.is_some() {
+        if self.task != Task::Binary || self.series.is_some() || self.image_len > 0 {
             return Err(SourceError::Engine(fl_engine::error::EngineError::InvalidConfig(
                 "the engine trains binary classifiers on static features; this specification's \
-                 survival or time-series target needs the sequence and survival models"
+                 survival target, time series or image needs the sequence, image and survival \
+                 models"
                     .into(),
             )));
         }

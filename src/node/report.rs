@@ -39,6 +39,9 @@ pub enum IssueKind {
     NoValue,
     /// A medication reference to a Medication the export does not hold.
     UnresolvedMedication,
+    /// A subject's image that cannot be used: not PNG, not decodable, not the declared size
+    /// or colour, or its Binary is missing (the subject is dropped as incomplete).
+    Image,
 }
 
 impl IssueKind {

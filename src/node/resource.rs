@@ -1,18 +1,19 @@
 //! The parts of FHIR R4 resources the node reads, as flat borrowed structs.
 //!
 //! One struct, [`Raw`], holds every field the node reads of Patient, Encounter, Observation,
-//! Condition, MedicationRequest, MedicationStatement and Medication (their names and types
-//! agree across these resources); everything else in a resource is skipped unparsed. Strings
-//! borrow from the input line where they can. The full `fhir-sdk` models allocate every
-//! element of a resource; reading a Bulk Data export through them is several times slower
-//! (docs/benchmarks.md, "FHIR extraction").
+//! Condition, MedicationRequest, MedicationStatement, Medication, Media and Binary (their
+//! names and types agree across these resources; `Media.type` and `Media.bodySite` are not
+//! read, as Encounter's `type` and Condition's `bodySite` are lists); everything else in a
+//! resource is skipped unparsed. Strings borrow from the input line where they can. The full
+//! `fhir-sdk` models allocate every element of a resource; reading a Bulk Data export through
+//! them is several times slower (docs/benchmarks.md, "FHIR extraction").
 use std::borrow::Cow;
 
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
 /// Resource types the node reads.
-pub const READ_TYPES: [&str; 7] = [
+pub const READ_TYPES: [&str; 9] = [
     "Patient",
     "Encounter",
     "Observation",
@@ -20,6 +21,8 @@ pub const READ_TYPES: [&str; 7] = [
     "MedicationRequest",
     "MedicationStatement",
     "Medication",
+    "Media",
+    "Binary",
 ];
 
 #[derive(Debug, Default, Deserialize)]
@@ -101,6 +104,34 @@ pub struct Raw<'a> {
     #[serde(borrow)]
     pub date_asserted: Option<Cow<'a, str>>,
     pub contained: Option<Vec<serde_json::Value>>,
+    // Media
+    #[serde(borrow)]
+    pub modality: Option<Concept<'a>>,
+    #[serde(borrow)]
+    pub view: Option<Concept<'a>>,
+    #[serde(borrow)]
+    pub content: Option<Attachment<'a>>,
+    #[serde(borrow)]
+    pub created_date_time: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub created_period: Option<Period<'a>>,
+    // Binary
+    #[serde(borrow)]
+    pub content_type: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub data: Option<Cow<'a, str>>,
+}
+
+/// An Attachment: inline base64 `data`, or a `url` (to a Binary of the same export).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Attachment<'a> {
+    #[serde(borrow)]
+    pub content_type: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub data: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub url: Option<Cow<'a, str>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

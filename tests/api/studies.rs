@@ -957,6 +957,137 @@ async fn tasks_losses_and_models_are_checked_at_submission(app: TestApp) {
     assert_eq!(studies_listed(&app).await, 3);
 }
 
+fn digits_features() -> Value {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/digits-federation/digits.features.json");
+    serde_json::from_slice(&std::fs::read(path).expect("digit feature spec")).unwrap()
+}
+
+// 1c. Image inputs: only a CNN reads an image as one (a recurrent model on an image
+// specification has its own code), the CNN's depth must fit the declared geometry, and a CNN
+// on a specification without image or series is refused as before; the accepted CNN reads the
+// image's 1 x 8 x 8 values as the whole row, or its first columns beside static features.
+async fn image_specifications_take_a_cnn(app: TestApp) {
+    let alice = app.researcher();
+    let permit = app
+        .permit_id(&federation_application(&TWO, 1000.0, "record"))
+        .await;
+    let digits = with(
+        study_body(&permit, &TWO),
+        &[("feature_spec", digits_features())],
+    );
+    let cnn = |stages: Value| {
+        json!({"architecture": "net",
+               "backbone": {"kind": "cnn", "stages": stages, "groups": 4}})
+    };
+    for (body, field, code) in [
+        (
+            with(
+                digits.clone(),
+                &[(
+                    "model",
+                    json!({"architecture": "net", "backbone": {"kind": "gru", "hidden": 8}}),
+                )],
+            ),
+            "model.backbone",
+            "image_needs_cnn",
+        ),
+        (
+            with(
+                digits.clone(),
+                &[(
+                    "model",
+                    json!({"architecture": "net", "backbone":
+                        {"kind": "fusion", "cell": "lstm", "hidden": 8}}),
+                )],
+            ),
+            "model.backbone",
+            "image_needs_cnn",
+        ),
+        // five stages halve an 8 x 8 image four times
+        (
+            with(digits.clone(), &[("model", cnn(json!([4, 4, 4, 4, 4])))]),
+            "model.backbone.stages",
+            "image_too_small_for_model",
+        ),
+        (
+            with(study_body(&permit, &TWO), &[("model", cnn(json!([8])))]),
+            "model.backbone",
+            "sequence_model_needs_series",
+        ),
+    ] {
+        refused_on(&app, &alice, &body, field, code).await;
+    }
+
+    let created = app
+        .post(
+            "/v1/studies",
+            &alice,
+            &with(digits, &[("model", cnn(json!([8, 16])))]),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.text);
+    assert_eq!(
+        created.body["spec"]["task"],
+        json!({"multiclass": {"classes": 10}})
+    );
+    let body = &created.body["spec"]["model"]["BackboneNet"]["body"];
+    assert_eq!(
+        *body,
+        json!({"kind": "cnn", "channels": 1, "height": 8, "width": 8, "stages": [8, 16],
+               "groups": 4}),
+        "{}",
+        created.text
+    );
+    // stem 1->8 (72 + 16), stage 0 8->8 (2 x (576 + 16)), stage 1 8->16 with a 1x1 stride-2
+    // projection (128 + 32, 1152 + 32, 2304 + 32), output 16->10 (170)
+    assert_eq!(created.body["parameter_count"], 5122, "{}", created.text);
+
+    // with a static feature beside the image, the row is [image | static]: the CNN reads the
+    // first 64 columns, an MLP on the static columns the 65th
+    let mut features = digits_features();
+    features["features"] = json!([{"name": "sex", "category": "ehr_data",
+        "source": {"patient": "gender"},
+        "transform": {"kind": "map", "values": {"male": 1, "female": 0}}}]);
+    let created = app
+        .post(
+            "/v1/studies",
+            &alice,
+            &with(
+                study_body(&permit, &TWO),
+                &[
+                    ("feature_spec", features),
+                    (
+                        "model",
+                        json!({"architecture": "fenda",
+                               "backbone": {"kind": "cnn", "stages": [8], "groups": 4},
+                               "local_backbone": {"kind": "mlp", "hidden": [4],
+                                                  "inputs": "static"}}),
+                    ),
+                    ("strategy", json!({"name": "fenda_fl"})),
+                ],
+            ),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.text);
+    let model = &created.body["spec"]["model"]["BackboneFenda"];
+    assert_eq!(
+        model["global"]["columns"],
+        json!([{"start": 0, "end": 64}]),
+        "{}",
+        created.text
+    );
+    assert_eq!(model["global"]["inputs"], 65, "{}", created.text);
+    assert_eq!(model["global"]["body"]["kind"], "cnn", "{}", created.text);
+    assert_eq!(
+        model["local"]["columns"],
+        json!([{"start": 64, "end": 65}]),
+        "{}",
+        created.text
+    );
+}
+both_backends!(image_specifications_take_a_cnn);
+
 async fn small_updates(backend: Backend) -> TestApp {
     TestApp::spawn_with(backend, |s| s.federation.max_update_bytes = 64 * 1024).await
 }

@@ -10,8 +10,10 @@
 //! study touches ([`FeatureSpec::categories`]) so the gateway can check them against the
 //! data permit.
 //!
-//! File format (JSON); everything but `name`, `features` and `label` is optional, and a
-//! specification without `cohort` reads one row per Patient with no notion of time:
+//! File format (JSON); everything but `name`, `features` and `label` is optional (`features`
+//! too when an `image` is declared: [`super::image`], one picture per subject from FHIR
+//! `Media`, which a CNN reads), and a specification without `cohort` reads one row per Patient
+//! with no notion of time:
 //!
 //! ```json
 //! {
@@ -90,6 +92,7 @@ use super::cohort::{
 use crate::domain::study::StudyTask;
 use crate::domain::DataCategory;
 
+pub use super::image::ImageSpec;
 pub use super::transform::{Coding, Comparator, Quantity, Transform, Value, ValueError};
 
 /// Code system of LOINC.
@@ -589,6 +592,8 @@ pub struct FeatureSpec {
     pub cohort: Cohort,
     pub features: Vec<Feature>,
     pub series: Option<SeriesSpec>,
+    /// One image per subject ([`super::image`]).
+    pub image: Option<ImageSpec>,
     pub label: Label,
 }
 
@@ -606,24 +611,35 @@ impl FeatureSpec {
             .into_iter()
             .map(|f| feature(f, has_index))
             .collect::<Result<Vec<_>, _>>()?;
-        if features.is_empty() {
+        let image = raw.image.map(super::image::image).transpose()?;
+        // an image alone is a complete input (a digit, a skin lesion)
+        if features.is_empty() && image.is_none() {
             return Err(SpecError::NoFeatures);
         }
         let series = raw.time_series.map(|s| series(s, has_index)).transpose()?;
+        if series.is_some() && image.is_some() {
+            return Err(invalid(
+                "image",
+                "a specification has an image or a time series as its structured input, not both",
+            ));
+        }
         let label = label(raw.label, has_index)?;
         let spec = Self {
             name: raw.name,
             cohort,
             features,
             series,
+            image,
             label,
         };
         let mut seen = BTreeSet::new();
         let series_names = spec.series.iter().flat_map(SeriesSpec::channel_names);
+        let image_name = spec.image.iter().map(|i| i.name.clone());
         for c in spec
             .columns()
             .into_iter()
             .chain(series_names)
+            .chain(image_name)
             .chain(std::iter::once(spec.label.name.clone()))
         {
             if !seen.insert(c.clone()) {
@@ -671,6 +687,7 @@ impl FeatureSpec {
                     .iter()
                     .flat_map(|s| s.channels.iter().map(|c| c.category)),
             )
+            .chain(self.image.iter().map(|i| i.category))
             .chain(self.label.categories())
             .chain(self.cohort.category)
             .collect()
@@ -701,6 +718,9 @@ impl FeatureSpec {
         for c in self.series.iter_mut().flat_map(|s| s.channels.iter_mut()) {
             out.push(&mut c.source.codes);
             out.extend(c.source.method.as_mut());
+        }
+        if let Some(i) = &mut self.image {
+            out.extend(i.code_sets_mut());
         }
         self.label.source.code_sets_mut(&mut out);
         out
@@ -1255,8 +1275,10 @@ fn label_source(
 struct RawSpec {
     name: String,
     cohort: Option<RawCohort>,
+    #[serde(default)]
     features: Vec<RawFeature>,
     time_series: Option<RawSeries>,
+    image: Option<super::image::RawImage>,
     label: RawLabel,
 }
 

@@ -4,6 +4,7 @@
 //! and CSV data lives in `crate::node`.
 pub mod cohort;
 pub mod features;
+pub mod image;
 pub mod transform;
 pub mod units;
 
