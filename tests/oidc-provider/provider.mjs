@@ -27,10 +27,14 @@
 //   GET  /admin/signing-key  {kid, private_pem, public_pem} of the current key, so a test can
 //                            forge tokens a gateway trusting this provider would verify
 //                            (expired, not yet valid, wrong audience or issuer)
-import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import { generateKeyPairSync, randomUUID, webcrypto } from 'node:crypto';
 import { createServer } from 'node:http';
 
-import Provider from 'oidc-provider';
+// Node.js before 19 keeps Web Crypto off the global object, where the provider's JOSE library
+// looks for it; set it before that library loads.
+globalThis.crypto ??= webcrypto;
+globalThis.CryptoKey ??= webcrypto.CryptoKey;
+const { default: Provider } = await import('oidc-provider');
 
 const config = JSON.parse(process.argv[2] ?? '{}');
 const clientsById = new Map(config.clients.map((c) => [c.client_id, c]));
