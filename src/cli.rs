@@ -202,7 +202,7 @@ pub struct NodeRunArgs {
 
 /// Token endpoint client authentication (OpenID Connect Core 1.0 §9).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-#[clap(rename_all = "snake_case")]
+#[value(rename_all = "snake_case")]
 pub enum ClientAuthMethod {
     ClientSecretBasic,
     ClientSecretPost,

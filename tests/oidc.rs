@@ -279,7 +279,12 @@ fn staff() -> Vec<Registration> {
             &["hdab_officer"],
             Some("hdab-de"),
         ),
-        Registration::secret("audrey", "client_secret_basic", &["auditor"], Some("hdab-de")),
+        Registration::secret(
+            "audrey",
+            "client_secret_basic",
+            &["auditor"],
+            Some("hdab-de"),
+        ),
     ]
 }
 
@@ -537,9 +542,18 @@ async fn node_logs_in_with_each_client_authentication_method() {
     let secret = || "s3cret-of-the-client".to_owned();
     let key = |pem: &str| ClientKey::from_pem(pem.as_bytes(), Some("node-key-1".into())).unwrap();
     for (login, org) in [
-        (login("node-basic", ClientAuth::SecretBasic(secret())), "cleveland"),
-        (login("node-post", ClientAuth::SecretPost(secret())), "hungarian"),
-        (login("node-jwt", ClientAuth::PrivateKeyJwt(key(&pem))), "va"),
+        (
+            login("node-basic", ClientAuth::SecretBasic(secret())),
+            "cleveland",
+        ),
+        (
+            login("node-post", ClientAuth::SecretPost(secret())),
+            "hungarian",
+        ),
+        (
+            login("node-jwt", ClientAuth::PrivateKeyJwt(key(&pem))),
+            "va",
+        ),
     ] {
         let method = login.auth.method();
         let source = std::sync::Arc::new(ClientCredentials::new(login).unwrap());
@@ -566,7 +580,10 @@ async fn node_logs_in_with_each_client_authentication_method() {
     let researcher = GatewayClient::new(&gw.base)
         .unwrap()
         .with_token(idp.token("alice").await);
-    let refused = researcher.poll_tasks(0).await.expect_err("not a data holder");
+    let refused = researcher
+        .poll_tasks(0)
+        .await
+        .expect_err("not a data holder");
     assert!(
         matches!(&refused, ClientError::Problem { status, .. } if status.as_u16() == 403),
         "{refused}"

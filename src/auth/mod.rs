@@ -234,7 +234,10 @@ impl Authenticator {
             if let (true, Some(k)) = (fresh(&cache), known) {
                 return Ok(k.clone());
             }
-            if cache.tried_at.is_some_and(|t| t.elapsed() < self.refresh_min) {
+            if cache
+                .tried_at
+                .is_some_and(|t| t.elapsed() < self.refresh_min)
+            {
                 return known.cloned().ok_or_else(unknown_key);
             }
         }
@@ -268,10 +271,7 @@ impl Authenticator {
         }
         let header = jsonwebtoken::decode_header(token).map_err(|_| {
             if is_unsecured(token) {
-                AuthError::new(
-                    "unsigned_token",
-                    "the token is not signed (`alg: none`)",
-                )
+                AuthError::new("unsigned_token", "the token is not signed (`alg: none`)")
             } else {
                 AuthError::new("invalid_token", "the token is not a well-formed JWS")
             }

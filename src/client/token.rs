@@ -243,12 +243,10 @@ impl ClientCredentials {
             AuthType, ClientId, ClientSecret, IssuerUrl, OAuth2TokenResponse, Scope,
         };
         let login = &self.login;
-        let metadata = CoreProviderMetadata::discover_async(
-            IssuerUrl::new(login.issuer.clone())?,
-            &self.http,
-        )
-        .await
-        .context("OpenID Connect discovery failed")?;
+        let metadata =
+            CoreProviderMetadata::discover_async(IssuerUrl::new(login.issuer.clone())?, &self.http)
+                .await
+                .context("OpenID Connect discovery failed")?;
         if let Some(supported) = metadata.token_endpoint_auth_methods_supported() {
             let method = login.auth.method();
             anyhow::ensure!(
@@ -294,10 +292,9 @@ impl ClientCredentials {
         if let Some(audience) = &login.audience {
             request = request.add_extra_param("audience", audience.clone());
         }
-        let answer = request
-            .request_async(&self.http)
-            .await
-            .map_err(|e| anyhow::anyhow!("the client-credentials login failed: {}", describe(&e)))?;
+        let answer = request.request_async(&self.http).await.map_err(|e| {
+            anyhow::anyhow!("the client-credentials login failed: {}", describe(&e))
+        })?;
         let lifetime = answer
             .expires_in()
             .unwrap_or(Duration::from_secs(300))
