@@ -157,12 +157,32 @@ pub struct NodeRunArgs {
     #[arg(long, env = "EHDS_NODE_STATE_DIR")]
     pub state_dir: PathBuf,
     /// OpenID Connect issuer for the client-credentials grant.
-    #[arg(long, env = "EHDS_NODE_ISSUER", requires_all = ["client_id", "client_secret"])]
+    #[arg(long, env = "EHDS_NODE_ISSUER", requires = "client_id")]
     pub issuer: Option<String>,
     #[arg(long, env = "EHDS_NODE_CLIENT_ID")]
     pub client_id: Option<String>,
+    /// How the node authenticates at the token endpoint.
+    #[arg(long, env = "EHDS_NODE_CLIENT_AUTH", value_enum, default_value_t = ClientAuthMethod::ClientSecretBasic)]
+    pub client_auth: ClientAuthMethod,
+    /// The client secret (`client_secret_basic`, `client_secret_post`).
     #[arg(long, env = "EHDS_NODE_CLIENT_SECRET", hide_env_values = true)]
     pub client_secret: Option<String>,
+    /// The client's private key, PEM (`private_key_jwt`): RSA signs RS256, P-256 ES256,
+    /// Ed25519 EdDSA.
+    #[arg(long, env = "EHDS_NODE_CLIENT_KEY")]
+    pub client_key: Option<PathBuf>,
+    /// The `kid` the provider knows the client's key by, when it needs one.
+    #[arg(long, env = "EHDS_NODE_CLIENT_KEY_ID")]
+    pub client_key_id: Option<String>,
+    /// Scopes to ask for (space-separated); none leaves it to the client's registration.
+    #[arg(long, env = "EHDS_NODE_SCOPE")]
+    pub scope: Option<String>,
+    /// The gateway's resource indicator (RFC 8707) sent as `resource`.
+    #[arg(long, env = "EHDS_NODE_RESOURCE")]
+    pub resource: Option<String>,
+    /// The gateway's audience, for providers that take an `audience` parameter instead.
+    #[arg(long, env = "EHDS_NODE_AUDIENCE")]
+    pub audience: Option<String>,
     /// Development mode: mint tokens with the development key in this gateway data directory.
     #[arg(long)]
     pub dev_key_dir: Option<PathBuf>,
@@ -178,6 +198,15 @@ pub struct NodeRunArgs {
     /// What the node accepts (docs/node-policy.md); required outside development mode.
     #[arg(long, env = "EHDS_NODE_POLICY")]
     pub policy: Option<PathBuf>,
+}
+
+/// Token endpoint client authentication (OpenID Connect Core 1.0 §9).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum ClientAuthMethod {
+    ClientSecretBasic,
+    ClientSecretPost,
+    PrivateKeyJwt,
 }
 
 #[derive(Subcommand)]
@@ -443,11 +472,40 @@ async fn node_run(args: NodeRunArgs, settings: &Settings) -> anyhow::Result<()> 
     };
     let organisation = OrgId::parse(&args.org).map_err(|e| anyhow::anyhow!(e.1))?;
     let credentials = match (args.issuer, args.dev_key_dir, args.token) {
-        (Some(issuer), None, None) => Credentials::ClientCredentials {
-            issuer,
-            client_id: args.client_id.unwrap_or_default(),
-            client_secret: args.client_secret.unwrap_or_default(),
-        },
+        (Some(issuer), None, None) => {
+            use crate::client::{ClientAuth, ClientKey, ClientLogin};
+            let auth = match (args.client_auth, args.client_secret, &args.client_key) {
+                (ClientAuthMethod::ClientSecretBasic, Some(secret), None) => {
+                    ClientAuth::SecretBasic(secret)
+                }
+                (ClientAuthMethod::ClientSecretPost, Some(secret), None) => {
+                    ClientAuth::SecretPost(secret)
+                }
+                (ClientAuthMethod::PrivateKeyJwt, None, Some(path)) => {
+                    ClientAuth::PrivateKeyJwt(ClientKey::load(path, args.client_key_id.clone())?)
+                }
+                (ClientAuthMethod::PrivateKeyJwt, _, _) => {
+                    anyhow::bail!("--client-auth private_key_jwt takes --client-key and no --client-secret")
+                }
+                _ => anyhow::bail!(
+                    "--client-auth client_secret_basic and client_secret_post take --client-secret and no --client-key"
+                ),
+            };
+            Credentials::ClientCredentials(ClientLogin {
+                issuer,
+                client_id: args.client_id.unwrap_or_default(),
+                auth,
+                scopes: args
+                    .scope
+                    .as_deref()
+                    .unwrap_or_default()
+                    .split_whitespace()
+                    .map(str::to_owned)
+                    .collect(),
+                resource: args.resource,
+                audience: args.audience,
+            })
+        }
         (None, Some(dir), None) if !DevIssuer::key_path(&dir).exists() => anyhow::bail!(
             "{} holds no development key: point --dev-key-dir at the data directory of a gateway run with --dev",
             dir.display()

@@ -133,6 +133,9 @@ pub struct AuthSettings {
     pub organisation_claim: String,
     /// Minimum seconds between JWKS refreshes triggered by an unknown `kid`.
     pub jwks_refresh_min_seconds: u64,
+    /// Seconds the issuer's key set is used before it is fetched again, so a key the issuer
+    /// retired stops verifying tokens within this time.
+    pub jwks_max_age_seconds: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -195,6 +198,7 @@ impl Default for Settings {
                 roles_claim: "roles".into(),
                 organisation_claim: "org".into(),
                 jwks_refresh_min_seconds: 10,
+                jwks_max_age_seconds: 300,
             },
             http: HttpSettings {
                 body_limit_bytes: 1024 * 1024,

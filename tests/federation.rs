@@ -743,15 +743,24 @@ async fn identity_provider(
     let base = format!("http://{}", listener.local_addr().unwrap());
     let issued = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let count = issued.clone();
-    let token_url = format!("{base}/token");
+    // the provider metadata OpenID Connect Discovery 1.0 §3 requires
+    let discovery = json!({
+        "issuer": base,
+        "authorization_endpoint": format!("{base}/authorize"),
+        "token_endpoint": format!("{base}/token"),
+        "jwks_uri": format!("{base}/jwks"),
+        "response_types_supported": ["code"],
+        "subject_types_supported": ["public"],
+        "id_token_signing_alg_values_supported": ["ES256"],
+        "token_endpoint_auth_methods_supported": ["client_secret_basic"],
+    });
+    let jwks = dev.jwks();
     let app = Router::new()
         .route(
             "/.well-known/openid-configuration",
-            get(move || {
-                let token_url = token_url.clone();
-                async move { Json(json!({ "token_endpoint": token_url })) }
-            }),
+            get(move || async move { Json(discovery) }),
         )
+        .route("/jwks", get(move || async move { Json(jwks) }))
         .route(
             "/token",
             post(move |headers: HeaderMap, body: String| {
@@ -781,6 +790,7 @@ async fn identity_provider(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_agent_authenticates_with_client_credentials() {
     use ehds_gateway::{
+        client::{ClientAuth, ClientLogin},
         domain::OrgId,
         node::agent::{Agent, AgentConfig, Credentials, DataSource},
     };
@@ -813,11 +823,14 @@ max_epsilon_per_permit = 8.0
         Agent::new(AgentConfig {
             gateway: app.base.clone(),
             organisation: OrgId::parse("cleveland").unwrap(),
-            credentials: Credentials::ClientCredentials {
+            credentials: Credentials::ClientCredentials(ClientLogin {
                 issuer: idp.clone(),
                 client_id: "node-cleveland".into(),
-                client_secret: secret.into(),
-            },
+                auth: ClientAuth::SecretBasic(secret.into()),
+                scopes: vec![],
+                resource: None,
+                audience: None,
+            }),
             source: DataSource::Fhir(example_federation_dir().join("cleveland.json")),
             state_dir: state.path().to_path_buf(),
             poll_wait_seconds: 5,

@@ -123,7 +123,10 @@ fn unknown_key() -> AuthError {
 
 struct KeyCache {
     keys: JwkSet,
+    /// When `keys` were fetched.
     fetched_at: Option<Instant>,
+    /// When a fetch was last tried, whether it worked or not.
+    tried_at: Option<Instant>,
 }
 
 pub struct Authenticator {
@@ -134,6 +137,7 @@ pub struct Authenticator {
     roles_claim: String,
     organisation_claim: String,
     refresh_min: Duration,
+    max_age: Duration,
     http: openidconnect::reqwest::Client,
     cache: RwLock<KeyCache>,
     refreshing: Mutex<()>,
@@ -178,10 +182,12 @@ impl Authenticator {
             roles_claim: settings.roles_claim.clone(),
             organisation_claim: settings.organisation_claim.clone(),
             refresh_min: Duration::from_secs(settings.jwks_refresh_min_seconds),
+            max_age: Duration::from_secs(settings.jwks_max_age_seconds),
             http,
             cache: RwLock::new(KeyCache {
                 keys: JwkSet { keys: vec![] },
                 fetched_at: None,
+                tried_at: None,
             }),
             refreshing: Mutex::new(()),
         })
@@ -206,31 +212,51 @@ impl Authenticator {
         serde_json::from_value(json).map_err(|e| unavailable(e.to_string()))
     }
 
-    /// Returns the key for `kid`, refreshing the JWKS once if the key is unknown (key rotation),
-    /// but never more often than the configured minimum interval.
+    /// Returns the key for `kid` from the issuer's key set. The set is fetched again when it
+    /// names no such key (the issuer rotated its keys) or is older than the configured maximum
+    /// age (the issuer may have retired a key), but never more often than the configured minimum
+    /// interval. If the issuer cannot be reached, a key from the last set it published still
+    /// verifies, so an identity-provider outage does not lock every caller out.
     async fn key(&self, kid: &str) -> Result<jsonwebtoken::jwk::Jwk, AuthError> {
-        if let Some(k) = self.cache.read().await.keys.find(kid) {
-            return Ok(k.clone());
+        let fresh = |c: &KeyCache| c.fetched_at.is_some_and(|t| t.elapsed() < self.max_age);
+        {
+            let cache = self.cache.read().await;
+            if fresh(&cache) {
+                if let Some(k) = cache.keys.find(kid) {
+                    return Ok(k.clone());
+                }
+            }
         }
         let _one_refresh_at_a_time = self.refreshing.lock().await;
         {
             let cache = self.cache.read().await;
-            if let Some(k) = cache.keys.find(kid) {
+            let known = cache.keys.find(kid);
+            if let (true, Some(k)) = (fresh(&cache), known) {
                 return Ok(k.clone());
             }
             if cache
-                .fetched_at
+                .tried_at
                 .is_some_and(|t| t.elapsed() < self.refresh_min)
             {
-                return Err(unknown_key());
+                return known.cloned().ok_or_else(unknown_key);
             }
         }
-        let keys = self.discover().await?;
+        let fetched = self.discover().await;
         let mut cache = self.cache.write().await;
-        *cache = KeyCache {
-            keys,
-            fetched_at: Some(Instant::now()),
-        };
+        cache.tried_at = Some(Instant::now());
+        match fetched {
+            Ok(keys) => {
+                cache.keys = keys;
+                cache.fetched_at = Some(Instant::now());
+            }
+            Err(e) => match cache.keys.find(kid) {
+                Some(k) => {
+                    tracing::warn!(error = %e, "the issuer's key set could not be refreshed; using the last one");
+                    return Ok(k.clone());
+                }
+                None => return Err(e),
+            },
+        }
         cache.keys.find(kid).cloned().ok_or_else(unknown_key)
     }
 
@@ -243,8 +269,13 @@ impl Authenticator {
                 format!("the token exceeds {MAX_TOKEN_BYTES} bytes"),
             ));
         }
-        let header = jsonwebtoken::decode_header(token)
-            .map_err(|_| AuthError::new("invalid_token", "the token is not a well-formed JWS"))?;
+        let header = jsonwebtoken::decode_header(token).map_err(|_| {
+            if is_unsecured(token) {
+                AuthError::new("unsigned_token", "the token is not signed (`alg: none`)")
+            } else {
+                AuthError::new("invalid_token", "the token is not a well-formed JWS")
+            }
+        })?;
         if !self.algorithms.contains(&header.alg) {
             return Err(AuthError::new(
                 "unsupported_algorithm",
@@ -353,6 +384,22 @@ impl Authenticator {
     }
 }
 
+/// Whether the token's header declares an unsecured JWS (RFC 7515 §A.5, `"alg": "none"`),
+/// which the JWS parser does not know as an algorithm at all.
+fn is_unsecured(token: &str) -> bool {
+    use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
+    #[derive(Deserialize)]
+    struct Header {
+        alg: String,
+    }
+    token
+        .split('.')
+        .next()
+        .and_then(|h| URL_SAFE_NO_PAD.decode(h).ok())
+        .and_then(|h| serde_json::from_slice::<Header>(&h).ok())
+        .is_some_and(|h| h.alg.eq_ignore_ascii_case("none"))
+}
+
 fn claim_at<'a>(claims: &'a serde_json::Value, path: &str) -> Option<&'a serde_json::Value> {
     path.split('.').try_fold(claims, |v, part| v.get(part))
 }
@@ -371,6 +418,17 @@ mod tests {
                 .len(),
             2
         );
+    }
+
+    #[test]
+    fn unsecured_tokens_are_told_apart_from_garbage() {
+        use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
+        let header = |h: &str| format!("{}.e30.", URL_SAFE_NO_PAD.encode(h));
+        assert!(is_unsecured(&header(r#"{"alg":"none"}"#)));
+        assert!(is_unsecured(&header(r#"{"alg":"NONE","typ":"JWT"}"#)));
+        assert!(!is_unsecured(&header(r#"{"alg":"RS256"}"#)));
+        assert!(!is_unsecured(&header(r#"{"typ":"JWT"}"#)));
+        assert!(!is_unsecured("not.a.jwt"));
     }
 
     #[test]

@@ -25,7 +25,9 @@ use serde::{de::DeserializeOwned, Serialize};
 pub use error::ClientError;
 pub use governance::{ModelFile, OptOutImport};
 pub use node::Delivery;
-pub use token::{ClientCredentials, DevTokens, StaticToken, TokenSource};
+pub use token::{
+    ClientAuth, ClientCredentials, ClientKey, ClientLogin, DevTokens, StaticToken, TokenSource,
+};
 
 /// Called before each retry with the error that caused it and the pause before the next try.
 pub type RetryHook = Arc<dyn Fn(&ClientError, Duration) + Send + Sync>;

@@ -36,7 +36,10 @@ pub use super::source::DataSource;
 use super::{FeatureSpec, SiteRows};
 use crate::{
     auth::dev::DevIssuer,
-    client::{ClientCredentials, ClientError, DevTokens, GatewayClient, RetryPolicy, StaticToken},
+    client::{
+        ClientCredentials, ClientError, ClientLogin, DevTokens, GatewayClient, RetryPolicy,
+        StaticToken,
+    },
     domain::{study::TaskKind, OrgId, StudyId, TaskId},
     federation::wire::{encode_update, FilterRequest, NodeEvaluation, NodeTask, TaskResultBody},
 };
@@ -44,11 +47,7 @@ use crate::{
 /// How the node authenticates as a data holder.
 pub enum Credentials {
     /// OAuth 2.0 client credentials at the issuer's token endpoint (found by discovery).
-    ClientCredentials {
-        issuer: String,
-        client_id: String,
-        client_secret: String,
-    },
+    ClientCredentials(ClientLogin),
     /// Development mode: tokens minted with the gateway's development key.
     Dev {
         issuer: Arc<DevIssuer>,
@@ -121,18 +120,8 @@ impl Agent {
                 "data_holder",
                 Some(organisation.as_str()),
             )),
-            Credentials::ClientCredentials {
-                issuer,
-                client_id,
-                client_secret,
-            } => {
-                let login = ClientCredentials::new(
-                    gateway.http().clone(),
-                    issuer,
-                    client_id,
-                    client_secret,
-                );
-                gateway.with_tokens(login)
+            Credentials::ClientCredentials(login) => {
+                gateway.with_tokens(ClientCredentials::new(login.clone())?)
             }
         };
         let guard = Guard::new(config.policy.clone(), &config.state_dir)?;

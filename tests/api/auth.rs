@@ -55,7 +55,7 @@ async fn bad_tokens_are_refused_and_audited(app: TestApp) {
             Some(hmac),
             "unsupported_algorithm",
         ),
-        ("alg none", Some(none), "invalid_token"),
+        ("alg none", Some(none), "unsigned_token"),
         (
             "expired",
             Some(
