@@ -56,6 +56,8 @@ pub enum Decision {
         conditions: Option<String>,
         /// Which privacy plans the permit's studies may use.
         dp_requirement: DpRequirement,
+        /// Whether the permit's studies must use secure aggregation.
+        require_secure_aggregation: bool,
     },
     Reject,
 }
@@ -104,6 +106,7 @@ pub async fn decide(
             grant_optout_exception,
             conditions,
             dp_requirement,
+            require_secure_aggregation,
         } => {
             if grant_optout_exception && app.request.optout_exception.is_none() {
                 return Err(DecideError::ExceptionNotRequested);
@@ -118,6 +121,7 @@ pub async fn decide(
                 grant_optout_exception,
                 conditions,
                 dp_requirement,
+                require_secure_aggregation,
                 now,
             );
             app.approve(&decided_by, permit.id(), reason, now)
