@@ -1849,9 +1849,16 @@ async fn fedavg_under_secure_aggregation_through_node_processes() {
     let after = loss(&aggregated.last().unwrap()["evaluation"]);
     assert!(after < before, "the model learns: {before} -> {after}");
     let stages = gw
-        .audit(&[("action", "study.round.secagg"), ("resource_id", &id.to_string())])
+        .audit(&[
+            ("action", "study.round.secagg"),
+            ("resource_id", &id.to_string()),
+        ])
         .await;
-    assert_eq!(stages.len() as u64, 3 * rounds, "three relayed stages a round");
+    assert_eq!(
+        stages.len() as u64,
+        3 * rounds,
+        "three relayed stages a round"
+    );
 
     // the updates of the last round, as each node recomputes them from what it kept: its
     // trained model, and its change to the global model of the round before

@@ -1003,13 +1003,8 @@ pub fn parse_study(
         req.min_sites,
         data_holders.len(),
     );
-    let secure_aggregation = parse_secure_aggregation(
-        &mut e,
-        req,
-        data_holders.len(),
-        &strategy,
-        aggregation,
-    );
+    let secure_aggregation =
+        parse_secure_aggregation(&mut e, req, data_holders.len(), &strategy, aggregation);
     let validation_fraction = req.validation_fraction.unwrap_or(0.2);
     if !(validation_fraction > 0.0 && validation_fraction <= 0.5) {
         e.push(
@@ -1198,13 +1193,19 @@ fn parse_secure_aggregation(
         e.push(
             format!("{field}.neighbours"),
             "out_of_range",
-            format!("must be {} (every other holder) or an even number in 2..{}", n - 1, n - 1),
+            format!(
+                "must be {} (every other holder) or an even number in 2..{}",
+                n - 1,
+                n - 1
+            ),
         );
         ok = false;
     }
     // more than half the neighbours: a relay that calls half of them dropped and the other
     // half alive cannot collect both secrets of one holder
-    let t = r.threshold.unwrap_or_else(|| (2 * k).div_ceil(3).max(k / 2 + 1));
+    let t = r
+        .threshold
+        .unwrap_or_else(|| (2 * k).div_ceil(3).max(k / 2 + 1));
     if ok && !(2 * t > k && t <= k && t >= 2) {
         e.push(
             format!("{field}.threshold"),

@@ -44,12 +44,11 @@ use anyhow::Context;
 use fl_engine::{
     dp::{DpFedAvgConfig, NoiseRng, RdpAccountant},
     load_safetensors, save_safetensors,
-    ParameterSet,
     strategy::{
         Aggregator, AggregatorReport, DpFedAvgAggregator, DpRobust, UniformMean, WeightedMean,
     },
     train::TrainReport,
-    FitRes,
+    FitRes, ParameterSet,
 };
 
 pub use crate::domain::study::{RoundReason, RoundRefusal};
@@ -542,14 +541,14 @@ async fn collect_secure(
     tx.insert_secagg_messages(round.id, kind, &messages).await?;
     tx.update_secagg_session(round.id, &serde_json::to_vec(&server)?)
         .await?;
-    tx.append_audit(
-        system_event(AuditAction::StudyRoundSecagg, &study).details(&SecaggStageClosed {
+    tx.append_audit(system_event(AuditAction::StudyRoundSecagg, &study).details(
+        &SecaggStageClosed {
             round: round.round,
             attempt: round.attempt,
             stage: sa::stage_name(stage),
             continuing: messages.len(),
-        }),
-    )
+        },
+    ))
     .await?;
     tx.commit().await?;
     Ok(Step::Progressed)

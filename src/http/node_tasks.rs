@@ -47,9 +47,9 @@ pub fn router(max_update_bytes: usize) -> Router<AppState> {
         .route(
             "/node/tasks/{id}/secagg",
             // a masked input: one JSON integer of up to 20 digits per 4-byte parameter
-            get(secagg_view).post(secagg_submit).layer(DefaultBodyLimit::max(
-                max_update_bytes / 4 * 21 + 64 * 1024,
-            )),
+            get(secagg_view)
+                .post(secagg_submit)
+                .layer(DefaultBodyLimit::max(max_update_bytes / 4 * 21 + 64 * 1024)),
         )
 }
 

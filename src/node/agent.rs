@@ -493,10 +493,15 @@ async fn secure_round(
         .secagg_submit(id, &NodeMessage::MaskedInput(masked))
         .await?;
     gateway.submit_result(id, body).await?;
-    let request = relayed(gateway, task, secagg::Round::MaskedInputCollection, |r| match r {
-        Relayed::Unmask(u) => Some(u),
-        _ => None,
-    })
+    let request = relayed(
+        gateway,
+        task,
+        secagg::Round::MaskedInputCollection,
+        |r| match r {
+            Relayed::Unmask(u) => Some(u),
+            _ => None,
+        },
+    )
     .await?;
     gateway
         .secagg_submit(id, &NodeMessage::Unmask(client.unmask(&request)?))

@@ -114,21 +114,24 @@ async fn secure_aggregation_is_checked_at_submission(app: TestApp) {
             "secure_aggregation_needs_three_holders",
         ),
         (
-            with(base.clone(), &[("secure_aggregation", json!({"neighbours": 1}))]),
+            with(
+                base.clone(),
+                &[("secure_aggregation", json!({"neighbours": 1}))],
+            ),
             "secure_aggregation.neighbours",
             "out_of_range",
         ),
         (
-            with(base.clone(), &[("secure_aggregation", json!({"threshold": 1}))]),
+            with(
+                base.clone(),
+                &[("secure_aggregation", json!({"threshold": 1}))],
+            ),
             "secure_aggregation.threshold",
             "out_of_range",
         ),
     ];
     for (body, field, code) in cases {
-        let before = app
-            .audit("action=study.create&outcome=denied")
-            .await
-            .len();
+        let before = app.audit("action=study.create&outcome=denied").await.len();
         let r = app.post("/v1/studies", &alice, &body).await;
         assert_eq!(r.status, 422, "{}", r.text);
         assert!(
@@ -245,7 +248,10 @@ async fn a_secure_round_survives_a_dropout_and_reveals_only_the_mean(app: TestAp
     let permit = none_allowed_permit(&app, &FOUR).await;
     let body = with(
         secure_study(&permit, &FOUR),
-        &[("min_sites", json!(3)), ("round_deadline_seconds", json!(8))],
+        &[
+            ("min_sites", json!(3)),
+            ("round_deadline_seconds", json!(8)),
+        ],
     );
     let r = app.post("/v1/studies", &app.researcher(), &body).await;
     assert_eq!(r.status, 201, "{}", r.text);
@@ -281,7 +287,9 @@ async fn a_secure_round_survives_a_dropout_and_reveals_only_the_mean(app: TestAp
         assert_eq!((v.stage.as_str(), v.awaited), ("advertise_keys", true));
         assert_eq!(v.config.clients, 4);
         assert_eq!(v.config.vector_len, flat.len());
-        clients.push(Client::new(v.config, ClientId(v.client), secagg::rng_from_os().unwrap()).unwrap());
+        clients.push(
+            Client::new(v.config, ClientId(v.client), secagg::rng_from_os().unwrap()).unwrap(),
+        );
     }
     let mut ids: Vec<u32> = clients.iter().map(|c| c.id().0).collect();
     ids.sort_unstable();
@@ -290,7 +298,12 @@ async fn a_secure_round_survives_a_dropout_and_reveals_only_the_mean(app: TestAp
     // a holder may only speak for itself
     let forged = clients[1].advertise_keys().unwrap();
     let r = holders[0].send(&NodeMessage::AdvertiseKeys(forged)).await;
-    assert_eq!((r.status.as_u16(), r.code()), (422, "secagg_wrong_sender"), "{}", r.text);
+    assert_eq!(
+        (r.status.as_u16(), r.code()),
+        (422, "secagg_wrong_sender"),
+        "{}",
+        r.text
+    );
     // `clients[1]` advertised nothing: its keys above never reached the relay
     clients[1] = Client::new(
         holders[1].view().await.config,
@@ -337,7 +350,12 @@ async fn a_secure_round_survives_a_dropout_and_reveals_only_the_mean(app: TestAp
         )
         .unwrap();
         let r = h.result(Some(clear)).await;
-        assert_eq!((r.status.as_u16(), r.code()), (422, "clear_update_refused"), "{}", r.text);
+        assert_eq!(
+            (r.status.as_u16(), r.code()),
+            (422, "clear_update_refused"),
+            "{}",
+            r.text
+        );
         let input = encoder.encode(&deltas[i]).unwrap();
         let masked = clients[i].masked_input(&relays[i], &input).unwrap();
         assert_ne!(masked.masked, input, "the input leaves the holder masked");
@@ -394,7 +412,10 @@ async fn a_secure_round_survives_a_dropout_and_reveals_only_the_mean(app: TestAp
     );
     // the model every holder evaluates next: the start plus the mean of the two updates
     let eval = task_of(&app, &holders[0].token, &id, TaskKind::Evaluate).await;
-    let next = global(&app, &holders[0].token, &eval).await.params.to_flat();
+    let next = global(&app, &holders[0].token, &eval)
+        .await
+        .params
+        .to_flat();
     let expected_shift = (deltas[0][0] + deltas[1][0] + deltas[2][0]) / 3.0;
     for (a, b) in next.iter().zip(&flat) {
         assert!(
@@ -411,7 +432,11 @@ async fn a_secure_round_survives_a_dropout_and_reveals_only_the_mean(app: TestAp
         .collect();
     assert_eq!(closed, ["advertise_keys", "share_keys", "masked_input"]);
     let accepted = app.audit("action=node.task.secagg&outcome=success").await;
-    assert_eq!(accepted.len(), 4 + 4 + 3 + 3, "one entry per accepted message");
+    assert_eq!(
+        accepted.len(),
+        4 + 4 + 3 + 3,
+        "one entry per accepted message"
+    );
 }
 
 both_backends!(a_secure_round_survives_a_dropout_and_reveals_only_the_mean);
@@ -426,7 +451,10 @@ async fn a_permit_can_require_secure_aggregation(app: TestApp) {
                     "require_secure_aggregation": true}),
         )
         .await;
-    assert_eq!(permit["terms"]["require_secure_aggregation"], true, "{permit}");
+    assert_eq!(
+        permit["terms"]["require_secure_aggregation"], true,
+        "{permit}"
+    );
     let permit = permit["id"].as_str().unwrap().to_owned();
     let alice = app.researcher();
     let plain = with(
