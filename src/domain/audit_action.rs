@@ -348,7 +348,7 @@ mod tests {
     /// list may drift from what older trails hold.
     #[test]
     fn the_stored_names_are_the_released_ones() {
-        const RELEASED: [&str; 46] = [
+        const RELEASED: [&str; 48] = [
             "application.create",
             "application.list",
             "application.read",
@@ -382,6 +382,7 @@ mod tests {
             "node.task",
             "node.task.parameters",
             "node.task.result",
+            "node.task.secagg",
             "permit.expire",
             "system.noise_keys_sealed",
             "http.refusals_summarised",
@@ -395,6 +396,7 @@ mod tests {
             "study.round.fail",
             "study.round.aggregate",
             "study.evaluate.start",
+            "study.round.secagg",
         ];
         let names: Vec<String> = simple().map(|a| a.as_str().to_owned()).collect();
         assert_eq!(names, RELEASED);
