@@ -121,9 +121,9 @@ pub async fn decide(
                 grant_optout_exception,
                 conditions,
                 dp_requirement,
-                require_secure_aggregation,
                 now,
-            );
+            )
+            .requiring_secure_aggregation(require_secure_aggregation);
             app.approve(&decided_by, permit.id(), reason, now)
                 .map_err(DecideError::Transition)?;
             tx.insert_permit(&permit, &decided_by, now).await?;

@@ -179,7 +179,6 @@ impl Permit {
         grant_exception: bool,
         conditions: Option<String>,
         dp_requirement: DpRequirement,
-        require_secure_aggregation: bool,
         now: Timestamp,
     ) -> Permit {
         let grant = |v| Grant {
@@ -219,12 +218,18 @@ impl Permit {
                 },
                 conditions,
                 dp_requirement,
-                require_secure_aggregation,
+                require_secure_aggregation: false,
             },
             terms_version: 1,
             row_version: 1,
             epsilon_spent: 0.0,
         })
+    }
+
+    /// The permit with the decision's secure-aggregation term.
+    pub fn requiring_secure_aggregation(mut self, required: bool) -> Permit {
+        self.0.terms.require_secure_aggregation = required;
+        self
     }
 
     pub fn restore(record: PermitRecord) -> Permit {
@@ -560,7 +565,6 @@ pub(crate) fn sample_permit_for(
         false,
         None,
         DpRequirement::default(),
-        false,
         now,
     )
 }

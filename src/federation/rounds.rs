@@ -410,7 +410,7 @@ async fn collect(
         );
         return fail_round(fed, tx, study, round, reason, now).await;
     }
-    aggregate(fed, tx, study, permit, round, tasks, now, None).await
+    aggregate(fed, tx, study, permit, round, now, None).await
 }
 
 /// Closes a round that missed its quorum: nothing aggregated, nothing spent; the study fails
@@ -513,13 +513,7 @@ async fn collect_secure(
                 );
                 return fail_round(fed, tx, study, round, reason, now).await;
             }
-            let tasks: Vec<Task> = tx
-                .round_tasks(round.id)
-                .await?
-                .into_iter()
-                .filter(|t| t.kind == TaskKind::Fit)
-                .collect();
-            return aggregate(fed, tx, study, permit, round, tasks, now, Some(sum)).await;
+            return aggregate(fed, tx, study, permit, round, now, Some(sum)).await;
         }
         Stage::Finished => anyhow::bail!("the relay of round {} already finished", round.id),
     };
@@ -608,11 +602,16 @@ async fn aggregate(
     mut study: Study,
     mut permit: Permit,
     mut round: Round,
-    tasks: Vec<Task>,
     now: Timestamp,
     secure: Option<secagg::Aggregate>,
 ) -> anyhow::Result<Step> {
     let spec = study.spec.clone();
+    let tasks: Vec<Task> = tx
+        .round_tasks(round.id)
+        .await?
+        .into_iter()
+        .filter(|t| t.kind == TaskKind::Fit)
+        .collect();
     let checkpoint = tx
         .latest_checkpoint(study.id)
         .await?
