@@ -1839,3 +1839,198 @@ async fn fenda_with_site_private_features_of_different_widths() {
         fl_engine::Net::with_parameters(&spec, &params).expect("the kept model rebuilds");
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Secure aggregation through real node processes (docs/secure-aggregation.md).
+
+/// FedAvg without formal DP under secure aggregation, on the hospitals of a `none_allowed`
+/// permit, with `deadline` seconds per round.
+async fn secure_fedavg(gw: &Gateway, app: &TestApp, rounds: u64, min_sites: usize) -> StudyId {
+    let (_, issued) = app
+        .permit_with(
+            &federation_application(&hospitals(), 1.0, "data_holder"),
+            &json!({"decision": "approve", "dp_requirement": "none_allowed"}),
+        )
+        .await;
+    let permit = PermitId::parse(issued["id"].as_str().unwrap()).unwrap();
+    let mut body = ditto_study(permit, rounds);
+    body["strategy"] = json!({"name": "fedavg"});
+    body["optimizer"] = json!({"name": "sgd", "lr": 0.5});
+    body["local_steps"] = json!(10);
+    body["dp"] = json!({"level": "none"});
+    body["release"] = json!("last");
+    body["min_sites"] = json!(min_sites);
+    body["round_deadline_seconds"] = json!(30);
+    body["secure_aggregation"] = json!({});
+    gw.submit(&body).await
+}
+
+/// Every value in every column of every table of the SQLite store at `url`, as bytes (text
+/// as UTF-8, numbers as their text), with its table.
+async fn every_stored_value(url: &str) -> Vec<(String, Vec<u8>)> {
+    use sqlx::Row;
+    let pool = sqlx::sqlite::SqlitePoolOptions::new()
+        .max_connections(1)
+        .connect(url)
+        .await
+        .unwrap();
+    let tables: Vec<String> =
+        sqlx::query_scalar("select name from sqlite_master where type = 'table'")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    assert!(tables.iter().any(|t| t == "secagg_session"), "{tables:?}");
+    let mut out = vec![];
+    for table in tables {
+        let columns: Vec<String> = sqlx::query(&format!("pragma table_info(\"{table}\")"))
+            .fetch_all(&pool)
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get::<String, _>("name"))
+            .collect();
+        for column in columns {
+            let values: Vec<Option<Vec<u8>>> = sqlx::query_scalar(&format!(
+                "select cast(\"{column}\" as blob) from \"{table}\""
+            ))
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+            out.extend(values.into_iter().flatten().map(|v| (table.clone(), v)));
+        }
+    }
+    pool.close().await;
+    out
+}
+
+/// Whether `haystack` holds `needle` as a contiguous byte string.
+fn holds(haystack: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// FedAvg under secure aggregation on the four node processes: every round sums the four
+/// masked updates, the model learns, and afterwards no row of any table of the gateway's store
+/// holds a node's update. Each node's last update is recomputed from its own saved state (its
+/// trained model) and the global model it started from; neither it, nor its change to the
+/// global model, appears as f32 bytes anywhere; every parameter file stored is a global model
+/// (none names a sender, as every update in clear does); no task holds a result; and the
+/// relay's state is gone with the rounds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fedavg_under_secure_aggregation_through_node_processes() {
+    let app = TestApp::spawn_with(Backend::Sqlite, |s| s.federation.small_cell_threshold = 1).await;
+    let gw = Gateway::new(&app.base, app.dev.clone());
+    let work = tempfile::tempdir().unwrap();
+    let mut nodes = Nodes::new();
+    for org in hospitals() {
+        nodes.spawn(org, &app.base, &app.data_dir, work.path(), None);
+    }
+    let rounds = 3;
+    let id = secure_fedavg(&gw, &app, rounds, 4).await;
+    let view = gw.wait_until_done(id, 240, &nodes).await;
+    nodes.kill().await;
+    assert_eq!(view["status"], "completed", "{view}\n{}", nodes.logs());
+    let aggregated = aggregated_once_each(&view, rounds);
+    for r in &aggregated {
+        let sites = r["sites"].as_array().unwrap();
+        assert!(sites.iter().all(|s| s["contributed"] == true), "{r}");
+    }
+    let loss = |evaluation: &Value| {
+        evaluation["mean_validation"]["loss"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{evaluation}"))
+    };
+    let before = loss(&view["initial_evaluation"]);
+    let after = loss(&aggregated.last().unwrap()["evaluation"]);
+    assert!(after < before, "the model learns: {before} -> {after}");
+    let stages = gw
+        .audit(&[
+            ("action", "study.round.secagg"),
+            ("resource_id", &id.to_string()),
+        ])
+        .await;
+    assert_eq!(
+        stages.len() as u64,
+        3 * rounds,
+        "three relayed stages a round"
+    );
+
+    // the updates of the last round, as each node recomputes them from what it kept: its
+    // trained model, and its change to the global model of the round before
+    let pool = sqlx::sqlite::SqlitePool::connect(&app.database_url)
+        .await
+        .unwrap();
+    let previous: Vec<u8> =
+        sqlx::query_scalar("select global_model from study_checkpoint where round = $1")
+            .bind((rounds - 1) as i64)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    let start = fl_engine::load_safetensors(&previous).unwrap().0.to_flat();
+    let stored = every_stored_value(&app.database_url).await;
+    for org in hospitals() {
+        let state = work
+            .path()
+            .join("nodes")
+            .join(org)
+            .join(id.to_string())
+            .join(format!("state-{rounds}.json"));
+        let saved: Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
+        let trained: fl_engine::ParameterSet =
+            serde_json::from_value(saved["site"]["params"].clone()).unwrap();
+        let trained = trained.to_flat();
+        assert_eq!(trained.len(), start.len());
+        let bytes: Vec<u8> = trained.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let delta: Vec<u8> = trained
+            .iter()
+            .zip(&start)
+            .flat_map(|(t, s)| (t - s).to_le_bytes())
+            .collect();
+        for (table, value) in &stored {
+            assert!(!holds(value, &bytes), "{org}'s trained model is in {table}");
+            assert!(!holds(value, &delta), "{org}'s update is in {table}");
+        }
+    }
+    for (table, value) in &stored {
+        if let Ok((_, meta)) = fl_engine::load_safetensors(value) {
+            assert_eq!(meta.site, None, "a holder's parameter file is in {table}");
+        }
+    }
+    let with_result: i64 =
+        sqlx::query_scalar("select count(*) from study_task where result is not null")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(with_result, 0);
+    for table in ["secagg_session", "secagg_message"] {
+        let left: i64 = sqlx::query_scalar(&format!("select count(*) from {table}"))
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        assert_eq!(left, 0, "{table} keeps rows after the rounds closed");
+    }
+}
+
+/// A hospital whose node never runs: each round's key advertisement closes at its deadline
+/// with the other three, who mask only among themselves, and the study completes on three of
+/// four holders.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secure_aggregation_completes_without_an_absent_holder() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let gw = Gateway::new(&app.base, app.dev.clone());
+    let work = tempfile::tempdir().unwrap();
+    let mut nodes = Nodes::new();
+    let absent = hospitals()[3];
+    for org in hospitals().into_iter().filter(|o| *o != absent) {
+        nodes.spawn(org, &app.base, &app.data_dir, work.path(), None);
+    }
+    let rounds = 2;
+    let id = secure_fedavg(&gw, &app, rounds, 3).await;
+    let view = gw.wait_until_done(id, 240, &nodes).await;
+    nodes.kill().await;
+    assert_eq!(view["status"], "completed", "{view}\n{}", nodes.logs());
+    for r in aggregated_once_each(&view, rounds) {
+        for s in r["sites"].as_array().unwrap() {
+            assert_eq!(s["contributed"], s["data_holder"] != absent, "{r}");
+        }
+    }
+}

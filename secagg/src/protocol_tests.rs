@@ -76,14 +76,28 @@ fn run(cfg: &RoundConfig, drops: &Drops) -> Result<Aggregate, Error> {
     for c in cs.iter_mut().filter(|c| drops.active(c.id(), 1)) {
         server.receive_advertise(c.advertise_keys()?)?;
     }
+    // the relay waits exactly for the nodes admitted to the stage that have not answered
+    let silent = |admitted: Vec<ClientId>, stage: u8| -> BTreeSet<ClientId> {
+        admitted
+            .into_iter()
+            .filter(|c| !drops.active(*c, stage))
+            .collect()
+    };
+    assert_eq!(
+        server.awaiting(),
+        silent((1..=cfg.clients).map(ClientId).collect(), 1)
+    );
     let keys = server.close_advertise()?;
+    let admitted: Vec<ClientId> = keys.iter().map(|m| m.to).collect();
     for m in keys {
         let c = &mut cs[m.to.0 as usize - 1];
         if drops.active(c.id(), 2) {
             server.receive_share_keys(c.share_keys(&m)?)?;
         }
     }
+    assert_eq!(server.awaiting(), silent(admitted, 2));
     let relays = server.close_share_keys()?;
+    let admitted: Vec<ClientId> = relays.iter().map(|m| m.to).collect();
     for m in relays {
         let c = &mut cs[m.to.0 as usize - 1];
         if drops.active(c.id(), 3) {
@@ -91,14 +105,18 @@ fn run(cfg: &RoundConfig, drops: &Drops) -> Result<Aggregate, Error> {
             server.receive_masked_input(c.masked_input(&m, x)?)?;
         }
     }
+    assert_eq!(server.awaiting(), silent(admitted, 3));
     let reqs = server.close_masked_input()?;
+    let admitted: Vec<ClientId> = reqs.iter().map(|m| m.to).collect();
     for m in reqs {
         let c = &mut cs[m.to.0 as usize - 1];
         if drops.active(c.id(), 4) {
             server.receive_unmask(c.unmask(&m)?)?;
         }
     }
+    assert_eq!(server.awaiting(), silent(admitted, 4));
     let agg = server.finish()?;
+    assert!(server.awaiting().is_empty());
     assert_eq!(agg.sum, sum_of(cfg, &xs, &agg.contributors), "unmasked sum");
     Ok(agg)
 }

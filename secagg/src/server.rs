@@ -86,6 +86,23 @@ impl Server {
         self.round
     }
 
+    /// The nodes the current round still waits for: admitted to it and not yet heard from.
+    /// Empty once the session finished. A relay closes a round early when this is empty.
+    pub fn awaiting(&self) -> BTreeSet<ClientId> {
+        let admitted: BTreeSet<ClientId> = match self.round {
+            Round::AdvertiseKeys => (1..=self.config.clients).map(ClientId).collect(),
+            Round::ShareKeys => self.u1.clone(),
+            Round::MaskedInputCollection => self.u2.clone(),
+            Round::Unmasking => self.u3.clone(),
+            Round::Finished => BTreeSet::new(),
+        };
+        let heard = self.seen.get(&self.round);
+        admitted
+            .into_iter()
+            .filter(|c| heard.is_none_or(|h| !h.contains_key(c)))
+            .collect()
+    }
+
     fn graph(&self) -> &Graph {
         self.graph.get_or_init(|| Graph::new(&self.config))
     }

@@ -56,6 +56,8 @@ pub enum Decision {
         conditions: Option<String>,
         /// Which privacy plans the permit's studies may use.
         dp_requirement: DpRequirement,
+        /// Whether the permit's studies must use secure aggregation.
+        require_secure_aggregation: bool,
     },
     Reject,
 }
@@ -104,6 +106,7 @@ pub async fn decide(
             grant_optout_exception,
             conditions,
             dp_requirement,
+            require_secure_aggregation,
         } => {
             if grant_optout_exception && app.request.optout_exception.is_none() {
                 return Err(DecideError::ExceptionNotRequested);
@@ -119,7 +122,8 @@ pub async fn decide(
                 conditions,
                 dp_requirement,
                 now,
-            );
+            )
+            .requiring_secure_aggregation(require_secure_aggregation);
             app.approve(&decided_by, permit.id(), reason, now)
                 .map_err(DecideError::Transition)?;
             tx.insert_permit(&permit, &decided_by, now).await?;

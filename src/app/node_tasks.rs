@@ -13,13 +13,14 @@ use crate::{
     authz::Action,
     domain::{
         audit::{AuditAction, AuditSubject},
-        audit_details::{ParametersSent, ResultAccepted, TasksDelivered},
-        study::{Study, StudyStatus, Task, TaskKind, TaskReport, TaskStatus},
+        audit_details::{ParametersSent, ResultAccepted, SecaggMessageAccepted, TasksDelivered},
+        study::{Round, RoundPhase, Study, StudyStatus, Task, TaskKind, TaskReport, TaskStatus},
         time::Timestamp,
         OrgId, PermitState, StudyId,
     },
-    federation::wire::{
-        decode_update, encode_fit_ins, NodeStudy, NodeTask, TaskResultBody, UpdateError,
+    federation::{
+        secure_aggregation::{self as sa, NodeMessage, Relayed, SecaggView},
+        wire::{decode_update, encode_fit_ins, NodeStudy, NodeTask, TaskResultBody, UpdateError},
     },
     store::{StoreError, Tx},
 };
@@ -140,6 +141,14 @@ pub enum TaskError {
     InvalidUpdate(String),
     /// A result for this task was already accepted.
     AlreadyCompleted,
+    /// A study under secure aggregation takes no update in clear.
+    ClearUpdateRefused,
+    /// The task's study does not run secure aggregation, or the task is not a fit task.
+    NotSecure,
+    /// The relay refused a secure-aggregation message (`secagg`'s reason); nothing changed.
+    Secagg(secagg::Error),
+    /// The message names another sender than the task's holder.
+    SecaggSender,
     Store(StoreError),
     Internal(anyhow::Error),
 }
@@ -299,7 +308,11 @@ pub async fn accept_result(
             return Err(TaskError::InvalidMetrics);
         }
     }
+    let secure = study.spec.secure_aggregation.is_some();
     let stored = match (task.kind, &body.parameters) {
+        // the update reaches the gateway only masked, inside the secure sum
+        (TaskKind::Fit, Some(_)) if secure => return Err(TaskError::ClearUpdateRefused),
+        (TaskKind::Fit, None) if secure => None,
         (TaskKind::Fit, None) => return Err(TaskError::ParametersRequired),
         (TaskKind::Evaluate, Some(_)) => return Err(TaskError::UnexpectedParameters),
         (TaskKind::Evaluate, None) => None,
@@ -377,6 +390,131 @@ pub async fn accept_result(
                 num_examples: body.num_examples,
                 excluded_subjects: body.excluded_subjects,
                 bytes: stored.as_ref().map(Vec::len),
+            }),
+    )
+    .await?;
+    Ok(())
+}
+
+/// The round and study of a fit task under secure aggregation, while the round collects: the
+/// holder keeps exchanging protocol messages after it delivered its result (counts and
+/// evaluation), up to the round's deadline.
+async fn secure_round(
+    tx: &mut dyn Tx,
+    task: &Task,
+    now: Timestamp,
+) -> Result<(Study, Round, secagg::ClientId), TaskError> {
+    if task.kind != TaskKind::Fit {
+        return Err(TaskError::NotSecure);
+    }
+    match task.status {
+        TaskStatus::Pending | TaskStatus::Completed if now < task.deadline => {}
+        _ => {
+            return Err(closed(task, now).unwrap_or(TaskError::Closed {
+                code: "task_deadline_passed",
+                detail: "the task's deadline has passed".to_owned(),
+                current_state: task.status,
+            }))
+        }
+    }
+    let study = live_study(tx, task.study_id, now)
+        .await?
+        .ok_or(TaskError::NotLive)?;
+    if study.spec.secure_aggregation.is_none() {
+        return Err(TaskError::NotSecure);
+    }
+    let round = tx
+        .get_round(task.round_id)
+        .await?
+        .ok_or_else(|| TaskError::Internal(anyhow::anyhow!("task without round")))?;
+    if round.phase != RoundPhase::Collecting {
+        return Err(TaskError::Closed {
+            code: "task_closed",
+            detail: format!("the round is {}", round.phase.as_str()),
+            current_state: task.status,
+        });
+    }
+    let client = sa::client_id(&round, &task.data_holder)
+        .ok_or_else(|| TaskError::Internal(anyhow::anyhow!("the holder is not in its round")))?;
+    Ok((study, round, client))
+}
+
+fn relay_state(bytes: Option<Vec<u8>>) -> Result<secagg::Server, TaskError> {
+    let bytes = bytes.ok_or_else(|| TaskError::Internal(anyhow::anyhow!("no relay state")))?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| TaskError::Internal(anyhow::anyhow!("stored relay state: {e}")))
+}
+
+/// Where the secure aggregation of `task`'s round stands for its holder, with what the last
+/// closed stage relayed to it. Reads only: not audited (a node polls it); what it relays
+/// is public keys, ciphertexts only the holder can open, and the survivor list.
+pub async fn secagg_view(
+    tx: &mut dyn Tx,
+    task: &Task,
+    now: Timestamp,
+) -> Result<SecaggView, TaskError> {
+    let (_, round, client) = secure_round(tx, task, now).await?;
+    let server = relay_state(tx.secagg_session(round.id).await?)?;
+    let stage = server.round();
+    let previous = match stage {
+        secagg::Round::AdvertiseKeys => None,
+        secagg::Round::ShareKeys => Some(secagg::Round::AdvertiseKeys),
+        secagg::Round::MaskedInputCollection => Some(secagg::Round::ShareKeys),
+        secagg::Round::Unmasking | secagg::Round::Finished => {
+            Some(secagg::Round::MaskedInputCollection)
+        }
+    };
+    let relayed = match previous.and_then(sa::relayed_kind) {
+        Some(kind) => match tx.secagg_message(round.id, client.0, kind).await? {
+            Some(bytes) => Some(serde_json::from_slice::<Relayed>(&bytes).map_err(|e| {
+                TaskError::Internal(anyhow::anyhow!("stored relayed message: {e}"))
+            })?),
+            None => None,
+        },
+        None => None,
+    };
+    Ok(SecaggView {
+        config: server.config().clone(),
+        client: client.0,
+        stage: sa::stage_name(stage).to_owned(),
+        stage_deadline: sa::stage_deadline(&round, stage),
+        awaited: server.awaiting().contains(&client),
+        relayed,
+    })
+}
+
+/// Hands a holder's protocol message to the round's relay and keeps the relay's new state;
+/// audited with its stage. Refused, with nothing changed, when the relay refuses it.
+#[tracing::instrument(name = "Relaying a secure-aggregation message", skip_all, fields(task = %task.id))]
+pub async fn secagg_submit(
+    tx: &mut dyn Tx,
+    by: &Requester<'_>,
+    task: &Task,
+    message: NodeMessage,
+    now: Timestamp,
+) -> Result<(), TaskError> {
+    let (study, round, client) = secure_round(tx, task, now).await?;
+    if message.from() != client {
+        return Err(TaskError::SecaggSender);
+    }
+    let mut server = relay_state(tx.lock_secagg_session(round.id).await?)?;
+    let stage = message.stage();
+    match message {
+        NodeMessage::AdvertiseKeys(m) => server.receive_advertise(m),
+        NodeMessage::ShareKeys(m) => server.receive_share_keys(m),
+        NodeMessage::MaskedInput(m) => server.receive_masked_input(m),
+        NodeMessage::Unmask(m) => server.receive_unmask(m),
+    }
+    .map_err(TaskError::Secagg)?;
+    let state = serde_json::to_vec(&server).map_err(|e| TaskError::Internal(e.into()))?;
+    tx.update_secagg_session(round.id, &state).await?;
+    tx.append_audit(
+        by.audit(AuditAction::NodeTaskSecagg, AuditSubject::Task(task.id))
+            .permit(study.spec.permit_id)
+            .details(&SecaggMessageAccepted {
+                study: study.id,
+                round: task.round,
+                stage: sa::stage_name(stage),
             }),
     )
     .await?;

@@ -6,7 +6,10 @@ use fl_engine::FitIns;
 use super::{Call, ClientError, GatewayClient};
 use crate::{
     domain::TaskId,
-    federation::wire::{decode_fit_ins, FilterRequest, FilterResponse, NodeTask, TaskResultBody},
+    federation::{
+        secure_aggregation::{NodeMessage, SecaggView},
+        wire::{decode_fit_ins, FilterRequest, FilterResponse, NodeTask, TaskResultBody},
+    },
 };
 
 /// How a result reached the gateway.
@@ -53,6 +56,27 @@ impl GatewayClient {
         match self.send(call).await {
             Ok(_) => Ok(Delivery::Accepted),
             Err(e) if e.code() == Some("task_already_completed") => Ok(Delivery::AlreadyAccepted),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Where the secure aggregation of a task's round stands for this holder.
+    pub async fn secagg_view(&self, task: TaskId) -> Result<SecaggView, ClientError> {
+        self.send_json(Call::get(format!("/v1/node/tasks/{task}/secagg")))
+            .await
+    }
+
+    /// Hands a protocol message to the gateway's relay. A message the relay already holds
+    /// (a retry after a lost answer) counts as delivered.
+    pub async fn secagg_submit(
+        &self,
+        task: TaskId,
+        message: &NodeMessage,
+    ) -> Result<Delivery, ClientError> {
+        let call = Call::post(format!("/v1/node/tasks/{task}/secagg")).json(message)?;
+        match self.send(call).await {
+            Ok(_) => Ok(Delivery::Accepted),
+            Err(e) if e.code() == Some("secagg_message_replayed") => Ok(Delivery::AlreadyAccepted),
             Err(e) => Err(e),
         }
     }

@@ -18,6 +18,8 @@ pub enum AuditAction {
     NodeTaskParameters,
     /// A node delivers the result of its task.
     NodeTaskResult,
+    /// A node delivers a secure-aggregation message of its task.
+    NodeTaskSecagg,
     /// A refused request that no handler named: `http.<method>` (method in lower case).
     Http(HttpMethod),
     /// The same for a request with an extension method: the whole stored name, `http.<method>`.
@@ -40,6 +42,8 @@ pub enum AuditAction {
     StudyRoundFail,
     StudyRoundAggregate,
     StudyEvaluateStart,
+    /// A secure-aggregation stage of a round closed.
+    StudyRoundSecagg,
 }
 
 /// The standard method of a refused request, as it appears in `http.<method>`.
@@ -122,11 +126,12 @@ pub enum FhirEventType {
 
 /// The actions with a fixed name besides the requests under an `Action`: the node's task
 /// work and the system events (all but the refused-request family `http.<method>`).
-const OTHERS: [AuditAction; 15] = {
+const OTHERS: [AuditAction; 17] = {
     use AuditAction::*;
     [
         NodeTaskParameters,
         NodeTaskResult,
+        NodeTaskSecagg,
         PermitExpire,
         SystemNoiseKeysSealed,
         HttpRefusalsSummarised,
@@ -140,6 +145,7 @@ const OTHERS: [AuditAction; 15] = {
         StudyRoundFail,
         StudyRoundAggregate,
         StudyEvaluateStart,
+        StudyRoundSecagg,
     ]
 };
 
@@ -159,6 +165,7 @@ impl AuditAction {
             Request(action) => action.name(),
             NodeTaskParameters => "node.task.parameters",
             NodeTaskResult => "node.task.result",
+            NodeTaskSecagg => "node.task.secagg",
             Http(m) => match m {
                 HttpMethod::Get => "http.get",
                 HttpMethod::Post => "http.post",
@@ -184,6 +191,7 @@ impl AuditAction {
             StudyRoundFail => "study.round.fail",
             StudyRoundAggregate => "study.round.aggregate",
             StudyEvaluateStart => "study.evaluate.start",
+            StudyRoundSecagg => "study.round.secagg",
         }
     }
 
@@ -218,9 +226,11 @@ impl AuditAction {
                 | StudyRoundFail
                 | StudyRoundAggregate
                 | StudyEvaluateStart
+                | StudyRoundSecagg
                 | Request(Action::NodeTasks | Action::NodeTask)
                 | NodeTaskParameters
                 | NodeTaskResult
+                | NodeTaskSecagg
         )
     }
 
@@ -338,7 +348,7 @@ mod tests {
     /// list may drift from what older trails hold.
     #[test]
     fn the_stored_names_are_the_released_ones() {
-        const RELEASED: [&str; 46] = [
+        const RELEASED: [&str; 48] = [
             "application.create",
             "application.list",
             "application.read",
@@ -372,6 +382,7 @@ mod tests {
             "node.task",
             "node.task.parameters",
             "node.task.result",
+            "node.task.secagg",
             "permit.expire",
             "system.noise_keys_sealed",
             "http.refusals_summarised",
@@ -385,6 +396,7 @@ mod tests {
             "study.round.fail",
             "study.round.aggregate",
             "study.evaluate.start",
+            "study.round.secagg",
         ];
         let names: Vec<String> = simple().map(|a| a.as_str().to_owned()).collect();
         assert_eq!(names, RELEASED);

@@ -261,6 +261,25 @@ pub struct ParametersSent {
     pub bytes: usize,
 }
 
+/// `node.task.secagg`: a node's secure-aggregation message, accepted by the relay (its stage
+/// only: the message itself holds keys, ciphertexts or a masked vector).
+#[derive(Debug, Serialize)]
+pub struct SecaggMessageAccepted<'a> {
+    pub study: StudyId,
+    pub round: u64,
+    pub stage: &'a str,
+}
+
+/// `study.round.secagg`: a secure-aggregation stage of a round closed, with how many holders
+/// the next stage waits for.
+#[derive(Debug, Serialize)]
+pub struct SecaggStageClosed<'a> {
+    pub round: u64,
+    pub attempt: u32,
+    pub stage: &'a str,
+    pub continuing: usize,
+}
+
 /// `node.task.result`: the result a node delivered (counts only).
 #[derive(Debug, Serialize)]
 pub struct ResultAccepted<'a> {

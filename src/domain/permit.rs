@@ -42,6 +42,10 @@ pub struct PermitTerms {
     /// existed read as `client_or_record`.
     #[serde(default)]
     pub dp_requirement: DpRequirement,
+    /// Studies under the permit must sum the holders' updates under secure aggregation, so
+    /// that the gateway never sees one (docs/secure-aggregation.md); absent on older permits.
+    #[serde(default)]
+    pub require_secure_aggregation: bool,
 }
 
 impl PermitTerms {
@@ -151,6 +155,7 @@ pub struct Amendment {
     pub epsilon: Option<Epsilon>,
     pub conditions: Option<String>,
     pub dp_requirement: Option<DpRequirement>,
+    pub require_secure_aggregation: Option<bool>,
 }
 
 fn regrant<T: PartialEq + Clone>(old: &[Grant<T>], new: Vec<T>, now: Timestamp) -> Vec<Grant<T>> {
@@ -213,11 +218,18 @@ impl Permit {
                 },
                 conditions,
                 dp_requirement,
+                require_secure_aggregation: false,
             },
             terms_version: 1,
             row_version: 1,
             epsilon_spent: 0.0,
         })
+    }
+
+    /// The permit with the decision's secure-aggregation term.
+    pub fn requiring_secure_aggregation(mut self, required: bool) -> Permit {
+        self.0.terms.require_secure_aggregation = required;
+        self
     }
 
     pub fn restore(record: PermitRecord) -> Permit {
@@ -463,6 +475,9 @@ impl Permit {
         }
         if let Some(r) = change.dp_requirement {
             terms.dp_requirement = r;
+        }
+        if let Some(r) = change.require_secure_aggregation {
+            terms.require_secure_aggregation = r;
         }
         if let Some(ex) = &terms.optout_exception {
             validate_optout_exception(

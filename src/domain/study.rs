@@ -424,6 +424,22 @@ pub struct StudySpec {
     pub seed: u64,
     pub validation_fraction: f64,
     pub optout_policy: FilterPolicy,
+    /// The holders' updates are summed under secure aggregation: the gateway relays the
+    /// protocol and only ever sees the sum (docs/secure-aggregation.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secure_aggregation: Option<SecureAggregation>,
+}
+
+/// The public parameters of a study's secure aggregation (SecAgg / SecAgg+), fixed when the
+/// study is submitted for every round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct SecureAggregation {
+    /// Holders that must stay to the end of every protocol stage: fewer survivors and the
+    /// round fails, nothing revealed. Also the Shamir threshold of every holder's secrets.
+    pub threshold: u32,
+    /// Each holder masks with and shares its secrets among this many others: all other
+    /// holders (Bonawitz et al.) or, when fewer, an even number on the SecAgg+ graph.
+    pub neighbours: u32,
 }
 
 /// The lifecycle of a study.

@@ -23,7 +23,8 @@ use super::{
     dp_requirement::DpRequirement,
     optout::FilterPolicy,
     study::{
-        Aggregation, DpLevel, DpPlan, ModelRelease, OutputCheck, RowLayout, StudySpec, StudyTask,
+        Aggregation, DpLevel, DpPlan, ModelRelease, OutputCheck, RowLayout, SecureAggregation,
+        StudySpec, StudyTask,
     },
     time::Timestamp,
     BudgetUnit, DataCategory, Errors, FieldError, OrgId, Permit, PermitId, Purpose,
@@ -230,6 +231,22 @@ pub struct StudyRequest {
     pub validation_fraction: Option<f64>,
     #[serde(default)]
     pub optout_policy: FilterPolicy,
+    /// Sum the holders' updates under secure aggregation, so that the gateway never sees one
+    /// holder's update (docs/secure-aggregation.md): `{}` takes the defaults, or
+    /// `{"threshold": t, "neighbours": k}`. Needs at least 3 data holders, a method whose
+    /// server only reads the mean of the updates, the plain mean, and `dp.level` `none`.
+    pub secure_aggregation: Option<SecureAggregationRequest>,
+}
+
+#[derive(Debug, Clone, Copy, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SecureAggregationRequest {
+    /// Holders that must stay to the end of every protocol stage (default: two thirds of
+    /// `neighbours`, rounded up); more than half of `neighbours`, at most `neighbours`.
+    pub threshold: Option<u32>,
+    /// Holders each one masks with (default: all the others, the complete graph); fewer must
+    /// be even (the SecAgg+ graph).
+    pub neighbours: Option<u32>,
 }
 
 /// Floors the HDAB sets for every study's output check.
@@ -1039,6 +1056,8 @@ pub fn parse_study(
         req.min_sites,
         data_holders.len(),
     );
+    let secure_aggregation =
+        parse_secure_aggregation(&mut e, req, data_holders.len(), &strategy, aggregation);
     let validation_fraction = req.validation_fraction.unwrap_or(0.2);
     if !(validation_fraction > 0.0 && validation_fraction <= 0.5) {
         e.push(
@@ -1168,6 +1187,89 @@ pub fn parse_study(
         seed: req.seed.unwrap_or(default_seed),
         validation_fraction,
         optout_policy: req.optout_policy,
+        secure_aggregation,
+    })
+}
+
+/// The study's secure aggregation, checked against the method, the aggregation rule and the
+/// privacy plan (docs/secure-aggregation.md, "Which studies").
+fn parse_secure_aggregation(
+    e: &mut Errors,
+    req: &StudyRequest,
+    holders: usize,
+    strategy: &Option<StrategyConfig>,
+    aggregation: Aggregation,
+) -> Option<SecureAggregation> {
+    let r = req.secure_aggregation?;
+    let field = "secure_aggregation";
+    if let Some(s) = strategy {
+        if let Support::No(why) = s.secure_aggregation() {
+            e.push(
+                "strategy.name",
+                "strategy_incompatible_with_secure_aggregation",
+                format!(
+                    "{} reads more of each holder than the mean of the updates ({why}), and \
+                     secure aggregation reveals only their sum",
+                    s.name()
+                ),
+            );
+        }
+    }
+    if aggregation != Aggregation::Mean {
+        e.push(
+            "aggregation",
+            "aggregation_incompatible_with_secure_aggregation",
+            "a robust rule reads every holder's update; secure aggregation reveals only their sum",
+        );
+    }
+    if req.dp.level != "none" {
+        e.push(
+            "dp.level",
+            "dp_level_incompatible_with_secure_aggregation",
+            "secure aggregation runs with `dp.level` `none`: central client-level noise would \
+             need the gateway to see the clipped updates, and the holders' share of distributed \
+             noise is not available yet",
+        );
+    }
+    let n = u32::try_from(holders).unwrap_or(u32::MAX);
+    if n < 3 {
+        e.push(
+            field,
+            "secure_aggregation_needs_three_holders",
+            format!("secure aggregation needs at least 3 data holders, the study names {n}"),
+        );
+        return None;
+    }
+    let k = r.neighbours.unwrap_or(n - 1);
+    let mut ok = true;
+    if !(2..n).contains(&k) || (k != n - 1 && k % 2 == 1) {
+        e.push(
+            format!("{field}.neighbours"),
+            "out_of_range",
+            format!(
+                "must be {} (every other holder) or an even number in 2..{}",
+                n - 1,
+                n - 1
+            ),
+        );
+        ok = false;
+    }
+    // more than half the neighbours: a relay that calls half of them dropped and the other
+    // half alive cannot collect both secrets of one holder
+    let t = r
+        .threshold
+        .unwrap_or_else(|| (2 * k).div_ceil(3).max(k / 2 + 1));
+    if ok && !(2 * t > k && t <= k && t >= 2) {
+        e.push(
+            format!("{field}.threshold"),
+            "out_of_range",
+            format!("must lie in {}..={k}", (k / 2 + 1).max(2)),
+        );
+        ok = false;
+    }
+    ok.then_some(SecureAggregation {
+        threshold: t,
+        neighbours: k,
     })
 }
 
@@ -1417,6 +1519,8 @@ pub enum StudyReason {
         dp_requirement: DpRequirement,
         permitted_levels: Vec<DpLevel>,
     },
+    /// The permit requires secure aggregation, which the study does not use.
+    SecureAggregationRequired,
     /// `remaining`: the permit's unspent budget less what its other live studies reserved.
     BudgetTooSmallForOneRound {
         epsilon_one_round: f64,
@@ -1461,6 +1565,9 @@ pub fn assess(
             dp_requirement: requirement,
             permitted_levels: requirement.permitted_levels(),
         }));
+    }
+    if permit.terms().require_secure_aggregation && spec.secure_aggregation.is_none() {
+        reasons.push(StudyRefusal::Study(StudyReason::SecureAggregationRequired));
     }
     // a data-holder budget is spent only by formal DP, and only client-level DP protects a
     // whole holder; a study without formal DP spends none of it

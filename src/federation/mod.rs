@@ -1,8 +1,10 @@
 //! Federated studies at the gateway: the round loop that drives every live study through
 //! governance, task dispatch, collection and DP aggregation ([`rounds`]), and what travels
-//! to and from the data-holder nodes ([`wire`]).
+//! to and from the data-holder nodes ([`wire`]), and the parameters and messages of secure
+//! aggregation shared by the gateway's relay and the nodes ([`secure_aggregation`]).
 
 pub mod rounds;
+pub mod secure_aggregation;
 pub mod wire;
 
 use std::{sync::Arc, time::Duration};

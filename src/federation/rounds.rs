@@ -16,7 +16,11 @@
 //! of round r-1, so an aggregation redone after a crash gives the same model, and the budget is
 //! spent once because the spend commits with the checkpoint.
 
-use super::{wire::split_extras, Federation};
+use super::{
+    secure_aggregation::{self as sa, Relayed},
+    wire::split_extras,
+    Federation,
+};
 use crate::{
     auth::{Principal, Role},
     authz::{Action, Resource},
@@ -24,7 +28,7 @@ use crate::{
         audit::{Actor, AuditAction, AuditSubject, NewAuditEvent, Outcome},
         audit_details::{
             EvaluationStarted, RoundAggregated, RoundFailed, RoundRefused, RoundStarted,
-            RoundUnpaid, StudyCompleted, StudyHalted, StudyResumed,
+            RoundUnpaid, SecaggStageClosed, StudyCompleted, StudyHalted, StudyResumed,
         },
         check::{check, CheckRequest},
         study::{
@@ -32,7 +36,7 @@ use crate::{
             StudyStatus, Task, TaskKind, TaskStatus,
         },
         time::{self, Timestamp},
-        Epsilon, Permit, PermitState, RoundId, StudyId,
+        Epsilon, OrgId, Permit, PermitState, RoundId, StudyId,
     },
     store::Tx,
 };
@@ -44,7 +48,7 @@ use fl_engine::{
         Aggregator, AggregatorReport, DpFedAvgAggregator, DpRobust, UniformMean, WeightedMean,
     },
     train::TrainReport,
-    FitRes,
+    FitRes, ParameterSet,
 };
 
 pub use crate::domain::study::{RoundReason, RoundRefusal};
@@ -160,6 +164,7 @@ pub async fn close_open_round(
     tx.close_round(&round).await?;
     tx.close_pending_tasks(round.id, TaskStatus::Discarded)
         .await?;
+    tx.delete_secagg(round.id).await?;
     Ok(round.round)
 }
 
@@ -294,6 +299,21 @@ async fn start_round(
             min_sites: study.spec.min_sites,
         }));
     }
+    let round_id = RoundId::new();
+    // under secure aggregation the relay's session opens with the round
+    let mut relay = None;
+    if let Some(plan) = study.spec.secure_aggregation {
+        let (global, _) = load_safetensors(&checkpoint.global)?;
+        let clients = u32::try_from(participants.len())?;
+        match sa::session_config(plan, round_id, clients, global.to_flat().len()) {
+            Ok(config) => relay = Some(serde_json::to_vec(&secagg::Server::new(config)?)?),
+            // too few holders left for the study's threshold on any graph
+            Err(_) => reasons.push(RoundRefusal::Round(RoundReason::QuorumImpossible {
+                permitted_holders: participants.len(),
+                min_sites: study.spec.min_sites.max(plan.threshold as usize + 1),
+            })),
+        }
+    }
     if !reasons.is_empty() {
         return refuse(fed, tx, study, r, reasons, now).await;
     }
@@ -305,7 +325,7 @@ async fn start_round(
         .count();
     let registry_version = tx.optout_registry_version().await?;
     let round = Round {
-        id: RoundId::new(),
+        id: round_id,
         study_id: study.id,
         round: r,
         attempt: u32::try_from(earlier + 1).unwrap_or(u32::MAX),
@@ -321,6 +341,9 @@ async fn start_round(
         summary: RoundSummary::default(),
     };
     tx.insert_round(&round).await?;
+    if let Some(state) = &relay {
+        tx.insert_secagg_session(round.id, state).await?;
+    }
     for holder in &participants {
         tx.insert_task(&Task::new(
             &round,
@@ -356,11 +379,14 @@ async fn start_round(
 async fn collect(
     fed: &Federation,
     mut tx: Box<dyn Tx>,
-    mut study: Study,
+    study: Study,
     permit: Permit,
-    mut round: Round,
+    round: Round,
     now: Timestamp,
 ) -> anyhow::Result<Step> {
+    if study.spec.secure_aggregation.is_some() {
+        return collect_secure(fed, tx, study, permit, round, now).await;
+    }
     let tasks: Vec<Task> = tx
         .round_tasks(round.id)
         .await?
@@ -375,46 +401,187 @@ async fn collect(
     if !all_in && now < round.deadline {
         return Ok(Step::Waiting);
     }
-    let version = study.row_version;
     if done.len() < study.spec.min_sites {
-        round.phase = RoundPhase::Failed;
-        round.closed_at = Some(now);
-        round.reason = Some(format!(
+        let reason = format!(
             "{} of {} results by the deadline; {} needed",
             done.len(),
             tasks.len(),
             study.spec.min_sites
-        ));
-        tx.close_round(&round).await?;
-        tx.close_pending_tasks(round.id, TaskStatus::Expired)
-            .await?;
-        let failed = tx
-            .list_rounds(study.id)
-            .await?
-            .iter()
-            .filter(|x| x.round == round.round && x.phase == RoundPhase::Failed)
-            .count();
-        if failed >= fed.settings.max_round_attempts as usize {
-            study.fail(
-                format!("round {} missed its quorum {failed} times", round.round),
-                now,
-            )?;
-        } else {
-            study.touch(now);
+        );
+        return fail_round(fed, tx, study, round, reason, now).await;
+    }
+    aggregate(fed, tx, study, permit, round, now, None).await
+}
+
+/// Closes a round that missed its quorum: nothing aggregated, nothing spent; the study fails
+/// once the round failed `max_round_attempts` times, and tries again otherwise.
+async fn fail_round(
+    fed: &Federation,
+    mut tx: Box<dyn Tx>,
+    mut study: Study,
+    mut round: Round,
+    reason: String,
+    now: Timestamp,
+) -> anyhow::Result<Step> {
+    let version = study.row_version;
+    round.phase = RoundPhase::Failed;
+    round.closed_at = Some(now);
+    round.reason = Some(reason);
+    tx.close_round(&round).await?;
+    tx.delete_secagg(round.id).await?;
+    tx.close_pending_tasks(round.id, TaskStatus::Expired)
+        .await?;
+    let failed = tx
+        .list_rounds(study.id)
+        .await?
+        .iter()
+        .filter(|x| x.round == round.round && x.phase == RoundPhase::Failed)
+        .count();
+    if failed >= fed.settings.max_round_attempts as usize {
+        study.fail(
+            format!("round {} missed its quorum {failed} times", round.round),
+            now,
+        )?;
+    } else {
+        study.touch(now);
+    }
+    tx.update_study(&study, version).await?;
+    let mut event = system_event(AuditAction::StudyRoundFail, &study).details(&RoundFailed {
+        round: round.round,
+        attempt: round.attempt,
+        reason: round.reason.as_deref(),
+        study_status: study.status().as_str(),
+    });
+    event.outcome = Outcome::Failure;
+    tx.append_audit(event).await?;
+    tx.commit().await?;
+    Ok(Step::Progressed)
+}
+
+/// A round under secure aggregation: closes the relay's current stage once every holder still
+/// in has answered, or at the stage's deadline, and relays what the close sends each holder;
+/// after the last stage, aggregates the unmasked sum. Fewer holders than the threshold at any
+/// stage, or than `min_sites` in the sum, fail the round like a missed quorum.
+async fn collect_secure(
+    fed: &Federation,
+    mut tx: Box<dyn Tx>,
+    study: Study,
+    permit: Permit,
+    round: Round,
+    now: Timestamp,
+) -> anyhow::Result<Step> {
+    use secagg::Round as Stage;
+    let state = tx
+        .lock_secagg_session(round.id)
+        .await?
+        .context("a round under secure aggregation has no relay state")?;
+    let mut server: secagg::Server =
+        serde_json::from_slice(&state).context("the stored relay state is invalid")?;
+    let stage = server.round();
+    if !server.awaiting().is_empty() && now < sa::stage_deadline(&round, stage) {
+        return Ok(Step::Waiting);
+    }
+    let to = |m: &Relayed| match m {
+        Relayed::Keys(k) => k.to.0,
+        Relayed::Shares(s) => s.to.0,
+        Relayed::Unmask(u) => u.to.0,
+    };
+    let relayed: Result<Vec<Relayed>, secagg::Error> = match stage {
+        Stage::AdvertiseKeys => server
+            .close_advertise()
+            .map(|m| m.into_iter().map(Relayed::Keys).collect()),
+        Stage::ShareKeys => server
+            .close_share_keys()
+            .map(|m| m.into_iter().map(Relayed::Shares).collect()),
+        Stage::MaskedInputCollection => server
+            .close_masked_input()
+            .map(|m| m.into_iter().map(Relayed::Unmask).collect()),
+        Stage::Unmasking => {
+            let sum = match server.finish() {
+                Ok(sum) => sum,
+                Err(e) => {
+                    let reason = format!("secure aggregation failed at unmasking: {e}");
+                    return fail_round(fed, tx, study, round, reason, now).await;
+                }
+            };
+            if sum.contributors.len() < study.spec.min_sites {
+                let reason = format!(
+                    "{} of {} holders in the securely aggregated sum; {} needed",
+                    sum.contributors.len(),
+                    round.participants.len(),
+                    study.spec.min_sites
+                );
+                return fail_round(fed, tx, study, round, reason, now).await;
+            }
+            return aggregate(fed, tx, study, permit, round, now, Some(sum)).await;
         }
-        tx.update_study(&study, version).await?;
-        let mut event = system_event(AuditAction::StudyRoundFail, &study).details(&RoundFailed {
+        Stage::Finished => anyhow::bail!("the relay of round {} already finished", round.id),
+    };
+    let relayed = match relayed {
+        Ok(m) => m,
+        Err(e) => {
+            let reason = format!(
+                "secure aggregation stopped at stage {}: {e}",
+                sa::stage_name(stage)
+            );
+            return fail_round(fed, tx, study, round, reason, now).await;
+        }
+    };
+    let kind = sa::relayed_kind(stage).context("a closed stage relays nothing")?;
+    let messages = relayed
+        .iter()
+        .map(|m| Ok((to(m), serde_json::to_vec(m)?)))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    tx.insert_secagg_messages(round.id, kind, &messages).await?;
+    tx.update_secagg_session(round.id, &serde_json::to_vec(&server)?)
+        .await?;
+    tx.append_audit(system_event(AuditAction::StudyRoundSecagg, &study).details(
+        &SecaggStageClosed {
             round: round.round,
             attempt: round.attempt,
-            reason: round.reason.as_deref(),
-            study_status: study.status().as_str(),
-        });
-        event.outcome = Outcome::Failure;
-        tx.append_audit(event).await?;
-        tx.commit().await?;
-        return Ok(Step::Progressed);
-    }
-    aggregate(fed, tx, study, permit, round, tasks, now).await
+            stage: sa::stage_name(stage),
+            continuing: messages.len(),
+        },
+    ))
+    .await?;
+    tx.commit().await?;
+    Ok(Step::Progressed)
+}
+
+/// The unmasked sum of a round as one result the method's server averages: the global model
+/// plus the mean of the contributors' updates (uniform weights: the relay learns no holder's
+/// sample count inside the sum).
+fn secure_mean(
+    global: &ParameterSet,
+    sum: &secagg::Aggregate,
+    clients: usize,
+    samples: u64,
+) -> anyhow::Result<FitRes> {
+    let fp = sa::encoding(u32::try_from(clients)?)?;
+    let decoded = fp.decode(&sum.sum);
+    let base = global.to_flat();
+    anyhow::ensure!(
+        decoded.len() == base.len(),
+        "the secure sum has {} entries, the model {}",
+        decoded.len(),
+        base.len()
+    );
+    let m = sum.contributors.len().max(1) as f64;
+    let flat: Vec<f32> = base
+        .iter()
+        .zip(&decoded)
+        .map(|(g, s)| (f64::from(*g) + s / m) as f32)
+        .collect();
+    Ok(FitRes {
+        site: "secure-aggregation".to_owned(),
+        num_examples: usize::try_from(samples.max(1))?,
+        params: ParameterSet::from_flat(global, &flat)?,
+        extras: ParameterSet::new(),
+        report: TrainReport {
+            steps: 0,
+            mean_loss: 0.0,
+        },
+    })
 }
 
 /// The noise generator of round `round`: keyed by the study's own secret, so a redone
@@ -435,10 +602,16 @@ async fn aggregate(
     mut study: Study,
     mut permit: Permit,
     mut round: Round,
-    tasks: Vec<Task>,
     now: Timestamp,
+    secure: Option<secagg::Aggregate>,
 ) -> anyhow::Result<Step> {
     let spec = study.spec.clone();
+    let tasks: Vec<Task> = tx
+        .round_tasks(round.id)
+        .await?
+        .into_iter()
+        .filter(|t| t.kind == TaskKind::Fit)
+        .collect();
     let checkpoint = tx
         .latest_checkpoint(study.id)
         .await?
@@ -446,6 +619,14 @@ async fn aggregate(
     let (global, _) = load_safetensors(&checkpoint.global)?;
     let rule = spec.aggregation.robust_rule()?;
     let aggregator: Box<dyn Aggregator> = match spec.dp.level {
+        // the sum is already the only thing revealed: its mean enters as one result
+        _ if secure.is_some() => {
+            anyhow::ensure!(
+                spec.dp.level == DpLevel::NoFormalDp && rule.is_none(),
+                "secure aggregation runs without central noise and robust rules"
+            );
+            Box::new(UniformMean::new())
+        }
         DpLevel::Client => {
             let noise = round_noise(
                 &fed.vault.open(
@@ -495,9 +676,25 @@ async fn aggregate(
     // it would disclose what the study's epsilon does not cover, so it is only kept (and shown)
     // for studies without formal DP. The aggregation still receives it.
     let publish_train_loss = spec.dp.level == DpLevel::NoFormalDp;
+    // under secure aggregation a holder contributed when its masked input is in the sum
+    let in_sum: Option<Vec<OrgId>> = secure.as_ref().map(|a| {
+        a.contributors
+            .iter()
+            .filter_map(|c| round.participants.get((c.0 as usize).checked_sub(1)?))
+            .cloned()
+            .collect()
+    });
+    let (mut contributors, mut samples) = (0usize, 0u64);
     for t in &tasks {
         let rep = t.report.clone().unwrap_or_default();
-        let contributed = t.status == TaskStatus::Completed;
+        let contributed = match &in_sum {
+            Some(holders) => holders.contains(&t.data_holder),
+            None => t.status == TaskStatus::Completed,
+        };
+        if contributed {
+            contributors += 1;
+            samples += rep.num_examples;
+        }
         sites.push(SiteContribution {
             data_holder: t.data_holder.clone(),
             samples: rep.num_examples,
@@ -505,7 +702,7 @@ async fn aggregate(
             train_loss: rep.train_loss.filter(|_| publish_train_loss),
             contributed,
         });
-        if !contributed {
+        if !contributed || secure.is_some() {
             continue;
         }
         let bytes = tx
@@ -525,7 +722,15 @@ async fn aggregate(
             },
         });
     }
-    let failures = tasks.len() - results.len();
+    if let Some(sum) = &secure {
+        results.push(secure_mean(
+            &global,
+            sum,
+            round.participants.len(),
+            samples,
+        )?);
+    }
+    let failures = tasks.len() - contributors;
     let aggregated = server.aggregate_fit(round.round, &global, &results, failures)?;
     // the noise scale is public; the clip count and the per-site norms stay here
     let noise_std_on_mean = match aggregated
@@ -593,6 +798,7 @@ async fn aggregate(
     tx.close_round(&round).await?;
     tx.close_pending_tasks(round.id, TaskStatus::Expired)
         .await?;
+    tx.delete_secagg(round.id).await?;
     let version = study.row_version;
     study.record_round(round.round, total, now)?;
     tx.update_study(&study, version).await?;
@@ -600,9 +806,9 @@ async fn aggregate(
         system_event(AuditAction::StudyRoundAggregate, &study).details(&RoundAggregated {
             round: round.round,
             attempt: round.attempt,
-            contributors: results.len(),
+            contributors,
             missing: failures,
-            samples: results.iter().map(|r| r.num_examples).sum::<usize>(),
+            samples: usize::try_from(samples)?,
             epsilon_round: cost,
             epsilon_total: total,
             permit_epsilon_spent: permit.record().epsilon_spent,

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::{
     optout::FilterPolicy,
-    study::{DpPlan, SiteEvaluation, StudySpec, StudyTask, TaskKind},
+    study::{DpPlan, SecureAggregation, SiteEvaluation, StudySpec, StudyTask, TaskKind},
     DataCategory, OrgId, PermitId, Purpose, StudyId, TaskId,
 };
 
@@ -49,6 +49,10 @@ pub struct NodeStudy {
     /// (docs/node-policy.md); absent from older gateways.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dp: Option<DpPlan>,
+    /// The update travels only masked, through the secure-aggregation relay
+    /// (docs/secure-aggregation.md); absent when the study sends it in clear.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secure_aggregation: Option<SecureAggregation>,
 }
 
 impl From<&StudySpec> for NodeStudy {
@@ -66,6 +70,7 @@ impl From<&StudySpec> for NodeStudy {
             validation_fraction: s.validation_fraction,
             optout_policy: s.optout_policy,
             dp: Some(s.dp),
+            secure_aggregation: s.secure_aggregation,
         }
     }
 }

@@ -200,6 +200,10 @@ pub struct DecisionRequest {
     /// DP; the output check still applies). Approval only.
     #[serde(default)]
     pub dp_requirement: DpRequirement,
+    /// Studies under the permit must use secure aggregation, so that the gateway never sees
+    /// one holder's update (default false). Approval only.
+    #[serde(default)]
+    pub require_secure_aggregation: bool,
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -252,6 +256,7 @@ pub async fn decide(
             grant_optout_exception: req.grant_optout_exception,
             conditions: req.conditions,
             dp_requirement: req.dp_requirement,
+            require_secure_aggregation: req.require_secure_aggregation,
         },
     };
     let permit = applications::decide(

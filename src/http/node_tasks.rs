@@ -27,7 +27,10 @@ use crate::{
         study::Task,
         time, TaskId,
     },
-    federation::wire::{NodeTask, TaskResultBody, UpdateError},
+    federation::{
+        secure_aggregation::{NodeMessage, SecaggView},
+        wire::{NodeTask, TaskResultBody, UpdateError},
+    },
     store::Tx,
 };
 
@@ -40,6 +43,13 @@ pub fn router(max_update_bytes: usize) -> Router<AppState> {
         .route(
             "/node/tasks/{id}/result",
             post(result).layer(DefaultBodyLimit::max(body_limit)),
+        )
+        .route(
+            "/node/tasks/{id}/secagg",
+            // a masked input: one JSON integer of up to 20 digits per 4-byte parameter
+            get(secagg_view)
+                .post(secagg_submit)
+                .layer(DefaultBodyLimit::max(max_update_bytes / 4 * 21 + 64 * 1024)),
         )
 }
 
@@ -192,6 +202,39 @@ fn task_refusal(action: AuditAction, id: TaskId) -> impl Fn(TaskError) -> ApiErr
                 "task_already_completed",
                 "a result for this task was already accepted",
             )),
+            TaskError::ClearUpdateRefused => tag(ApiError::field(
+                "parameters",
+                "clear_update_refused",
+                "the study runs secure aggregation: the update travels only masked, through \
+                 /v1/node/tasks/{id}/secagg",
+            )),
+            TaskError::NotSecure => tag(ApiError::new(
+                StatusCode::CONFLICT,
+                "secure_aggregation_not_used",
+                "the task is not a fit task of a study under secure aggregation",
+            )),
+            // a retried delivery of an accepted message
+            TaskError::Secagg(e @ secagg::Error::Replayed { .. }) => tag(ApiError::new(
+                StatusCode::CONFLICT,
+                "secagg_message_replayed",
+                e.to_string(),
+            )),
+            // out of turn, a second different message, or a holder dropped from the session
+            TaskError::Secagg(e) if e.is_routing() => tag(ApiError::new(
+                StatusCode::CONFLICT,
+                "secagg_message_refused",
+                e.to_string(),
+            )),
+            TaskError::Secagg(e) => tag(ApiError::field(
+                "message",
+                "invalid_secagg_message",
+                e.to_string(),
+            )),
+            TaskError::SecaggSender => tag(ApiError::field(
+                "message.from",
+                "secagg_wrong_sender",
+                "the message names another holder than the task's",
+            )),
             TaskError::Store(e) => e.into(),
             TaskError::Internal(e) => ApiError::internal(e),
         }
@@ -261,4 +304,55 @@ pub async fn result(
     tx.commit().await?;
     state.federation.wake.notify_one();
     Ok(Json(json!({ "task_id": id, "status": "completed" })))
+}
+
+/// Where the secure aggregation of the task's round stands for the caller, and what the last
+/// closed stage relayed to it (studies under secure aggregation; docs/secure-aggregation.md).
+#[utoipa::path(get, path = "/v1/node/tasks/{id}/secagg", tag = "node", security(("bearer" = [])),
+    params(("id" = String, Path, description = "Task id")),
+    responses((status = 200, body = SecaggView), (status = 403, body = Problem), (status = 409, body = Problem)))]
+pub async fn secagg_view(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<TaskId>,
+) -> ApiResult<Json<SecaggView>> {
+    const ACTION: AuditAction = AuditAction::NodeTaskSecagg;
+    let mut tx = state.store.begin().await?;
+    let task = assigned_task(&state, &caller, &mut *tx, id, ACTION).await?;
+    let view = node_tasks::secagg_view(&mut *tx, &task, time::now())
+        .await
+        .map_err(task_refusal(ACTION, id))?;
+    Ok(Json(view))
+}
+
+/// The caller's protocol message of the current stage (`{"kind": "advertise_keys" |
+/// "share_keys" | "masked_input" | "unmask", ...}`), handed to the round's relay. Refused,
+/// with nothing stored, unless the relay accepts it.
+#[utoipa::path(post, path = "/v1/node/tasks/{id}/secagg", tag = "node", security(("bearer" = [])),
+    request_body(content = Object, description = "secagg message"),
+    params(("id" = String, Path, description = "Task id")),
+    responses((status = 200, description = "accepted"), (status = 403, body = Problem), (status = 409, body = Problem),
+        (status = 413, body = Problem), (status = 422, body = Problem)))]
+pub async fn secagg_submit(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<TaskId>,
+    ApiJson(message): ApiJson<NodeMessage>,
+) -> ApiResult<Json<serde_json::Value>> {
+    const ACTION: AuditAction = AuditAction::NodeTaskSecagg;
+    let now = time::now();
+    let mut tx = state.store.begin().await?;
+    let task = assigned_task(&state, &caller, &mut *tx, id, ACTION).await?;
+    let stage = message.stage();
+    node_tasks::secagg_submit(&mut *tx, &caller.requester(), &task, message, now)
+        .await
+        .map_err(task_refusal(ACTION, id))?;
+    tx.commit().await?;
+    // the stage may now be complete: let the round loop close it
+    state.federation.wake.notify_one();
+    Ok(Json(json!({
+        "task_id": id,
+        "stage": crate::federation::secure_aggregation::stage_name(stage),
+        "status": "accepted",
+    })))
 }

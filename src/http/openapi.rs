@@ -29,6 +29,7 @@ use crate::domain;
         studies::create, studies::list, studies::read, studies::rounds, studies::cancel, studies::model,
         study_events::events,
         node_tasks::fetch, node_tasks::parameters, node_tasks::result,
+        node_tasks::secagg_view, node_tasks::secagg_submit,
     ),
     components(schemas(
         error::Problem, domain::FieldError, domain::Purpose, domain::DataCategory,

@@ -375,6 +375,9 @@ pub struct AmendRequest {
     /// The privacy requirement for the permit's studies from now on: `client`, `record`,
     /// `client_or_record` or `none_allowed`. Studies already accepted keep their plan.
     pub dp_requirement: Option<String>,
+    /// Whether the permit's studies must use secure aggregation from now on. Studies already
+    /// accepted keep how they run.
+    pub require_secure_aggregation: Option<bool>,
     pub reason: String,
 }
 
@@ -432,6 +435,7 @@ pub async fn amend(
                 }
                 parsed
             }),
+            require_secure_aggregation: req.require_secure_aggregation,
         };
         if let Some(c) = &req.conditions {
             if let Err(f) =

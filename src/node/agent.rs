@@ -41,7 +41,10 @@ use crate::{
         StaticToken,
     },
     domain::{study::TaskKind, OrgId, StudyId, TaskId},
-    federation::wire::{encode_update, FilterRequest, NodeEvaluation, NodeTask, TaskResultBody},
+    federation::{
+        secure_aggregation::{self as sa, NodeMessage, Relayed},
+        wire::{encode_update, FilterRequest, NodeEvaluation, NodeTask, TaskResultBody},
+    },
 };
 
 /// How the node authenticates as a data holder.
@@ -409,6 +412,23 @@ impl Agent {
                     client: client.save_state()?,
                 },
             )?;
+            // under DP-SGD the batch losses are not privatised, so none is reported
+            body.train_loss = s.train.record_dp.is_none().then_some(res.report.mean_loss);
+            body.local_steps = Some(res.report.steps as u64);
+            if s.secure_aggregation.is_some() {
+                if !res.extras.is_empty() {
+                    anyhow::bail!("the method sends values beside the model, which secure aggregation does not carry");
+                }
+                ins.params.check_compatible(&res.params)?;
+                let delta: Vec<f32> = res
+                    .params
+                    .to_flat()
+                    .iter()
+                    .zip(ins.params.to_flat())
+                    .map(|(new, old)| new - old)
+                    .collect();
+                return secure_round(&gateway, task, &delta, &body).await;
+            }
             body.parameters = Some(encode_update(
                 &res.params,
                 &res.extras,
@@ -416,11 +436,87 @@ impl Agent {
                 task.round,
                 &task.data_holder,
             )?);
-            // under DP-SGD the batch losses are not privatised, so none is reported
-            body.train_loss = s.train.record_dp.is_none().then_some(res.report.mean_loss);
-            body.local_steps = Some(res.report.steps as u64);
         }
         gateway.submit_result(task.task_id, &body).await?;
         Ok(())
+    }
+}
+
+/// Takes part in the secure aggregation of `task`'s round (docs/secure-aggregation.md) with
+/// `delta`, this holder's change to the global model: it leaves the node only encoded and
+/// masked. The protocol's keys live in this call only; a node stopped mid-round has dropped
+/// out of it. The result (counts and evaluation, no update) goes out once the masked input is
+/// in, before the unmasking, so the round never waits for it.
+async fn secure_round(
+    gateway: &GatewayClient,
+    task: &NodeTask,
+    delta: &[f32],
+    body: &TaskResultBody,
+) -> anyhow::Result<()> {
+    let view = gateway.secagg_view(task.task_id).await?;
+    let input = sa::encoding(view.config.clients)?.encode(delta)?;
+    let mut client = secagg::Client::new(
+        view.config,
+        secagg::ClientId(view.client),
+        secagg::rng_from_os()?,
+    )?;
+    let id = task.task_id;
+    gateway
+        .secagg_submit(id, &NodeMessage::AdvertiseKeys(client.advertise_keys()?))
+        .await?;
+    let keys = relayed(gateway, task, secagg::Round::AdvertiseKeys, |r| match r {
+        Relayed::Keys(k) => Some(k),
+        _ => None,
+    })
+    .await?;
+    gateway
+        .secagg_submit(id, &NodeMessage::ShareKeys(client.share_keys(&keys)?))
+        .await?;
+    let shares = relayed(gateway, task, secagg::Round::ShareKeys, |r| match r {
+        Relayed::Shares(s) => Some(s),
+        _ => None,
+    })
+    .await?;
+    let masked = client.masked_input(&shares, &input)?;
+    gateway
+        .secagg_submit(id, &NodeMessage::MaskedInput(masked))
+        .await?;
+    gateway.submit_result(id, body).await?;
+    let request = relayed(
+        gateway,
+        task,
+        secagg::Round::MaskedInputCollection,
+        |r| match r {
+            Relayed::Unmask(u) => Some(u),
+            _ => None,
+        },
+    )
+    .await?;
+    gateway
+        .secagg_submit(id, &NodeMessage::Unmask(client.unmask(&request)?))
+        .await?;
+    Ok(())
+}
+
+/// Waits while the relay collects `stage` for what its close relays to this holder. The
+/// relay moving on without a message for it means the holder was dropped from the session.
+async fn relayed<T>(
+    gateway: &GatewayClient,
+    task: &NodeTask,
+    stage: secagg::Round,
+    pick: impl Fn(Relayed) -> Option<T>,
+) -> anyhow::Result<T> {
+    loop {
+        let view = gateway.secagg_view(task.task_id).await?;
+        if let Some(message) = view.relayed.and_then(&pick) {
+            return Ok(message);
+        }
+        if view.stage != sa::stage_name(stage) {
+            anyhow::bail!(
+                "dropped from the secure aggregation: the relay moved on to {} without this holder",
+                view.stage
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }

@@ -284,7 +284,7 @@ impl Guard {
                 format!("method {method} is not in accept.methods"),
             )));
         }
-        if p.require_secure_aggregation {
+        if p.require_secure_aggregation && s.secure_aggregation.is_none() {
             return Ok(Err(refuse(
                 "secure_aggregation_required",
                 "the policy requires secure aggregation, which this study does not run",
@@ -478,6 +478,19 @@ methods = ["fedavg"]
                     .unwrap()
             ),
             "secure_aggregation_required"
+        );
+        let mut secure = t.clone();
+        secure.study.secure_aggregation = Some(crate::domain::study::SecureAggregation {
+            threshold: 2,
+            neighbours: 3,
+        });
+        assert_eq!(
+            code(
+                strict("require_secure_aggregation = true")
+                    .decide(&secure)
+                    .unwrap()
+            ),
+            "accepted"
         );
         let mut no_dp = t.clone();
         no_dp.study.dp = Some(DpPlan::no_formal_dp(1e-5));

@@ -183,6 +183,30 @@ pub trait Tx: Send {
     ) -> Result<()>;
     async fn list_evaluations(&mut self, study: StudyId) -> Result<Vec<(u64, SiteEvaluation)>>;
 
+    /// Secure aggregation of a round (docs/secure-aggregation.md): the relay's state.
+    async fn insert_secagg_session(&mut self, round: RoundId, state: &[u8]) -> Result<()>;
+    /// The relay's state, read without locking.
+    async fn secagg_session(&mut self, round: RoundId) -> Result<Option<Vec<u8>>>;
+    /// The relay's state, locked until the transaction ends, so that messages of several
+    /// holders and the round loop change it one after the other.
+    async fn lock_secagg_session(&mut self, round: RoundId) -> Result<Option<Vec<u8>>>;
+    async fn update_secagg_session(&mut self, round: RoundId, state: &[u8]) -> Result<()>;
+    /// Stores the messages a closed stage relays, one per (holder, kind).
+    async fn insert_secagg_messages(
+        &mut self,
+        round: RoundId,
+        kind: &str,
+        messages: &[(u32, Vec<u8>)],
+    ) -> Result<()>;
+    async fn secagg_message(
+        &mut self,
+        round: RoundId,
+        client: u32,
+        kind: &str,
+    ) -> Result<Option<Vec<u8>>>;
+    /// Forgets a closed round's protocol state and messages.
+    async fn delete_secagg(&mut self, round: RoundId) -> Result<()>;
+
     async fn append_audit(&mut self, event: NewAuditEvent) -> Result<AuditEntry>;
     async fn list_audit(&mut self, filter: &AuditFilter) -> Result<Vec<AuditEntry>>;
     /// The span of entries `list_audit` would return, without loading them.

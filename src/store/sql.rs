@@ -773,6 +773,82 @@ macro_rules! impl_tx {
                 Ok(found.flatten())
             }
 
+            async fn insert_secagg_session(&mut self, round: crate::domain::RoundId, state: &[u8])
+                -> crate::store::Result<()> {
+                sqlx::query("insert into secagg_session (round_id, state, row_version) values ($1, $2, 1)")
+                    .bind(round.0)
+                    .bind(state)
+                    .execute(&mut *self.tx)
+                    .await?;
+                Ok(())
+            }
+
+            async fn secagg_session(&mut self, round: crate::domain::RoundId)
+                -> crate::store::Result<Option<Vec<u8>>> {
+                Ok(sqlx::query_scalar("select state from secagg_session where round_id = $1")
+                    .bind(round.0)
+                    .fetch_optional(&mut *self.tx)
+                    .await?)
+            }
+
+            async fn lock_secagg_session(&mut self, round: crate::domain::RoundId)
+                -> crate::store::Result<Option<Vec<u8>>> {
+                // an update takes the row lock on both backends (SQLite: the writer lock is
+                // already held) and returns the state as committed by whoever held it before
+                Ok(sqlx::query_scalar(
+                    "update secagg_session set row_version = row_version + 1 where round_id = $1 returning state")
+                    .bind(round.0)
+                    .fetch_optional(&mut *self.tx)
+                    .await?)
+            }
+
+            async fn update_secagg_session(&mut self, round: crate::domain::RoundId, state: &[u8])
+                -> crate::store::Result<()> {
+                let done = sqlx::query("update secagg_session set state = $2 where round_id = $1")
+                    .bind(round.0)
+                    .bind(state)
+                    .execute(&mut *self.tx)
+                    .await?;
+                if done.rows_affected() == 1 { Ok(()) } else { Err(crate::store::StoreError::Conflict) }
+            }
+
+            async fn insert_secagg_messages(&mut self, round: crate::domain::RoundId, kind: &str,
+                messages: &[(u32, Vec<u8>)]) -> crate::store::Result<()> {
+                for (client, message) in messages {
+                    sqlx::query("insert into secagg_message (round_id, client, kind, message) values ($1, $2, $3, $4)")
+                        .bind(round.0)
+                        .bind(i64::from(*client))
+                        .bind(kind)
+                        .bind(message.as_slice())
+                        .execute(&mut *self.tx)
+                        .await?;
+                }
+                Ok(())
+            }
+
+            async fn secagg_message(&mut self, round: crate::domain::RoundId, client: u32, kind: &str)
+                -> crate::store::Result<Option<Vec<u8>>> {
+                Ok(sqlx::query_scalar(
+                    "select message from secagg_message where round_id = $1 and client = $2 and kind = $3")
+                    .bind(round.0)
+                    .bind(i64::from(client))
+                    .bind(kind)
+                    .fetch_optional(&mut *self.tx)
+                    .await?)
+            }
+
+            async fn delete_secagg(&mut self, round: crate::domain::RoundId) -> crate::store::Result<()> {
+                sqlx::query("delete from secagg_message where round_id = $1")
+                    .bind(round.0)
+                    .execute(&mut *self.tx)
+                    .await?;
+                sqlx::query("delete from secagg_session where round_id = $1")
+                    .bind(round.0)
+                    .execute(&mut *self.tx)
+                    .await?;
+                Ok(())
+            }
+
             async fn insert_evaluation(&mut self, study: crate::domain::StudyId, round: u64,
                 evaluation: &crate::domain::study::SiteEvaluation, now: crate::domain::time::Timestamp)
                 -> crate::store::Result<()> {

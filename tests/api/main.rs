@@ -12,6 +12,7 @@ mod metrics;
 mod openapi;
 mod optouts;
 mod roles;
+mod secure_aggregation;
 mod security;
 mod studies;
 mod validation;

@@ -291,6 +291,14 @@ impl StrategyConfig {
         self.spec().task(task)
     }
 
+    /// Whether the method runs under secure aggregation, which reveals to the server only the
+    /// sum of the sites' update vectors. That suffices exactly when everything the server
+    /// learns from a site passes through the aggregator, the condition of client-level DP
+    /// ([`MethodSpec::client_dp`]): one rule for both.
+    pub fn secure_aggregation(&self) -> Support {
+        self.spec().client_dp()
+    }
+
     /// Check that the model has the parts this strategy addresses.
     pub fn check_model(&self, spec: &ModelSpec) -> Result<()> {
         self.spec().check_model(spec)
