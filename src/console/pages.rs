@@ -535,7 +535,6 @@ async fn burn_down(console: &Console, session: &Session, permit: &Value) -> Valu
     json!({"times": times, "remaining": remaining, "total": total})
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn permit_page(
     console: &Console,
     session: &Session,

@@ -32,7 +32,7 @@
       opts: {
         width: width(el), height: 220, series: series,
         scales: { x: { time: false } },
-        axes: [{ label: "Round" }, {}]
+        axes: [{ label: "Round", incrs: [1, 2, 5, 10, 20, 50, 100] }, {}]
       },
       data: [x].concat(ys)
     };
