@@ -27,6 +27,18 @@ pub struct Settings {
     pub audit: AuditSettings,
     pub metrics: MetricsSettings,
     pub webhooks: WebhookSettings,
+    pub console: ConsoleSettings,
+}
+
+/// The web console's sign-in (docs/console.md): an OpenID Connect client of the configured
+/// issuer using the authorization code flow with PKCE. Without a `client_id` the console offers
+/// no production sign-in (development mode has its role picker).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsoleSettings {
+    pub client_id: Option<String>,
+    /// Where the issuer sends the browser back; `{public_url}/console/callback` when unset.
+    pub redirect_url: Option<String>,
 }
 
 /// Signed webhooks announcing study and permit state changes (src/webhooks.rs,
@@ -238,11 +250,12 @@ impl Default for Settings {
             audit: AuditSettings::default(),
             metrics: MetricsSettings::default(),
             webhooks: WebhookSettings::default(),
+            console: ConsoleSettings::default(),
         }
     }
 }
 
-const SETTING_KEYS: [&str; 12] = [
+const SETTING_KEYS: [&str; 13] = [
     "listen",
     "public_url",
     "data_dir",
@@ -255,6 +268,7 @@ const SETTING_KEYS: [&str; 12] = [
     "audit",
     "metrics",
     "webhooks",
+    "console",
 ];
 
 impl Settings {

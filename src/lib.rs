@@ -11,6 +11,7 @@ pub mod authz;
 pub mod cli;
 pub mod client;
 pub mod configuration;
+pub mod console;
 pub mod demo;
 pub mod domain;
 pub mod federation;

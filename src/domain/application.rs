@@ -13,6 +13,17 @@ use super::{
 /// Art. 68(12): a permit lasts at most ten years.
 pub const MAX_PERMIT_MONTHS: u32 = 120;
 
+/// Art. 68: the HDAB decides within three months of receiving a complete application (it may
+/// extend that once by three months, telling the applicant).
+pub const DECISION_MONTHS: u32 = 3;
+
+/// When the decision on an application received at `submitted_at` is due.
+pub fn decision_due(submitted_at: DateTime<Utc>) -> DateTime<Utc> {
+    submitted_at
+        .checked_add_months(Months::new(DECISION_MONTHS))
+        .unwrap_or(submitted_at)
+}
+
 /// Flags that refine the scientific-research purpose (53(1)(e)).
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema,
@@ -23,6 +34,14 @@ pub enum ResearchFlag {
     AlgorithmTraining,
     /// Research of important public interest: one of the conditions of the 71(4) exception.
     ImportantPublicInterest,
+}
+
+impl ResearchFlag {
+    pub const ALL: [ResearchFlag; 3] = [
+        ResearchFlag::ProductInnovation,
+        ResearchFlag::AlgorithmTraining,
+        ResearchFlag::ImportantPublicInterest,
+    ];
 }
 
 /// The Art. 71(4) exception an applicant asks for, and that a permit then records.

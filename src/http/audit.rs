@@ -142,9 +142,10 @@ pub async fn events(
         written: 0,
         stage: Stage::Opening,
     };
-    let body = axum::body::Body::from_stream(futures_util::stream::unfold(
-        pages,
-        |mut pages| async move {
+    // Fused: the gzip layer polls once more after the end, which a bare `unfold` answers with a
+    // panic (the connection then dies before the compressed trailer is sent).
+    let body = axum::body::Body::from_stream(futures_util::StreamExt::fuse(
+        futures_util::stream::unfold(pages, |mut pages| async move {
             match pages.next_chunk().await {
                 Ok(Some(chunk)) => Some((Ok::<_, std::io::Error>(chunk), pages)),
                 Ok(None) => None,
@@ -157,7 +158,7 @@ pub async fn events(
                     ))
                 }
             }
-        },
+        }),
     ));
     Ok(([(header::CONTENT_TYPE, content_type)], body).into_response())
 }

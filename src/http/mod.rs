@@ -150,11 +150,20 @@ pub fn router(state: AppState) -> Router {
             audit_refusals,
         ));
 
+    // The console calls this in process with the signed-in user's token (src/console).
+    let api = Router::new()
+        .nest("/v1", v1.clone())
+        .layer(DefaultBodyLimit::max(settings.http.body_limit_bytes))
+        .with_state(state.clone());
     let mut app = Router::new()
         .merge(health::router())
         .merge(metrics::router(state.clone()))
         .merge(openapi::router())
         .nest("/v1", v1)
+        .nest_service(
+            crate::console::BASE,
+            crate::console::router(state.clone(), api),
+        )
         .fallback(|| async {
             ApiError::new(StatusCode::NOT_FOUND, "route_not_found", "no such route")
         });
@@ -184,7 +193,7 @@ pub fn router(state: AppState) -> Router {
     app.layer(DefaultBodyLimit::max(settings.http.body_limit_bytes))
         .layer(
             ServiceBuilder::new()
-                .layer(SetSensitiveRequestHeadersLayer::new([header::AUTHORIZATION]))
+                .layer(SetSensitiveRequestHeadersLayer::new([header::AUTHORIZATION, header::COOKIE]))
                 .layer(middleware::from_fn_with_state(
                     settings.http.max_header_bytes,
                     check_request_head,
@@ -370,11 +379,27 @@ async fn audit_refusals(State(state): State<AppState>, req: Request, next: Next)
             Actor::anonymous()
         }
     };
+    record_refusal(&state, actor, method.as_str(), &path, rid, status, problem).await;
+    response
+}
+
+/// Appends the audit entry of one refused request in its own transaction (the change it
+/// attempted was rolled back). The API's refusal middleware and the console's own refusals
+/// (a missing CSRF token) share it.
+pub(crate) async fn record_refusal(
+    state: &AppState,
+    actor: Actor,
+    method: &str,
+    path: &str,
+    request_id: Option<String>,
+    status: StatusCode,
+    problem: ProblemInfo,
+) {
     let event = NewAuditEvent {
         actor,
         action: problem
             .action
-            .unwrap_or_else(|| AuditAction::refused_request(method.as_str())),
+            .unwrap_or_else(|| AuditAction::refused_request(method)),
         outcome: if status.is_server_error() {
             Outcome::Failure
         } else {
@@ -383,15 +408,15 @@ async fn audit_refusals(State(state): State<AppState>, req: Request, next: Next)
         resource_type: problem.resource_type.unwrap_or("request").to_owned(),
         resource_id: problem.resource_id,
         permit_id: problem.permit_id,
-        request_id: rid,
+        request_id,
         http_status: Some(status.as_u16()),
         detail: serde_json::Value::Null,
     }
     .details(&Refusal {
         code: problem.code,
         detail: error::bounded(&problem.detail, error::MAX_STORED_DETAIL),
-        method: method.as_str(),
-        path: error::bounded(&path, error::MAX_STORED_PATH),
+        method,
+        path: error::bounded(path, error::MAX_STORED_PATH),
     });
     let recorded = async {
         let mut tx = state.store.begin().await?;
@@ -402,5 +427,4 @@ async fn audit_refusals(State(state): State<AppState>, req: Request, next: Next)
         // The refusal stands; failing to record it is itself an incident for the operators.
         tracing::error!(error = %e, "failed to audit a refused request");
     }
-    response
 }
