@@ -116,6 +116,7 @@ from .model_release import ModelRelease
 from .model_request import ModelRequest
 from .moon_config import MoonConfig
 from .new_application import NewApplication
+from .node_secagg_submit_body import NodeSecaggSubmitBody
 from .node_study import NodeStudy
 from .node_study_feature_spec import NodeStudyFeatureSpec
 from .node_study_model import NodeStudyModel
@@ -160,6 +161,11 @@ from .round_phase import RoundPhase
 from .round_view import RoundView
 from .rounds_view import RoundsView
 from .scaffold_config import ScaffoldConfig
+from .secagg_view import SecaggView
+from .secagg_view_config import SecaggViewConfig
+from .secagg_view_relayed_type_0 import SecaggViewRelayedType0
+from .secure_aggregation import SecureAggregation
+from .secure_aggregation_request import SecureAggregationRequest
 from .silo_config import SiloConfig
 from .site_contribution_view import SiteContributionView
 from .site_evaluation_view import SiteEvaluationView
@@ -228,6 +234,8 @@ from .study_reason_type_2 import StudyReasonType2
 from .study_reason_type_2_code import StudyReasonType2Code
 from .study_reason_type_3 import StudyReasonType3
 from .study_reason_type_3_code import StudyReasonType3Code
+from .study_reason_type_4 import StudyReasonType4
+from .study_reason_type_4_code import StudyReasonType4Code
 from .study_request import StudyRequest
 from .study_request_feature_spec import StudyRequestFeatureSpec
 from .study_spec import StudySpec
@@ -366,6 +374,7 @@ __all__ = (
     "ModelRequest",
     "MoonConfig",
     "NewApplication",
+    "NodeSecaggSubmitBody",
     "NodeStudy",
     "NodeStudyFeatureSpec",
     "NodeStudyModel",
@@ -410,6 +419,11 @@ __all__ = (
     "RoundsView",
     "RoundView",
     "ScaffoldConfig",
+    "SecaggView",
+    "SecaggViewConfig",
+    "SecaggViewRelayedType0",
+    "SecureAggregation",
+    "SecureAggregationRequest",
     "SiloConfig",
     "SiteContributionView",
     "SiteEvaluationView",
@@ -478,6 +492,8 @@ __all__ = (
     "StudyReasonType2Code",
     "StudyReasonType3",
     "StudyReasonType3Code",
+    "StudyReasonType4",
+    "StudyReasonType4Code",
     "StudyRequest",
     "StudyRequestFeatureSpec",
     "StudySpec",

@@ -34,6 +34,9 @@ class AmendRequest:
             epsilon (float | None | Unset):
             member_states (list[str] | None | Unset):
             purposes (list[str] | None | Unset):
+            require_secure_aggregation (bool | None | Unset): Whether the permit's studies must use secure aggregation from
+                now on. Studies already
+                accepted keep how they run.
      """
 
     reason: str
@@ -44,6 +47,7 @@ class AmendRequest:
     epsilon: float | None | Unset = UNSET
     member_states: list[str] | None | Unset = UNSET
     purposes: list[str] | None | Unset = UNSET
+    require_secure_aggregation: bool | None | Unset = UNSET
 
 
 
@@ -110,6 +114,12 @@ class AmendRequest:
         else:
             purposes = self.purposes
 
+        require_secure_aggregation: bool | None | Unset
+        if isinstance(self.require_secure_aggregation, Unset):
+            require_secure_aggregation = UNSET
+        else:
+            require_secure_aggregation = self.require_secure_aggregation
+
 
         field_dict: dict[str, Any] = {}
 
@@ -130,6 +140,8 @@ class AmendRequest:
             field_dict["member_states"] = member_states
         if purposes is not UNSET:
             field_dict["purposes"] = purposes
+        if require_secure_aggregation is not UNSET:
+            field_dict["require_secure_aggregation"] = require_secure_aggregation
 
         return field_dict
 
@@ -242,6 +254,16 @@ class AmendRequest:
         purposes = _parse_purposes(d.pop("purposes", UNSET))
 
 
+        def _parse_require_secure_aggregation(data: object) -> bool | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(bool | None | Unset, data)
+
+        require_secure_aggregation = _parse_require_secure_aggregation(d.pop("require_secure_aggregation", UNSET))
+
+
         amend_request = cls(
             reason=reason,
             categories=categories,
@@ -251,6 +273,7 @@ class AmendRequest:
             epsilon=epsilon,
             member_states=member_states,
             purposes=purposes,
+            require_secure_aggregation=require_secure_aggregation,
         )
 
         return amend_request

@@ -22,8 +22,9 @@ T = TypeVar("T", bound="BackboneRequestType4")
 
 @_attrs_define
 class BackboneRequestType4:
-    """ A ResNet-style CNN with GroupNorm over the series as a `[2, steps, channels]` image
-    (values and presence mask).
+    """ A ResNet-style CNN with GroupNorm over the specification's image `[channels, height,
+    width]`, or, without one, over the series as a `[2, steps, channels]` image (values and
+    presence mask). Every stage after the first halves the image.
 
         Attributes:
             groups (int):

@@ -35,6 +35,9 @@ class DecisionRequest:
             grant_optout_exception (bool | Unset): Whether the HDAB grants the Art. 71(4) exception the application asked
                 for.
             reason (None | str | Unset): Required for a rejection (Art. 68(9)); an optional note for an approval.
+            require_secure_aggregation (bool | Unset): Studies under the permit must use secure aggregation, so that the
+                gateway never sees
+                one holder's update (default false). Approval only.
      """
 
     decision: DecisionKind
@@ -42,6 +45,7 @@ class DecisionRequest:
     dp_requirement: DpRequirement | Unset = UNSET
     grant_optout_exception: bool | Unset = UNSET
     reason: None | str | Unset = UNSET
+    require_secure_aggregation: bool | Unset = UNSET
 
 
 
@@ -69,6 +73,8 @@ class DecisionRequest:
         else:
             reason = self.reason
 
+        require_secure_aggregation = self.require_secure_aggregation
+
 
         field_dict: dict[str, Any] = {}
 
@@ -83,6 +89,8 @@ class DecisionRequest:
             field_dict["grant_optout_exception"] = grant_optout_exception
         if reason is not UNSET:
             field_dict["reason"] = reason
+        if require_secure_aggregation is not UNSET:
+            field_dict["require_secure_aggregation"] = require_secure_aggregation
 
         return field_dict
 
@@ -128,12 +136,15 @@ class DecisionRequest:
         reason = _parse_reason(d.pop("reason", UNSET))
 
 
+        require_secure_aggregation = d.pop("require_secure_aggregation", UNSET)
+
         decision_request = cls(
             decision=decision,
             conditions=conditions,
             dp_requirement=dp_requirement,
             grant_optout_exception=grant_optout_exception,
             reason=reason,
+            require_secure_aggregation=require_secure_aggregation,
         )
 
         return decision_request

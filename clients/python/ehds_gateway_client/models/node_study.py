@@ -22,6 +22,7 @@ if TYPE_CHECKING:
   from ..models.node_study_model import NodeStudyModel
   from ..models.node_study_strategy import NodeStudyStrategy
   from ..models.node_study_train import NodeStudyTrain
+  from ..models.secure_aggregation import SecureAggregation
   from ..models.study_task_type_1 import StudyTaskType1
   from ..models.study_task_type_2 import StudyTaskType2
 
@@ -49,6 +50,7 @@ class NodeStudy:
             train (NodeStudyTrain):
             validation_fraction (float):
             dp (DpPlan | None | Unset):
+            secure_aggregation (None | SecureAggregation | Unset):
             task (StudyTaskType0 | StudyTaskType1 | StudyTaskType2 | StudyTaskType3 | Unset): What a study predicts. The
                 feature specification's label determines what it can be: a
                 binary label trains a binary classifier (one sigmoid), a two-class softmax
@@ -67,6 +69,7 @@ class NodeStudy:
     train: NodeStudyTrain
     validation_fraction: float
     dp: DpPlan | None | Unset = UNSET
+    secure_aggregation: None | SecureAggregation | Unset = UNSET
     task: StudyTaskType0 | StudyTaskType1 | StudyTaskType2 | StudyTaskType3 | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -80,6 +83,7 @@ class NodeStudy:
         from ..models.node_study_model import NodeStudyModel # noqa: PLC0415
         from ..models.node_study_strategy import NodeStudyStrategy # noqa: PLC0415
         from ..models.node_study_train import NodeStudyTrain # noqa: PLC0415
+        from ..models.secure_aggregation import SecureAggregation # noqa: PLC0415
         from ..models.study_task_type_1 import StudyTaskType1 # noqa: PLC0415
         from ..models.study_task_type_2 import StudyTaskType2 # noqa: PLC0415
         categories = []
@@ -115,6 +119,14 @@ class NodeStudy:
         else:
             dp = self.dp
 
+        secure_aggregation: dict[str, Any] | None | Unset
+        if isinstance(self.secure_aggregation, Unset):
+            secure_aggregation = UNSET
+        elif isinstance(self.secure_aggregation, SecureAggregation):
+            secure_aggregation = self.secure_aggregation.to_dict()
+        else:
+            secure_aggregation = self.secure_aggregation
+
         task: dict[str, Any] | str | Unset
         if isinstance(self.task, Unset):
             task = UNSET
@@ -145,6 +157,8 @@ class NodeStudy:
         })
         if dp is not UNSET:
             field_dict["dp"] = dp
+        if secure_aggregation is not UNSET:
+            field_dict["secure_aggregation"] = secure_aggregation
         if task is not UNSET:
             field_dict["task"] = task
 
@@ -159,6 +173,7 @@ class NodeStudy:
         from ..models.node_study_model import NodeStudyModel # noqa: PLC0415
         from ..models.node_study_strategy import NodeStudyStrategy # noqa: PLC0415
         from ..models.node_study_train import NodeStudyTrain # noqa: PLC0415
+        from ..models.secure_aggregation import SecureAggregation # noqa: PLC0415
         from ..models.study_task_type_1 import StudyTaskType1 # noqa: PLC0415
         from ..models.study_task_type_2 import StudyTaskType2 # noqa: PLC0415
         d = dict(src_dict)
@@ -228,6 +243,26 @@ class NodeStudy:
         dp = _parse_dp(d.pop("dp", UNSET))
 
 
+        def _parse_secure_aggregation(data: object) -> None | SecureAggregation | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                secure_aggregation_type_1 = SecureAggregation.from_dict(data)
+
+
+
+                return secure_aggregation_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | SecureAggregation | Unset, data)
+
+        secure_aggregation = _parse_secure_aggregation(d.pop("secure_aggregation", UNSET))
+
+
         def _parse_task(data: object) -> StudyTaskType0 | StudyTaskType1 | StudyTaskType2 | StudyTaskType3 | Unset:
             if isinstance(data, Unset):
                 return data
@@ -284,6 +319,7 @@ class NodeStudy:
             train=train,
             validation_fraction=validation_fraction,
             dp=dp,
+            secure_aggregation=secure_aggregation,
             task=task,
         )
 

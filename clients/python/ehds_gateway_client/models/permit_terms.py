@@ -44,6 +44,9 @@ class PermitTerms:
                 like the other terms. Permits issued before this term existed allow client- or record-level
                 DP, which is also the default of a new decision.
             optout_exception (None | OptOutException | Unset):
+            require_secure_aggregation (bool | Unset): Studies under the permit must sum the holders' updates under secure
+                aggregation, so
+                that the gateway never sees one (docs/secure-aggregation.md); absent on older permits.
      """
 
     categories: list[PermitTermsCategoriesItem]
@@ -55,6 +58,7 @@ class PermitTerms:
     conditions: None | str | Unset = UNSET
     dp_requirement: DpRequirement | Unset = UNSET
     optout_exception: None | OptOutException | Unset = UNSET
+    require_secure_aggregation: bool | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
 
@@ -119,6 +123,8 @@ class PermitTerms:
         else:
             optout_exception = self.optout_exception
 
+        require_secure_aggregation = self.require_secure_aggregation
+
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -136,6 +142,8 @@ class PermitTerms:
             field_dict["dp_requirement"] = dp_requirement
         if optout_exception is not UNSET:
             field_dict["optout_exception"] = optout_exception
+        if require_secure_aggregation is not UNSET:
+            field_dict["require_secure_aggregation"] = require_secure_aggregation
 
         return field_dict
 
@@ -236,6 +244,8 @@ class PermitTerms:
         optout_exception = _parse_optout_exception(d.pop("optout_exception", UNSET))
 
 
+        require_secure_aggregation = d.pop("require_secure_aggregation", UNSET)
+
         permit_terms = cls(
             categories=categories,
             data_holders=data_holders,
@@ -246,6 +256,7 @@ class PermitTerms:
             conditions=conditions,
             dp_requirement=dp_requirement,
             optout_exception=optout_exception,
+            require_secure_aggregation=require_secure_aggregation,
         )
 
 

@@ -21,17 +21,13 @@ T = TypeVar("T", bound="StudyReasonType2")
 
 @_attrs_define
 class StudyReasonType2:
-    """ `remaining`: the permit's unspent budget less what its other live studies reserved.
+    """ The permit requires secure aggregation, which the study does not use.
 
         Attributes:
             code (StudyReasonType2Code):
-            epsilon_one_round (float):
-            remaining (float):
      """
 
     code: StudyReasonType2Code
-    epsilon_one_round: float
-    remaining: float
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
 
@@ -41,17 +37,11 @@ class StudyReasonType2:
     def to_dict(self) -> dict[str, Any]:
         code = self.code.value
 
-        epsilon_one_round = self.epsilon_one_round
-
-        remaining = self.remaining
-
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update({
             "code": code,
-            "epsilon_one_round": epsilon_one_round,
-            "remaining": remaining,
         })
 
         return field_dict
@@ -66,14 +56,8 @@ class StudyReasonType2:
 
 
 
-        epsilon_one_round = d.pop("epsilon_one_round")
-
-        remaining = d.pop("remaining")
-
         study_reason_type_2 = cls(
             code=code,
-            epsilon_one_round=epsilon_one_round,
-            remaining=remaining,
         )
 
 

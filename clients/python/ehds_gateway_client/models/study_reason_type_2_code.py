@@ -1,7 +1,7 @@
 from enum import StrEnum
 
 class StudyReasonType2Code(StrEnum):
-    BUDGET_TOO_SMALL_FOR_ONE_ROUND = "budget_too_small_for_one_round"
+    SECURE_AGGREGATION_REQUIRED = "secure_aggregation_required"
 
     def __str__(self) -> str:
         return str(self.value)

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
   from ..models.model_request import ModelRequest
   from ..models.optimizer_request import OptimizerRequest
   from ..models.output_check_request import OutputCheckRequest
+  from ..models.secure_aggregation_request import SecureAggregationRequest
   from ..models.strategy_config_apfl import StrategyConfigApfl
   from ..models.strategy_config_ditto import StrategyConfigDitto
   from ..models.strategy_config_fedadagrad import StrategyConfigFedadagrad
@@ -106,6 +107,7 @@ class StudyRequest:
             optout_policy (FilterPolicy | Unset): Which opt-outs count for a permit's processing.
             output_check (None | OutputCheckRequest | Unset):
             release (ModelRelease | None | Unset):
+            secure_aggregation (None | SecureAggregationRequest | Unset):
             seed (int | None | Unset):
             task (None | StudyTaskType0 | StudyTaskType1 | StudyTaskType2 | StudyTaskType3 | Unset):
             validation_fraction (float | None | Unset): Share of each holder's training rows kept for validation (default
@@ -133,6 +135,7 @@ class StudyRequest:
     optout_policy: FilterPolicy | Unset = UNSET
     output_check: None | OutputCheckRequest | Unset = UNSET
     release: ModelRelease | None | Unset = UNSET
+    secure_aggregation: None | SecureAggregationRequest | Unset = UNSET
     seed: int | None | Unset = UNSET
     task: None | StudyTaskType0 | StudyTaskType1 | StudyTaskType2 | StudyTaskType3 | Unset = UNSET
     validation_fraction: float | None | Unset = UNSET
@@ -156,6 +159,7 @@ class StudyRequest:
         from ..models.model_request import ModelRequest # noqa: PLC0415
         from ..models.optimizer_request import OptimizerRequest # noqa: PLC0415
         from ..models.output_check_request import OutputCheckRequest # noqa: PLC0415
+        from ..models.secure_aggregation_request import SecureAggregationRequest # noqa: PLC0415
         from ..models.strategy_config_apfl import StrategyConfigApfl # noqa: PLC0415
         from ..models.strategy_config_ditto import StrategyConfigDitto # noqa: PLC0415
         from ..models.strategy_config_fedadagrad import StrategyConfigFedadagrad # noqa: PLC0415
@@ -340,6 +344,14 @@ class StudyRequest:
         else:
             release = self.release
 
+        secure_aggregation: dict[str, Any] | None | Unset
+        if isinstance(self.secure_aggregation, Unset):
+            secure_aggregation = UNSET
+        elif isinstance(self.secure_aggregation, SecureAggregationRequest):
+            secure_aggregation = self.secure_aggregation.to_dict()
+        else:
+            secure_aggregation = self.secure_aggregation
+
         seed: int | None | Unset
         if isinstance(self.seed, Unset):
             seed = UNSET
@@ -399,6 +411,8 @@ class StudyRequest:
             field_dict["output_check"] = output_check
         if release is not UNSET:
             field_dict["release"] = release
+        if secure_aggregation is not UNSET:
+            field_dict["secure_aggregation"] = secure_aggregation
         if seed is not UNSET:
             field_dict["seed"] = seed
         if task is not UNSET:
@@ -426,6 +440,7 @@ class StudyRequest:
         from ..models.model_request import ModelRequest # noqa: PLC0415
         from ..models.optimizer_request import OptimizerRequest # noqa: PLC0415
         from ..models.output_check_request import OutputCheckRequest # noqa: PLC0415
+        from ..models.secure_aggregation_request import SecureAggregationRequest # noqa: PLC0415
         from ..models.strategy_config_apfl import StrategyConfigApfl # noqa: PLC0415
         from ..models.strategy_config_ditto import StrategyConfigDitto # noqa: PLC0415
         from ..models.strategy_config_fedadagrad import StrategyConfigFedadagrad # noqa: PLC0415
@@ -969,6 +984,26 @@ class StudyRequest:
         release = _parse_release(d.pop("release", UNSET))
 
 
+        def _parse_secure_aggregation(data: object) -> None | SecureAggregationRequest | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                secure_aggregation_type_1 = SecureAggregationRequest.from_dict(data)
+
+
+
+                return secure_aggregation_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | SecureAggregationRequest | Unset, data)
+
+        secure_aggregation = _parse_secure_aggregation(d.pop("secure_aggregation", UNSET))
+
+
         def _parse_seed(data: object) -> int | None | Unset:
             if data is None:
                 return data
@@ -1061,6 +1096,7 @@ class StudyRequest:
             optout_policy=optout_policy,
             output_check=output_check,
             release=release,
+            secure_aggregation=secure_aggregation,
             seed=seed,
             task=task,
             validation_fraction=validation_fraction,

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
   from ..models.aggregation_type_5 import AggregationType5
   from ..models.dp_plan import DpPlan
   from ..models.output_check import OutputCheck
+  from ..models.secure_aggregation import SecureAggregation
   from ..models.study_spec_feature_spec import StudySpecFeatureSpec
   from ..models.study_spec_model import StudySpecModel
   from ..models.study_spec_strategy import StudySpecStrategy
@@ -78,6 +79,7 @@ class StudySpec:
             parameter_count (int | None | Unset): Trainable values of the model (`ModelSpec::parameter_count`).
             release (ModelRelease | Unset): Which global model a completed study releases (FL4Health's checkpointing
                 protocol).
+            secure_aggregation (None | SecureAggregation | Unset):
             task (StudyTaskType0 | StudyTaskType1 | StudyTaskType2 | StudyTaskType3 | Unset): What a study predicts. The
                 feature specification's label determines what it can be: a
                 binary label trains a binary classifier (one sigmoid), a two-class softmax
@@ -105,6 +107,7 @@ class StudySpec:
     aggregation: AggregationType0 | AggregationType1 | AggregationType2 | AggregationType3 | AggregationType4 | AggregationType5 | Unset = UNSET
     parameter_count: int | None | Unset = UNSET
     release: ModelRelease | Unset = UNSET
+    secure_aggregation: None | SecureAggregation | Unset = UNSET
     task: StudyTaskType0 | StudyTaskType1 | StudyTaskType2 | StudyTaskType3 | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -121,6 +124,7 @@ class StudySpec:
         from ..models.aggregation_type_5 import AggregationType5 # noqa: PLC0415
         from ..models.dp_plan import DpPlan # noqa: PLC0415
         from ..models.output_check import OutputCheck # noqa: PLC0415
+        from ..models.secure_aggregation import SecureAggregation # noqa: PLC0415
         from ..models.study_spec_feature_spec import StudySpecFeatureSpec # noqa: PLC0415
         from ..models.study_spec_model import StudySpecModel # noqa: PLC0415
         from ..models.study_spec_strategy import StudySpecStrategy # noqa: PLC0415
@@ -196,6 +200,14 @@ class StudySpec:
             release = self.release.value
 
 
+        secure_aggregation: dict[str, Any] | None | Unset
+        if isinstance(self.secure_aggregation, Unset):
+            secure_aggregation = UNSET
+        elif isinstance(self.secure_aggregation, SecureAggregation):
+            secure_aggregation = self.secure_aggregation.to_dict()
+        else:
+            secure_aggregation = self.secure_aggregation
+
         task: dict[str, Any] | str | Unset
         if isinstance(self.task, Unset):
             task = UNSET
@@ -237,6 +249,8 @@ class StudySpec:
             field_dict["parameter_count"] = parameter_count
         if release is not UNSET:
             field_dict["release"] = release
+        if secure_aggregation is not UNSET:
+            field_dict["secure_aggregation"] = secure_aggregation
         if task is not UNSET:
             field_dict["task"] = task
 
@@ -254,6 +268,7 @@ class StudySpec:
         from ..models.aggregation_type_5 import AggregationType5 # noqa: PLC0415
         from ..models.dp_plan import DpPlan # noqa: PLC0415
         from ..models.output_check import OutputCheck # noqa: PLC0415
+        from ..models.secure_aggregation import SecureAggregation # noqa: PLC0415
         from ..models.study_spec_feature_spec import StudySpecFeatureSpec # noqa: PLC0415
         from ..models.study_spec_model import StudySpecModel # noqa: PLC0415
         from ..models.study_spec_strategy import StudySpecStrategy # noqa: PLC0415
@@ -415,6 +430,26 @@ class StudySpec:
 
 
 
+        def _parse_secure_aggregation(data: object) -> None | SecureAggregation | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                secure_aggregation_type_1 = SecureAggregation.from_dict(data)
+
+
+
+                return secure_aggregation_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | SecureAggregation | Unset, data)
+
+        secure_aggregation = _parse_secure_aggregation(d.pop("secure_aggregation", UNSET))
+
+
         def _parse_task(data: object) -> StudyTaskType0 | StudyTaskType1 | StudyTaskType2 | StudyTaskType3 | Unset:
             if isinstance(data, Unset):
                 return data
@@ -480,6 +515,7 @@ class StudySpec:
             aggregation=aggregation,
             parameter_count=parameter_count,
             release=release,
+            secure_aggregation=secure_aggregation,
             task=task,
         )
 
