@@ -39,6 +39,13 @@ pub struct ConsoleSettings {
     pub client_id: Option<String>,
     /// Where the issuer sends the browser back; `{public_url}/console/callback` when unset.
     pub redirect_url: Option<String>,
+    /// Scopes asked for beside `openid`, e.g. the scope under which the issuer puts the
+    /// gateway in the access token's audience.
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    /// RFC 8707 resource indicator sent with the authorization and token requests, for issuers
+    /// that issue an access token for the gateway only when it is named (oidc-provider).
+    pub resource: Option<String>,
 }
 
 /// Signed webhooks announcing study and permit state changes (src/webhooks.rs,

@@ -114,7 +114,14 @@ struct Provider {
 
 impl Provider {
     async fn start(clients: &[Registration]) -> Provider {
+        Self::start_with_console(clients, Value::Null).await
+    }
+
+    /// `console`: the web console's public client and the accounts that may sign in through
+    /// the provider's login page (see provider.mjs).
+    async fn start_with_console(clients: &[Registration], console: Value) -> Provider {
         let config = json!({
+            "console": console,
             "audience": AUDIENCE,
             "resource": RESOURCE,
             "scope": SCOPE,
@@ -147,6 +154,9 @@ impl Provider {
             .strip_prefix("ready ")
             .unwrap_or_else(|| panic!("unexpected provider output: {line}"))
             .to_owned();
+        // keep reading: the provider logs to stdout later (its development login pages do)
+        // and would die writing to a closed pipe
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         Provider {
             issuer,
             http: reqwest::Client::new(),
@@ -210,6 +220,14 @@ struct Gateway {
 
 impl Gateway {
     async fn start(backend: Backend, issuer: &str) -> Gateway {
+        Self::start_with(backend, issuer, |_| {}).await
+    }
+
+    async fn start_with(
+        backend: Backend,
+        issuer: &str,
+        adjust: impl FnOnce(&mut Settings),
+    ) -> Gateway {
         let dir = tempfile::tempdir().unwrap();
         let database_url = match backend {
             Backend::Sqlite => format!("sqlite://{}?mode=rwc", dir.path().join("g.db").display()),
@@ -226,6 +244,7 @@ impl Gateway {
         settings.auth.roles_claim = "realm_access.roles".into();
         settings.auth.jwks_refresh_min_seconds = 0;
         settings.auth.jwks_max_age_seconds = JWKS_MAX_AGE.as_secs();
+        adjust(&mut settings);
         let app = Application::build(settings, false)
             .await
             .expect("the gateway starts");
@@ -606,4 +625,181 @@ async fn node_logs_in_with_each_client_authentication_method() {
         let e = source.token().await.expect_err(what);
         assert!(e.to_string().contains("invalid_client"), "{what}: {e}");
     }
+}
+
+/// Cookies a browser keeps for one origin (names are unique here; paths are not tracked).
+#[derive(Default)]
+struct Jar(std::collections::BTreeMap<String, String>);
+
+impl Jar {
+    fn take(&mut self, r: &reqwest::Response) {
+        for v in r.headers().get_all(reqwest::header::SET_COOKIE) {
+            let v = v.to_str().unwrap();
+            let pair = v.split(';').next().unwrap();
+            let (name, value) = pair.split_once('=').unwrap();
+            if value.is_empty() || v.contains("Max-Age=0") {
+                self.0.remove(name);
+            } else {
+                self.0.insert(name.to_owned(), value.to_owned());
+            }
+        }
+    }
+
+    fn header(&self) -> String {
+        self.0
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+/// The console's production sign-in against the real provider, as a browser walks it:
+/// the gateway sends the browser to the authorization endpoint with a PKCE challenge, the
+/// officer signs in and consents on the provider's pages, the callback exchanges the code
+/// (with the verifier and the resource indicator) and the session carries the officer's
+/// nested role. A replayed callback (the code is spent, the sign-in is over) is refused.
+#[tokio::test]
+async fn console_signs_in_with_authorization_code_and_pkce() {
+    if !node_ready() {
+        return;
+    }
+    // the redirect URI is registered at the provider before the gateway starts: pick its port
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let callback = format!("http://127.0.0.1:{port}/console/callback");
+    let idp = Provider::start_with_console(
+        &staff(),
+        json!({
+            "client_id": "ehds-console",
+            "redirect_uri": callback,
+            "accounts": {"officer-1": {"roles": ["hdab_officer"], "org": "hdab-de"}},
+        }),
+    )
+    .await;
+    let gw = Gateway::start_with(Backend::Sqlite, &idp.issuer, |s| {
+        s.listen = format!("127.0.0.1:{port}").parse().unwrap();
+        s.console.client_id = Some("ehds-console".into());
+        s.console.redirect_url = Some(callback.clone());
+        s.console.scopes = vec![SCOPE.into()];
+        s.console.resource = Some(RESOURCE.into());
+    })
+    .await;
+    assert_eq!(gw.base, format!("http://127.0.0.1:{port}"));
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let (mut at_gateway, mut at_idp) = (Jar::default(), Jar::default());
+
+    let start = browser
+        .get(format!("{}/console/login/oidc", gw.base))
+        .send()
+        .await
+        .unwrap();
+    assert!(start.status().is_redirection(), "{}", start.status());
+    at_gateway.take(&start);
+    let mut next = start.headers()[reqwest::header::LOCATION]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let authorize = url::Url::parse(&next).unwrap();
+    let query: std::collections::HashMap<_, _> = authorize.query_pairs().into_owned().collect();
+    assert_eq!(query["code_challenge_method"], "S256");
+    assert_eq!(query["resource"], RESOURCE);
+    assert!(query["scope"].split(' ').any(|s| s == "openid"));
+    assert!(query["scope"].split(' ').any(|s| s == SCOPE));
+
+    // the provider's pages: a login form, then a consent form, each posted back
+    let mut hops = 0;
+    let landing = loop {
+        hops += 1;
+        assert!(hops < 20, "the sign-in does not come back: {next}");
+        let url = if next.starts_with('/') {
+            format!("{}{next}", idp.issuer)
+        } else {
+            next.clone()
+        };
+        if url.starts_with(&callback) {
+            break url;
+        }
+        let r = browser
+            .get(&url)
+            .header(reqwest::header::COOKIE, at_idp.header())
+            .send()
+            .await
+            .unwrap();
+        at_idp.take(&r);
+        let r = if r.status().is_success() {
+            let page = r.text().await.unwrap();
+            let prompt = if page.contains("name=\"login\"") {
+                vec![("prompt", "login"), ("login", "officer-1")]
+            } else {
+                assert!(page.contains("value=\"consent\""), "{page}");
+                vec![("prompt", "consent")]
+            };
+            let posted = browser
+                .post(&url)
+                .header(reqwest::header::COOKIE, at_idp.header())
+                .form(&prompt)
+                .send()
+                .await
+                .unwrap();
+            at_idp.take(&posted);
+            posted
+        } else {
+            r
+        };
+        assert!(r.status().is_redirection(), "{url}: {}", r.status());
+        next = r.headers()[reqwest::header::LOCATION]
+            .to_str()
+            .unwrap()
+            .to_owned();
+    };
+
+    let signed_in = browser
+        .get(&landing)
+        .header(reqwest::header::COOKIE, at_gateway.header())
+        .send()
+        .await
+        .unwrap();
+    let status = signed_in.status();
+    at_gateway.take(&signed_in);
+    assert_eq!(status, 200, "{}", signed_in.text().await.unwrap());
+    assert!(
+        at_gateway.0.contains_key("ehds_console"),
+        "{:?}",
+        at_gateway.0.keys()
+    );
+
+    // the session is the officer's: the officer's pages open, with the role shown
+    let home = browser
+        .get(format!("{}/console/applications", gw.base))
+        .header(reqwest::header::COOKIE, at_gateway.header())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(home.status(), 200);
+    let page = home.text().await.unwrap();
+    assert!(
+        page.contains("officer-1 · hdab-de · hdab_officer"),
+        "{page}"
+    );
+
+    // the same callback again: the sign-in is over (its cookie was cleared), refused
+    let again = browser
+        .get(&landing)
+        .header(reqwest::header::COOKIE, at_gateway.header())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 400);
+    assert!(again
+        .text()
+        .await
+        .unwrap()
+        .contains("no_sign_in_in_progress"));
 }

@@ -455,15 +455,19 @@ pub async fn oidc_start(axum::extract::State(console): axum::extract::State<Cons
         }
     };
     let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
-    let (url, state, nonce) = client
+    let settings = &console.state.settings.console;
+    let mut request = client
         .authorize_url(
             CoreAuthenticationFlow::AuthorizationCode,
             CsrfToken::new_random,
             Nonce::new_random,
         )
-        .add_scope(Scope::new("openid".into()))
-        .set_pkce_challenge(challenge)
-        .url();
+        .add_scopes(settings.scopes.iter().cloned().map(Scope::new))
+        .set_pkce_challenge(challenge);
+    if let Some(resource) = &settings.resource {
+        request = request.add_extra_param("resource", resource.clone());
+    }
+    let (url, state, nonce) = request.url();
     let flow = format!(
         "{}.{}.{}",
         state.secret(),
@@ -536,11 +540,13 @@ pub async fn oidc_callback(
         let metadata = CoreProviderMetadata::discover_async(issuer, &http).await?;
         let client = CoreClient::from_provider_metadata(metadata, ClientId::new(client_id), None)
             .set_redirect_uri(RedirectUrl::new(redirect_url(&console))?);
-        let tokens = client
+        let mut exchange = client
             .exchange_code(AuthorizationCode::new(code))?
-            .set_pkce_verifier(PkceCodeVerifier::new(verifier.to_owned()))
-            .request_async(&http)
-            .await?;
+            .set_pkce_verifier(PkceCodeVerifier::new(verifier.to_owned()));
+        if let Some(resource) = &console.state.settings.console.resource {
+            exchange = exchange.add_extra_param("resource", resource.clone());
+        }
+        let tokens = exchange.request_async(&http).await?;
         // The ID token, when the issuer sends one, must be for this client and this sign-in.
         if let Some(id_token) = tokens.id_token() {
             id_token.claims(&client.id_token_verifier(), &Nonce::new(nonce.to_owned()))?;

@@ -12,8 +12,17 @@
 //     "jwk": { public JWK },               // private_key_jwt: the client's public key
 //     "roles": ["researcher"],             // put in the token as realm_access.roles
 //     "org": "uni-a"                       // put in the token as `org`
-//   }]
+//   }],
+//   "console": {                           // optional: the web console's sign-in
+//     "client_id": "...",                  // a public client: authorization code + PKCE
+//     "redirect_uri": "...",
+//     "accounts": {"<login>": {"roles": [...], "org": "..."}}
+//   }
 // }
+//
+// With `console`, the provider's development login and consent pages are on: any login name
+// signs in (they take no password), and an account's roles and organisation come from
+// `accounts`.
 //
 // It listens on a free loopback port and prints `ready <issuer>` once it serves. Access tokens
 // for the gateway are JWTs (RFC 9068), which oidc-provider issues only for a resource server
@@ -67,13 +76,27 @@ function clientMetadata(c) {
   return metadata;
 }
 
+function consoleMetadata(c) {
+  return {
+    client_id: c.client_id,
+    grant_types: ['authorization_code'],
+    response_types: ['code'],
+    redirect_uris: [c.redirect_uri],
+    token_endpoint_auth_method: 'none',
+    scope: `openid ${config.scope}`,
+  };
+}
+
 function buildProvider(issuer, keys) {
+  const clients = config.clients.map(clientMetadata);
+  if (config.console) clients.push(consoleMetadata(config.console));
   const provider = new Provider(issuer, {
-    clients: config.clients.map(clientMetadata),
+    clients,
     scopes: ['openid', config.scope],
     jwks: { keys: keys.map((k) => k.jwk) },
+    pkce: { required: () => true },
     features: {
-      devInteractions: { enabled: false },
+      devInteractions: { enabled: Boolean(config.console) },
       clientCredentials: { enabled: true },
       resourceIndicators: {
         enabled: true,
@@ -92,7 +115,8 @@ function buildProvider(issuer, keys) {
       },
     },
     async extraTokenClaims(_ctx, token) {
-      const client = clientsById.get(token.clientId);
+      const account = token.accountId && config.console?.accounts?.[token.accountId];
+      const client = account ?? clientsById.get(token.clientId);
       if (!client) return undefined;
       return {
         realm_access: { roles: client.roles ?? [] },
