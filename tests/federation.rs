@@ -1593,6 +1593,53 @@ fn node_command(args: &[&std::ffi::OsStr]) -> (bool, Value, String) {
     )
 }
 
+/// FedMAP's tier 2 as the study's evaluation tier: with `"tier": "FineTuned"` every node
+/// scores mu fine-tuned under the learnt prior on its own validation part, and that is what the
+/// rounds view reports; mu itself (tier 3, scored by `node evaluate-model` on the same rows)
+/// scores differently.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fedmap_fine_tuned_tier_is_what_the_nodes_report() {
+    let rounds = 2;
+    let (_app, _gw, work, id, view) = study_without_formal_dp(
+        json!({"name": "fedmap", "hidden": [8, 4], "alpha": 0.1, "tier": "FineTuned",
+               "fine_tune_steps": 15}),
+        rounds,
+    )
+    .await;
+    let last = aggregated_once_each(&view, rounds).last().cloned().unwrap();
+    let sites = last["evaluation"]["sites"].as_array().unwrap();
+    assert_eq!(sites.len(), 4, "{last}");
+    let cleveland = sites
+        .iter()
+        .find(|s| s["data_holder"] == "cleveland")
+        .unwrap_or_else(|| panic!("{last}"));
+    let fine_tuned = cleveland["validation"]["loss"].as_f64().unwrap();
+    assert!(fine_tuned.is_finite() && fine_tuned > 0.0, "{cleveland}");
+
+    let state = work.path().join("nodes").join("cleveland");
+    let fhir = example_federation_dir().join("cleveland.json");
+    let id_text = id.to_string();
+    let args: Vec<&std::ffi::OsStr> = vec![
+        "evaluate-model".as_ref(),
+        "--state-dir".as_ref(),
+        state.as_os_str(),
+        "--study".as_ref(),
+        id_text.as_ref(),
+        "--fhir".as_ref(),
+        fhir.as_os_str(),
+    ];
+    let (ok, t3, err) = node_command(&args);
+    assert!(ok, "{err}");
+    assert_eq!(t3["model"], "global", "{t3}");
+    assert_eq!(t3["round"], rounds, "{t3}");
+    assert_eq!(t3["validation"]["n"], cleveland["validation"]["n"], "{t3}");
+    let global = t3["validation"]["loss"].as_f64().unwrap();
+    assert!(
+        (global - fine_tuned).abs() > 1e-6,
+        "the node reported mu's own score: {global} vs {cleveland}"
+    );
+}
+
 /// FedMAP (arXiv:2405.19000) through the gateway and four node processes without formal DP,
 /// then tiers 2 and 3 on cleveland's node with its own records only: the last global mu
 /// scored locally, mu fine-tuned with the learnt prior, the fine-tuned file scored again.
