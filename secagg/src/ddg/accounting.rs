@@ -24,7 +24,7 @@ use super::mechanism::DdgPlan;
 use crate::error::Error;
 
 /// Orders the conversion searches over.
-fn orders() -> Vec<f64> {
+pub fn orders() -> Vec<f64> {
     let mut v: Vec<f64> = (1..100).map(|i| 1.0 + i as f64 / 100.0).collect(); // 1.01..1.99
     v.extend((2..=256).map(|i| i as f64));
     v.extend([512.0, 1024.0]);
@@ -64,17 +64,24 @@ pub struct Spent {
 }
 
 pub fn epsilon(plan: &DdgPlan, rounds: u32, delta: f64) -> Result<Spent, Error> {
+    let n = plan.params.min_survivors;
+    epsilon_of_rdp(|a| rounds as f64 * rdp(plan, n, a), delta)
+}
+
+/// `(ε, δ)` of a composition whose total RDP at order `α` is `total(α)`, over [`orders`]: the
+/// conversion of Canonne, Kamath, Steinke. Rounds of different mechanisms compose by adding
+/// their RDP at each order before this conversion.
+pub fn epsilon_of_rdp(total: impl Fn(f64) -> f64, delta: f64) -> Result<Spent, Error> {
     if !(delta > 0.0 && delta < 1.0) {
         return Err(Error::Dp(format!("delta = {delta} must lie in (0, 1)")));
     }
-    let n = plan.params.min_survivors;
     let mut best = Spent {
         epsilon: f64::INFINITY,
         delta,
         order: f64::NAN,
     };
     for a in orders() {
-        let r = rounds as f64 * rdp(plan, n, a);
+        let r = total(a);
         let eps = r + ((a - 1.0) / a).ln() - (delta.ln() + a.ln()) / (a - 1.0);
         if eps < best.epsilon {
             best = Spent {

@@ -27,7 +27,7 @@ use super::sampler::{self, Variance};
 use crate::error::Error;
 
 /// What a study plans; [`DdgPlan::new`] derives the rest.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct DdgParams {
     /// Entries in a model update.
     pub dim: usize,
@@ -49,7 +49,7 @@ pub struct DdgParams {
     pub rotation_seed: [u8; 32],
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct DdgPlan {
     pub params: DdgParams,
     /// Padded dimension `D`, a power of two.
