@@ -114,8 +114,7 @@ pub async fn submit(
     let reserved = reserved_budget(tx, permit.id())
         .await
         .map_err(SubmitError::Store)?;
-    let reasons = assess(&spec, permit, reserved, now)
-        .map_err(|e| SubmitError::Internal(anyhow::anyhow!(e)))?;
+    let reasons = assess(&spec, permit, reserved, now).map_err(SubmitError::Internal)?;
     if !reasons.is_empty() {
         return Err(SubmitError::NotPermitted(reasons));
     }
@@ -162,7 +161,7 @@ pub async fn reserved_budget(tx: &mut dyn Tx, permit: PermitId) -> crate::store:
             .spec
             .dp
             .epsilon_for_rounds(other.spec.rounds)
-            .map_err(|e| StoreError::Other(anyhow::anyhow!(e)))?;
+            .map_err(StoreError::Other)?;
         reserved += (planned - other.epsilon_spent).max(0.0);
     }
     Ok(reserved)

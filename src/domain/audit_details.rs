@@ -619,6 +619,7 @@ mod tests {
             sampling_rate: 1.0,
             steps_per_round: 1,
             delta: 1e-5,
+            distributed: None,
         };
         let categories = vec![DataCategory::EhrData];
         let holders = vec![org("hosp-1"), org("hosp-2")];

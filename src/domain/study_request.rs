@@ -15,6 +15,10 @@ use fl_engine::{
     train::{Budget, LossKind, OptimizerConfig, RecordDp, TrainConfig},
     ModelSpec, Net, ParameterSet, StrategyConfig,
 };
+use secagg::ddg::{
+    accounting::epsilon as ddg_epsilon,
+    mechanism::{DdgParams, DdgPlan},
+};
 use serde::{Deserialize, Serialize};
 
 use super::{
@@ -171,6 +175,16 @@ pub struct DpRequest {
     /// secret, so that two runs can be compared bit for bit. Anyone who knows it can remove
     /// the noise, so a production gateway refuses it.
     pub noise_seed: Option<u64>,
+    /// Client level under secure aggregation only (distributed DP: the holders add the noise):
+    /// the fewest holders whose noise shares a round's sum must hold. Each holder adds
+    /// `1/min_survivors` of the planned variance, and a round with fewer survivors is
+    /// discarded before it is unmasked. At least the secure-aggregation threshold, at most the
+    /// number of data holders; default the larger of the threshold and `min_sites`.
+    pub min_survivors: Option<u32>,
+    /// Client level under secure aggregation only: bits of the ring `Z_{2^b}` the noisy,
+    /// rounded updates are summed in (2 to 63, default 32). Fewer bits coarsen the rounding,
+    /// which costs epsilon; too few cannot hold the sum at all.
+    pub modulus_bits: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, utoipa::ToSchema)]
@@ -234,7 +248,9 @@ pub struct StudyRequest {
     /// Sum the holders' updates under secure aggregation, so that the gateway never sees one
     /// holder's update (docs/secure-aggregation.md): `{}` takes the defaults, or
     /// `{"threshold": t, "neighbours": k}`. Needs at least 3 data holders, a method whose
-    /// server only reads the mean of the updates, the plain mean, and `dp.level` `none`.
+    /// server only reads the mean of the updates, the plain mean, and `dp.level` `none` or
+    /// `client` (then realised as distributed DP: each holder clips its update and adds its
+    /// share of discrete Gaussian noise before masking, see `dp.min_survivors`).
     pub secure_aggregation: Option<SecureAggregationRequest>,
 }
 
@@ -802,13 +818,14 @@ fn parse_loss(e: &mut Errors, req: Option<&LossKind>, task: StudyTask) -> LossKi
 
 /// What one site's update of the model weighs on the wire, at least: the parameters the
 /// method sends, plus its side values (control variates, ...), as the safetensors file the
-/// node uploads. Also whether the model keeps site-local state (BatchNorm statistics).
+/// node uploads. Also whether the model keeps site-local state (BatchNorm statistics), and
+/// how many entries the shared model has (the vector summed under secure aggregation).
 fn update_size(
     model: &ModelSpec,
     strategy: &StrategyConfig,
     holders: &[OrgId],
     rounds: u64,
-) -> fl_engine::Result<(usize, bool)> {
+) -> fl_engine::Result<(usize, bool, usize)> {
     let net = Net::new(model, 0)?;
     let local_state = net
         .vars()
@@ -829,7 +846,7 @@ fn update_size(
         // sent in the same file under an `extras/` prefix
         bytes += file(&ins.extras)? + ins.extras.len() * "extras/".len();
     }
-    Ok((bytes, local_state))
+    Ok((bytes, local_state, global.to_flat().len()))
 }
 
 /// The engine's configuration of the requested method; its range checks are the engine's.
@@ -1090,7 +1107,21 @@ pub fn parse_study(
         );
     }
 
-    let dp = parse_dp(&mut e, &req.dp, &strategy, budget, req.rounds, delta);
+    let mut dp = parse_dp(&mut e, &req.dp, &strategy, budget, req.rounds, delta);
+    if secure_aggregation.is_none() || req.dp.level != "client" {
+        for (field, given) in [
+            ("dp.min_survivors", req.dp.min_survivors.is_some()),
+            ("dp.modulus_bits", req.dp.modulus_bits.is_some()),
+        ] {
+            if given && req.dp.level != "none" {
+                e.push(
+                    field,
+                    "not_applicable",
+                    "only client-level DP under secure aggregation plans the holders' noise",
+                );
+            }
+        }
+    }
     let record_dp = req.dp.level == "record";
     if let Some(l) = loss.as_ref().filter(|l| record_dp && !l.decomposes()) {
         e.push(
@@ -1103,10 +1134,13 @@ pub fn parse_study(
             ),
         );
     }
+    // entries of the update vector the holders sum under secure aggregation
+    let mut update_len = None;
     if let (Some(m), Some(s), Some(count)) = (&model, &strategy, parameter_count) {
         if model_fields_ok(&e) {
             match update_size(m, s, &data_holders, req.rounds) {
-                Ok((bytes, local_state)) => {
+                Ok((bytes, local_state, shared)) => {
+                    update_len = Some(shared);
                     if bytes > limits.max_update_bytes {
                         e.push(
                             "model",
@@ -1129,6 +1163,27 @@ pub fn parse_study(
                     }
                 }
                 Err(err) => e.push("model", "invalid_model", err.to_string()),
+            }
+        }
+    }
+    let seed = req.seed.unwrap_or(default_seed);
+    if let (Some(plan), Some(sa), Some(dim)) = (dp.as_mut(), secure_aggregation, update_len) {
+        if plan.level == DpLevel::Client {
+            let request = DistributedRequest {
+                dp: &req.dp,
+                secure_aggregation: sa,
+                holders: u32::try_from(data_holders.len()).unwrap_or(u32::MAX),
+                min_sites: req.min_sites,
+                dim,
+                rounds: req.rounds,
+                seed,
+            };
+            match plan_distributed(&mut e, &request, plan) {
+                Some((distributed, multiplier)) => {
+                    plan.noise_multiplier = multiplier;
+                    plan.distributed = Some(distributed);
+                }
+                None => dp = None,
             }
         }
     }
@@ -1184,7 +1239,7 @@ pub fn parse_study(
         output_check,
         release: req.release.unwrap_or_default(),
         aggregation,
-        seed: req.seed.unwrap_or(default_seed),
+        seed,
         validation_fraction,
         optout_policy: req.optout_policy,
         secure_aggregation,
@@ -1222,13 +1277,13 @@ fn parse_secure_aggregation(
             "a robust rule reads every holder's update; secure aggregation reveals only their sum",
         );
     }
-    if req.dp.level != "none" {
+    if req.dp.level == "record" {
         e.push(
             "dp.level",
             "dp_level_incompatible_with_secure_aggregation",
-            "secure aggregation runs with `dp.level` `none`: central client-level noise would \
-             need the gateway to see the clipped updates, and the holders' share of distributed \
-             noise is not available yet",
+            "secure aggregation runs with `dp.level` `client` (each holder clips its update and \
+             adds its share of the noise before masking) or `none`; record-level DP-SGD is not \
+             combined with it",
         );
     }
     let n = u32::try_from(holders).unwrap_or(u32::MAX);
@@ -1286,6 +1341,8 @@ fn parse_no_formal_dp(e: &mut Errors, d: &DpRequest, delta: f64) -> Option<DpPla
         ("dp.target_epsilon", d.target_epsilon.is_some()),
         ("dp.sampling_rate", d.sampling_rate.is_some()),
         ("dp.noise_seed", d.noise_seed.is_some()),
+        ("dp.min_survivors", d.min_survivors.is_some()),
+        ("dp.modulus_bits", d.modulus_bits.is_some()),
     ];
     for (field, _) in given.iter().filter(|(_, g)| *g) {
         e.push(
@@ -1497,7 +1554,183 @@ fn parse_dp(
         sampling_rate,
         steps_per_round,
         delta,
+        distributed: None,
     })
+}
+
+/// Ring of the distributed noise's secure sum when the study does not choose one.
+pub const DEFAULT_DISTRIBUTED_MODULUS_BITS: u32 = 32;
+/// Bound on the probability that any entry of a round's secure sum wraps around the ring; the
+/// head-room in standard deviations follows from it and the model's size.
+const DISTRIBUTED_WRAP_PROBABILITY: f64 = 1e-9;
+
+/// What the study asks of distributed DP, and what it knows when it asks.
+struct DistributedRequest<'a> {
+    dp: &'a DpRequest,
+    secure_aggregation: SecureAggregation,
+    holders: u32,
+    min_sites: usize,
+    /// Entries of the update the holders sum.
+    dim: usize,
+    rounds: u64,
+    seed: u64,
+}
+
+/// Client-level DP under secure aggregation as the distributed discrete Gaussian: `central`'s
+/// clip and noise, split among at least `min_survivors` holders, in the ring the study
+/// chose. With a target epsilon, the noise is found again by the distributed mechanism's own
+/// accounting (rounding makes it slightly dearer than the Gaussian's).
+fn plan_distributed(
+    e: &mut Errors,
+    r: &DistributedRequest,
+    central: &DpPlan,
+) -> Option<(DdgPlan, f64)> {
+    let d = r.dp;
+    if d.noise_seed.is_some() {
+        e.push(
+            "dp.noise_seed",
+            "not_applicable",
+            "under secure aggregation the holders draw the noise; the gateway adds none",
+        );
+    }
+    let t = r.secure_aggregation.threshold;
+    let floor = u32::try_from(r.min_sites).unwrap_or(u32::MAX).max(t);
+    let min_survivors = d.min_survivors.unwrap_or(floor);
+    let mut ok = true;
+    if min_survivors > r.holders {
+        e.push(
+            "dp.min_survivors",
+            "min_survivors_above_holders",
+            format!(
+                "noise planned for {min_survivors} surviving holders: the study names only {}, so \
+                 no round could carry it",
+                r.holders
+            ),
+        );
+        ok = false;
+    } else if min_survivors < t {
+        e.push(
+            "dp.min_survivors",
+            "min_survivors_below_threshold",
+            format!(
+                "a round never sums fewer than the secure-aggregation threshold of {t} holders; \
+                 planning the noise for {min_survivors} would add noise the accounting never \
+                 counts"
+            ),
+        );
+        ok = false;
+    }
+    let bits = d.modulus_bits.unwrap_or(DEFAULT_DISTRIBUTED_MODULUS_BITS);
+    if !(2..=63).contains(&bits) {
+        e.push(
+            "dp.modulus_bits",
+            "out_of_range",
+            format!("must lie in [2, 63], got {bits}"),
+        );
+        ok = false;
+    }
+    if !ok || r.dim == 0 {
+        return None;
+    }
+    let padded = r.dim.next_power_of_two() as f64;
+    let k_stddevs = (2.0 * (2.0 * padded / DISTRIBUTED_WRAP_PROBABILITY).ln()).sqrt();
+    // the sum of the holders' rounding errors alone must fit k standard deviations into half
+    // the ring (the modular clipping bound of docs/secure-aggregation.md)
+    let needed = k_stddevs * f64::from(r.holders).sqrt();
+    if 2f64.powi(bits as i32) <= needed {
+        let least = needed.log2().floor() as u32 + 1;
+        e.push(
+            "dp.modulus_bits",
+            "modulus_too_small",
+            format!(
+                "a ring of 2^{bits} cannot hold the sum of {} holders' rounded updates within \
+                 {k_stddevs:.1} standard deviations: the sum could wrap around; at least {least} \
+                 bits are needed",
+                r.holders
+            ),
+        );
+        return None;
+    }
+    let rotation_seed: [u8; 32] = {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        h.update(b"ehds-gateway/distributed-dp/rotation");
+        h.update(r.seed.to_le_bytes());
+        h.finalize().into()
+    };
+    let plan = |multiplier: f64| {
+        DdgPlan::new(DdgParams {
+            dim: r.dim,
+            clip: central.clip_norm,
+            central_stddev: multiplier * central.clip_norm,
+            min_survivors,
+            max_clients: r.holders,
+            modulus_bits: bits,
+            k_stddevs,
+            beta: (-0.5f64).exp(),
+            rotation_seed,
+        })
+    };
+    let infeasible = |e: &mut Errors, err: secagg::Error| {
+        e.push(
+            "dp",
+            "distributed_dp_infeasible",
+            format!("the holders' noise cannot be planned: {err}"),
+        );
+    };
+    let multiplier = match d.target_epsilon {
+        None => central.noise_multiplier,
+        Some(target) => {
+            let rounds = u32::try_from(r.rounds).unwrap_or(u32::MAX);
+            let epsilon = |z: f64| -> Result<f64, secagg::Error> {
+                Ok(ddg_epsilon(&plan(z)?, rounds, central.delta)?.epsilon)
+            };
+            // epsilon falls as the noise grows: bracket the target, then bisect
+            let mut hi = central.noise_multiplier;
+            let mut found = false;
+            for _ in 0..40 {
+                match epsilon(hi) {
+                    Ok(eps) if eps <= target => {
+                        found = true;
+                        break;
+                    }
+                    Ok(_) => hi *= 2.0,
+                    Err(err) => {
+                        infeasible(e, err);
+                        return None;
+                    }
+                }
+            }
+            if !found {
+                e.push(
+                    "dp.target_epsilon",
+                    "target_epsilon_unreachable",
+                    format!(
+                        "no noise the ring of 2^{bits} can carry brings {} rounds of distributed \
+                         DP under epsilon {target}",
+                        r.rounds
+                    ),
+                );
+                return None;
+            }
+            let mut lo = hi / 2.0;
+            while (hi - lo) / hi > 1e-9 {
+                let mid = (lo + hi) / 2.0;
+                match epsilon(mid) {
+                    Ok(eps) if eps <= target => hi = mid,
+                    _ => lo = mid,
+                }
+            }
+            hi
+        }
+    };
+    match plan(multiplier) {
+        Ok(p) => Some((p, multiplier)),
+        Err(err) => {
+            infeasible(e, err);
+            None
+        }
+    }
 }
 
 /// A reason the permit does not cover a submitted study.
@@ -1542,7 +1775,7 @@ pub fn assess(
     permit: &Permit,
     reserved: f64,
     now: Timestamp,
-) -> fl_engine::Result<Vec<StudyRefusal>> {
+) -> anyhow::Result<Vec<StudyRefusal>> {
     let outcome = check(
         permit,
         &CheckRequest {
@@ -1786,6 +2019,8 @@ pub(crate) mod tests {
             target_epsilon: None,
             sampling_rate: Some(0.1),
             noise_seed: None,
+            min_survivors: None,
+            modulus_bits: None,
         };
         assert_eq!(
             codes(&r),
@@ -1842,6 +2077,8 @@ pub(crate) mod tests {
             target_epsilon: None,
             sampling_rate: Some(0.1),
             noise_seed: None,
+            min_survivors: None,
+            modulus_bits: None,
         };
         let errs = parse_study(&r, 1e-5, FLOOR, fits, 7).unwrap_err();
         assert_eq!(errs.len(), 1, "{errs:?}");
@@ -1972,6 +2209,8 @@ pub(crate) mod tests {
             target_epsilon: None,
             sampling_rate: Some(0.05),
             noise_seed: None,
+            min_survivors: None,
+            modulus_bits: None,
         };
         let s = parse_study(&r, 1e-5, FLOOR, LIMITS, 7).unwrap();
         assert_eq!((s.dp.sampling_rate, s.dp.steps_per_round), (0.05, 10));
@@ -2064,6 +2303,8 @@ pub(crate) mod tests {
             target_epsilon: None,
             sampling_rate: Some(0.01),
             noise_seed: None,
+            min_survivors: None,
+            modulus_bits: None,
         };
         r.data_holders.push("hosp-9".into());
         let s = parse_study(&r, 1e-5, FLOOR, LIMITS, 7).unwrap();
@@ -2121,5 +2362,137 @@ pub(crate) mod tests {
         .unwrap();
         let errors = parse_study(&r, 1e-5, FLOOR, LIMITS, 7).unwrap_err();
         assert_eq!(errors[0].code, "strategy_refuses_client_dp");
+    }
+
+    /// A FedAvg study of four holders under secure aggregation with client-level DP (clip 1,
+    /// noise multiplier 1): distributed DP for at least `min_survivors` holders.
+    pub(crate) fn distributed_spec(min_survivors: u32) -> StudySpec {
+        let r = distributed_request(serde_json::json!({"level": "client", "clip_norm": 1.0,
+            "noise_multiplier": 1.0, "min_survivors": min_survivors}));
+        parse_study(&r, 1e-5, FLOOR, LIMITS, 7).unwrap()
+    }
+
+    fn distributed_request(dp: serde_json::Value) -> StudyRequest {
+        let mut r = request();
+        r.data_holders = ["hosp-1", "hosp-2", "hosp-3", "hosp-4"]
+            .map(String::from)
+            .to_vec();
+        r.secure_aggregation = Some(SecureAggregationRequest::default());
+        r.dp = serde_json::from_value(dp).unwrap();
+        r
+    }
+
+    /// Client-level DP under secure aggregation is planned as the distributed discrete
+    /// Gaussian: the central plan's clip and noise, split among the minimum survivors, and
+    /// accounted by the distributed mechanism.
+    #[test]
+    fn client_level_dp_under_secure_aggregation_is_the_distributed_discrete_gaussian() {
+        let r = distributed_request(
+            serde_json::json!({"level": "client", "clip_norm": 0.5, "noise_multiplier": 2.0}),
+        );
+        let s = parse_study(&r, 1e-5, FLOOR, LIMITS, 7).unwrap();
+        let plan = s.dp.distributed.expect("a distributed plan");
+        let sa = s.secure_aggregation.unwrap();
+        assert_eq!((sa.threshold, sa.neighbours), (2, 3));
+        // defaults: the larger of the threshold (2) and min_sites (2), a 32-bit ring
+        assert_eq!(plan.params.min_survivors, 2);
+        assert_eq!(plan.params.max_clients, 4);
+        assert_eq!(plan.params.modulus_bits, DEFAULT_DISTRIBUTED_MODULUS_BITS);
+        // the logistic model of one feature: a weight and a bias
+        assert_eq!((plan.params.dim, plan.padded_dim), (2, 2));
+        assert_eq!(plan.params.clip, 0.5);
+        assert!((plan.params.central_stddev - 1.0).abs() < 1e-12);
+        // each of two holders adds half the variance, rounded up in ring units
+        assert!(plan.central_variance(2) >= 1.0 - 1e-12);
+        assert!(plan.central_variance(1) < 0.5 + 1e-9);
+        assert_eq!(
+            s.dp.round_mechanism().unwrap(),
+            Some(crate::domain::study::RoundMechanism::DistributedDiscreteGaussian(plan))
+        );
+        let direct = ddg_epsilon(&plan, 10, 1e-5).unwrap().epsilon;
+        assert_eq!(s.dp.epsilon_for_rounds(10).unwrap(), direct);
+        // the seed fixes the public rotation
+        let again = parse_study(&r, 1e-5, FLOOR, LIMITS, 7).unwrap();
+        assert_eq!(again.dp.distributed, Some(plan));
+        let other = parse_study(&r, 1e-5, FLOOR, LIMITS, 8).unwrap();
+        assert_ne!(
+            other.dp.distributed.unwrap().params.rotation_seed,
+            plan.params.rotation_seed
+        );
+
+        // a target epsilon is met by the distributed mechanism's own accounting
+        let r = distributed_request(serde_json::json!({"level": "client", "clip_norm": 1.0,
+            "target_epsilon": 4.0, "min_survivors": 3, "modulus_bits": 20}));
+        let s = parse_study(&r, 1e-5, FLOOR, LIMITS, 7).unwrap();
+        let plan = s.dp.distributed.unwrap();
+        assert_eq!(
+            (plan.params.min_survivors, plan.params.modulus_bits),
+            (3, 20)
+        );
+        let eps = ddg_epsilon(&plan, 10, 1e-5).unwrap().epsilon;
+        assert!(eps <= 4.0 && eps > 3.99, "{eps}");
+        assert_eq!(s.dp.epsilon_for_rounds(10).unwrap(), eps);
+        assert!((plan.params.central_stddev - s.dp.noise_multiplier).abs() < 1e-12);
+    }
+
+    #[test]
+    fn impossible_distributed_plans_are_refused_by_field() {
+        let dp = |extra: serde_json::Value| {
+            let mut v = serde_json::json!({"level": "client", "clip_norm": 1.0,
+                                           "noise_multiplier": 1.0});
+            for (k, x) in extra.as_object().unwrap() {
+                v[k] = x.clone();
+            }
+            distributed_request(v)
+        };
+        let one = |r: &StudyRequest| -> (String, &'static str) {
+            let c = codes(r);
+            assert_eq!(c.len(), 1, "{c:?}");
+            c[0].clone()
+        };
+        let field = |f: &str, c: &'static str| (f.to_owned(), c);
+        assert_eq!(
+            one(&dp(serde_json::json!({"min_survivors": 5}))),
+            field("dp.min_survivors", "min_survivors_above_holders")
+        );
+        // the default threshold for four holders is 2
+        assert_eq!(
+            one(&dp(serde_json::json!({"min_survivors": 1}))),
+            field("dp.min_survivors", "min_survivors_below_threshold")
+        );
+        assert_eq!(
+            one(&dp(serde_json::json!({"modulus_bits": 64}))),
+            field("dp.modulus_bits", "out_of_range")
+        );
+        // four holders at about 6.6 standard deviations need more than 2^3
+        let c = codes(&dp(serde_json::json!({"modulus_bits": 3})));
+        assert_eq!(c, [field("dp.modulus_bits", "modulus_too_small")]);
+        assert!(parse_study(
+            &dp(serde_json::json!({"modulus_bits": 4})),
+            1e-5,
+            FLOOR,
+            LIMITS,
+            7
+        )
+        .is_ok());
+        assert_eq!(
+            one(&dp(serde_json::json!({"noise_seed": 3}))),
+            field("dp.noise_seed", "not_applicable")
+        );
+        // the parameters of distributed DP mean nothing elsewhere
+        let mut central = dp(serde_json::json!({"min_survivors": 2}));
+        central.secure_aggregation = None;
+        assert_eq!(one(&central), field("dp.min_survivors", "not_applicable"));
+        let mut none = request();
+        none.dp = serde_json::from_value(serde_json::json!({"level": "none", "modulus_bits": 20}))
+            .unwrap();
+        assert_eq!(one(&none), field("dp.modulus_bits", "not_applicable"));
+        // record-level DP-SGD is not combined with secure aggregation
+        let record = distributed_request(serde_json::json!({"level": "record", "clip_norm": 1.0,
+            "noise_multiplier": 1.0, "sampling_rate": 0.1}));
+        assert!(codes(&record).contains(&field(
+            "dp.level",
+            "dp_level_incompatible_with_secure_aggregation"
+        )));
     }
 }

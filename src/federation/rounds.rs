@@ -32,8 +32,8 @@ use crate::{
         },
         check::{check, CheckRequest},
         study::{
-            Checkpoint, DpLevel, Round, RoundPhase, RoundSummary, SiteContribution, Study,
-            StudyStatus, Task, TaskKind, TaskStatus,
+            Checkpoint, DpLevel, DpPlan, Round, RoundPhase, RoundSummary, SiteContribution, Study,
+            StudyAccountant, StudyStatus, Task, TaskKind, TaskStatus,
         },
         time::{self, Timestamp},
         Epsilon, OrgId, Permit, PermitState, RoundId, StudyId,
@@ -42,7 +42,7 @@ use crate::{
 };
 use anyhow::Context;
 use fl_engine::{
-    dp::{DpFedAvgConfig, NoiseRng, RdpAccountant},
+    dp::{DpFedAvgConfig, NoiseRng},
     load_safetensors, save_safetensors,
     strategy::{
         Aggregator, AggregatorReport, DpFedAvgAggregator, DpRobust, UniformMean, WeightedMean,
@@ -186,7 +186,7 @@ fn submitter(study: &Study) -> Principal {
     }
 }
 
-fn accountant(checkpoint: &Checkpoint) -> anyhow::Result<RdpAccountant> {
+fn accountant(checkpoint: &Checkpoint) -> anyhow::Result<StudyAccountant> {
     serde_json::from_value(checkpoint.accountant.clone()).context("stored accountant is invalid")
 }
 
@@ -273,16 +273,14 @@ async fn start_round(
     // The budget pre-check: what this round would add to the study's epsilon, asked of the
     // accountant before any task goes out.
     // A study without formal DP spends nothing, so there is no epsilon to check.
-    let (epsilon, cost) = match study.spec.dp.round_mechanism()? {
-        Some(mechanism) => {
-            let after = accountant(&checkpoint)?
-                .epsilon_after(&mechanism, study.spec.dp.delta)?
-                .epsilon;
-            let cost = (after - study.epsilon_spent).max(f64::MIN_POSITIVE);
-            let epsilon = Epsilon::parse(cost).map_err(|e| anyhow::anyhow!(e.1))?;
-            (Some(epsilon), cost)
-        }
-        None => (None, 0.0),
+    // Under distributed DP it is the distributed mechanism's, for the minimum survivors.
+    let (epsilon, cost) = if study.spec.dp.is_formal() {
+        let after = accountant(&checkpoint)?.epsilon_after_round(&study.spec.dp)?;
+        let cost = (after - study.epsilon_spent).max(f64::MIN_POSITIVE);
+        let epsilon = Epsilon::parse(cost).map_err(|e| anyhow::anyhow!(e.1))?;
+        (Some(epsilon), cost)
+    } else {
+        (None, 0.0)
     };
     // Holders an amendment removed from the permit drop out; the rest must still be a quorum.
     let participants: Vec<_> = study
@@ -304,8 +302,24 @@ async fn start_round(
     let mut relay = None;
     if let Some(plan) = study.spec.secure_aggregation {
         let (global, _) = load_safetensors(&checkpoint.global)?;
+        let len = global.to_flat().len();
+        if let Some(ddg) = &study.spec.dp.distributed {
+            anyhow::ensure!(
+                ddg.params.dim == len,
+                "the distributed DP plan is for {} entries, the model has {len}",
+                ddg.params.dim
+            );
+            // the noise is planned for this many survivors: fewer holders can never pay
+            let least = ddg.params.min_survivors as usize;
+            if participants.len() < least {
+                reasons.push(RoundRefusal::Round(RoundReason::QuorumImpossible {
+                    permitted_holders: participants.len(),
+                    min_sites: study.spec.min_sites.max(least),
+                }));
+            }
+        }
         let clients = u32::try_from(participants.len())?;
-        match sa::session_config(plan, round_id, clients, global.to_flat().len()) {
+        match sa::session_config(plan, round_id, clients, sa::ring(&study.spec.dp, len)) {
             Ok(config) => relay = Some(serde_json::to_vec(&secagg::Server::new(config)?)?),
             // too few holders left for the study's threshold on any graph
             Err(_) => reasons.push(RoundRefusal::Round(RoundReason::QuorumImpossible {
@@ -504,13 +518,7 @@ async fn collect_secure(
                     return fail_round(fed, tx, study, round, reason, now).await;
                 }
             };
-            if sum.contributors.len() < study.spec.min_sites {
-                let reason = format!(
-                    "{} of {} holders in the securely aggregated sum; {} needed",
-                    sum.contributors.len(),
-                    round.participants.len(),
-                    study.spec.min_sites
-                );
+            if let Some(reason) = too_few_in_sum(&study, &round, sum.contributors.len()) {
                 return fail_round(fed, tx, study, round, reason, now).await;
             }
             return aggregate(fed, tx, study, permit, round, now, Some(sum)).await;
@@ -527,6 +535,14 @@ async fn collect_secure(
             return fail_round(fed, tx, study, round, reason, now).await;
         }
     };
+    // The survivor list is final once the masked inputs are in: a sum that could not be
+    // used is never unmasked, so the gateway never learns it (under distributed DP, a sum of
+    // fewer holders than planned carries less noise than the accounting counts).
+    if let Some(Relayed::Unmask(request)) = relayed.first() {
+        if let Some(reason) = too_few_in_sum(&study, &round, request.survivors.len()) {
+            return fail_round(fed, tx, study, round, reason, now).await;
+        }
+    }
     let kind = sa::relayed_kind(stage).context("a closed stage relays nothing")?;
     let messages = relayed
         .iter()
@@ -548,17 +564,52 @@ async fn collect_secure(
     Ok(Step::Progressed)
 }
 
+/// Why a secure sum of `survivors` holders may not be used: fewer than `min_sites`, or, under
+/// distributed DP, fewer than the noise was planned for (`DdgPlan::check_survivors`).
+fn too_few_in_sum(study: &Study, round: &Round, survivors: usize) -> Option<String> {
+    let spec = &study.spec;
+    if let Some(plan) = &spec.dp.distributed {
+        if let Err(e) = plan.check_survivors(survivors) {
+            return Some(format!(
+                "{survivors} of {} holders in the securely aggregated sum, and the holders' noise \
+                 was planned for at least {} (dp.min_survivors): the round is discarded before its \
+                 sum is unmasked ({e})",
+                round.participants.len(),
+                plan.params.min_survivors
+            ));
+        }
+    }
+    (survivors < spec.min_sites).then(|| {
+        format!(
+            "{survivors} of {} holders in the securely aggregated sum; {} needed",
+            round.participants.len(),
+            spec.min_sites
+        )
+    })
+}
+
 /// The unmasked sum of a round as one result the method's server averages: the global model
 /// plus the mean of the contributors' updates (uniform weights: the relay learns no holder's
-/// sample count inside the sum).
+/// sample count inside the sum). Under distributed DP the sum is of clipped, noised updates,
+/// and it is divided by the number of holders invited, fixed before the round as DP-FedAvg's
+/// divisor is; without DP by the number of contributors.
 fn secure_mean(
     global: &ParameterSet,
     sum: &secagg::Aggregate,
-    clients: usize,
+    dp: &DpPlan,
+    participants: usize,
     samples: u64,
 ) -> anyhow::Result<FitRes> {
-    let fp = sa::encoding(u32::try_from(clients)?)?;
-    let decoded = fp.decode(&sum.sum);
+    let (decoded, m): (Vec<f64>, f64) = match &dp.distributed {
+        Some(plan) => (
+            plan.decode(&sum.sum)?.into_iter().map(f64::from).collect(),
+            participants.max(1) as f64,
+        ),
+        None => (
+            sa::encoding(u32::try_from(participants)?)?.decode(&sum.sum),
+            sum.contributors.len().max(1) as f64,
+        ),
+    };
     let base = global.to_flat();
     anyhow::ensure!(
         decoded.len() == base.len(),
@@ -566,7 +617,6 @@ fn secure_mean(
         decoded.len(),
         base.len()
     );
-    let m = sum.contributors.len().max(1) as f64;
     let flat: Vec<f32> = base
         .iter()
         .zip(&decoded)
@@ -620,9 +670,11 @@ async fn aggregate(
     let rule = spec.aggregation.robust_rule()?;
     let aggregator: Box<dyn Aggregator> = match spec.dp.level {
         // the sum is already the only thing revealed: its mean enters as one result
+        // (under distributed DP the holders' noise is in it: none is added here)
         _ if secure.is_some() => {
             anyhow::ensure!(
-                spec.dp.level == DpLevel::NoFormalDp && rule.is_none(),
+                (spec.dp.level == DpLevel::NoFormalDp || spec.dp.distributed.is_some())
+                    && rule.is_none(),
                 "secure aggregation runs without central noise and robust rules"
             );
             Box::new(UniformMean::new())
@@ -726,6 +778,7 @@ async fn aggregate(
         results.push(secure_mean(
             &global,
             sum,
+            &spec.dp,
             round.participants.len(),
             samples,
         )?);
@@ -740,19 +793,25 @@ async fn aggregate(
         Some(AggregatorReport::ClientDp(r)) => Some(r.noise_std / r.divisor),
         // the robust rule's output is already a combined update: its noise is on it directly
         Some(AggregatorReport::RobustClientDp(r)) => Some(r.noise_std),
-        _ => None,
+        // the holders' shares in the sum, over the fixed divisor (public: plan and count)
+        _ => match (&spec.dp.distributed, &secure) {
+            (Some(plan), Some(sum)) => Some(
+                plan.central_variance(u32::try_from(sum.contributors.len())?)
+                    .sqrt()
+                    / round.participants.len().max(1) as f64,
+            ),
+            _ => None,
+        },
     };
     let next = aggregated.map_or(global, |a| a.params);
 
     let mut acc = accountant(&checkpoint)?;
-    let (total, cost) = match spec.dp.round_mechanism()? {
-        Some(mechanism) => {
-            acc.spend(mechanism)?;
-            let total = acc.epsilon(spec.dp.delta)?.epsilon;
-            (total, total - study.epsilon_spent)
-        }
+    let (total, cost) = if spec.dp.is_formal() {
+        let total = acc.spend(&spec.dp)?;
+        (total, total - study.epsilon_spent)
+    } else {
         // still paid through the permit (0): a permit no longer active refuses the round
-        None => (0.0, 0.0),
+        (0.0, 0.0)
     };
     let permit_version = permit.row_version();
     if let Err(e) = permit.spend_epsilon(cost, now) {
@@ -922,6 +981,6 @@ pub fn initial_checkpoint(study: &Study) -> anyhow::Result<Checkpoint> {
         round: 0,
         global: save_safetensors(&global, &study.id.to_string(), 0, None)?.0,
         server_state: server.save_state()?,
-        accountant: serde_json::to_value(RdpAccountant::new())?,
+        accountant: serde_json::to_value(StudyAccountant::new(&spec.dp))?,
     })
 }

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::domain::{
-    study::{Round, SecureAggregation},
+    study::{DpPlan, Round, SecureAggregation},
     OrgId, RoundId,
 };
 
@@ -35,6 +35,16 @@ pub const ENTRY_BOUND: f32 = 1024.0;
 /// The encoding of a round with `clients` holders; checked against wrap-around of their sum.
 pub fn encoding(clients: u32) -> Result<FixedPoint, secagg::Error> {
     FixedPoint::new(MODULUS_BITS, FRACTION_BITS, ENTRY_BOUND, clients.max(1))
+}
+
+/// The ring `Z_{2^bits}` and the length of the vectors a study's holders sum: the update's
+/// `model_len` entries in fixed point in `Z_{2^64}`, or, under distributed DP, the plan's
+/// padded and rotated entries in its ring.
+pub fn ring(dp: &DpPlan, model_len: usize) -> (u32, usize) {
+    match &dp.distributed {
+        Some(plan) => (plan.params.modulus_bits, plan.padded_dim),
+        None => (MODULUS_BITS, model_len),
+    }
 }
 
 /// The holder's number in the round's session: its position among the round's participants,
@@ -56,15 +66,15 @@ fn digest(label: &str, round: RoundId) -> [u8; 32] {
     h.finalize().into()
 }
 
-/// The session of round attempt `round` with `clients` holders and update vectors of
-/// `vector_len` entries. Session and graph are bound to the attempt's id, so nothing carries
-/// over between rounds or attempts. A round that lost holders to a permit amendment uses the
-/// largest graph the remaining ones allow.
+/// The session of round attempt `round` with `clients` holders and vectors of `vector_len`
+/// entries in `Z_{2^modulus_bits}` (see [`ring`]). Session and graph are bound to the attempt's
+/// id, so nothing carries over between rounds or attempts. A round that lost holders to a
+/// permit amendment uses the largest graph the remaining ones allow.
 pub fn session_config(
     plan: SecureAggregation,
     round: RoundId,
     clients: u32,
-    vector_len: usize,
+    (modulus_bits, vector_len): (u32, usize),
 ) -> Result<RoundConfig, secagg::Error> {
     let complete = clients.saturating_sub(1);
     let mut degree = plan.neighbours.min(complete);
@@ -78,7 +88,7 @@ pub fn session_config(
         degree,
         graph_seed: digest("graph", round),
         vector_len,
-        modulus_bits: MODULUS_BITS,
+        modulus_bits,
     };
     config.validate()?;
     Ok(config)
@@ -197,23 +207,23 @@ mod tests {
     #[test]
     fn sessions_are_bound_to_the_round_attempt() {
         let (a, b) = (RoundId::new(), RoundId::new());
-        let ca = session_config(plan(2, 3), a, 4, 10).unwrap();
-        let cb = session_config(plan(2, 3), b, 4, 10).unwrap();
+        let ca = session_config(plan(2, 3), a, 4, (64, 10)).unwrap();
+        let cb = session_config(plan(2, 3), b, 4, (64, 10)).unwrap();
         assert_ne!(ca.session, cb.session);
         assert_ne!(ca.graph_seed, cb.graph_seed);
-        assert_eq!(ca, session_config(plan(2, 3), a, 4, 10).unwrap());
+        assert_eq!(ca, session_config(plan(2, 3), a, 4, (64, 10)).unwrap());
     }
 
     #[test]
     fn fewer_holders_shrink_the_graph_or_refuse_the_session() {
         // 4 holders planned on the complete graph, one removed: the complete graph of 3
-        let c = session_config(plan(2, 3), RoundId::new(), 3, 5).unwrap();
+        let c = session_config(plan(2, 3), RoundId::new(), 3, (64, 5)).unwrap();
         assert_eq!(c.degree, 2);
         // a sparse graph never gets an odd degree
-        let c = session_config(plan(3, 4), RoundId::new(), 5, 5).unwrap();
+        let c = session_config(plan(3, 4), RoundId::new(), 5, (64, 5)).unwrap();
         assert_eq!(c.degree, 4);
         // threshold 3 cannot hold among 3 holders (2 neighbours each)
-        assert!(session_config(plan(3, 3), RoundId::new(), 3, 5).is_err());
+        assert!(session_config(plan(3, 3), RoundId::new(), 3, (64, 5)).is_err());
     }
 
     #[test]

@@ -46,10 +46,12 @@ pub fn router(max_update_bytes: usize) -> Router<AppState> {
         )
         .route(
             "/node/tasks/{id}/secagg",
-            // a masked input: one JSON integer of up to 20 digits per 4-byte parameter
+            // a masked input: one JSON integer of up to 20 digits per 4-byte parameter, and
+            // under distributed DP up to twice as many entries (padded to a power of two) of
+            // at most 19 digits in a ring of at most 2^63
             get(secagg_view)
                 .post(secagg_submit)
-                .layer(DefaultBodyLimit::max(max_update_bytes / 4 * 21 + 64 * 1024)),
+                .layer(DefaultBodyLimit::max(max_update_bytes / 2 * 20 + 64 * 1024)),
         )
 }
 

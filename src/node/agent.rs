@@ -412,8 +412,12 @@ impl Agent {
                     client: client.save_state()?,
                 },
             )?;
-            // under DP-SGD the batch losses are not privatised, so none is reported
-            body.train_loss = s.train.record_dp.is_none().then_some(res.report.mean_loss);
+            // under DP-SGD the batch losses are not privatised, so none is reported; nor under
+            // distributed DP, whose point is that the gateway learns nothing of this holder
+            // beyond the noised sum
+            let distributed = s.dp.is_some_and(|p| p.distributed.is_some());
+            body.train_loss =
+                (s.train.record_dp.is_none() && !distributed).then_some(res.report.mean_loss);
             body.local_steps = Some(res.report.steps as u64);
             if s.secure_aggregation.is_some() {
                 if !res.extras.is_empty() {
@@ -444,9 +448,12 @@ impl Agent {
 
 /// Takes part in the secure aggregation of `task`'s round (docs/secure-aggregation.md) with
 /// `delta`, this holder's change to the global model: it leaves the node only encoded and
-/// masked. The protocol's keys live in this call only; a node stopped mid-round has dropped
-/// out of it. The result (counts and evaluation, no update) goes out once the masked input is
-/// in, before the unmasking, so the round never waits for it.
+/// masked. Under distributed DP the encoding clips it and adds this holder's share of the
+/// discrete Gaussian noise, drawn from the operating system's entropy, and the node reveals
+/// its unmasking shares only if the sum holds as many holders as the noise was planned for.
+/// The protocol's keys live in this call only; a node stopped mid-round has dropped out of
+/// it. The result (counts and evaluation, no update) goes out once the masked input is in,
+/// before the unmasking, so the round never waits for it.
 async fn secure_round(
     gateway: &GatewayClient,
     task: &NodeTask,
@@ -454,7 +461,30 @@ async fn secure_round(
     body: &TaskResultBody,
 ) -> anyhow::Result<()> {
     let view = gateway.secagg_view(task.task_id).await?;
-    let input = sa::encoding(view.config.clients)?.encode(delta)?;
+    let distributed = task.study.dp.and_then(|p| p.distributed);
+    let input = match &distributed {
+        Some(plan) => {
+            let c = &view.config;
+            if c.modulus_bits != plan.params.modulus_bits
+                || c.vector_len != plan.padded_dim
+                || c.clients > plan.params.max_clients
+            {
+                return Err(secagg::Error::BadRelay(format!(
+                    "the session ({} holders, {} entries in Z_2^{}) is not the one the study's \
+                     noise plan was made for ({} holders at most, {} entries in Z_2^{})",
+                    c.clients,
+                    c.vector_len,
+                    c.modulus_bits,
+                    plan.params.max_clients,
+                    plan.padded_dim,
+                    plan.params.modulus_bits
+                ))
+                .into());
+            }
+            plan.encode(delta, &mut secagg::rng_from_os()?)?
+        }
+        None => sa::encoding(view.config.clients)?.encode(delta)?,
+    };
     let mut client = secagg::Client::new(
         view.config,
         secagg::ClientId(view.client),
@@ -492,6 +522,11 @@ async fn secure_round(
         },
     )
     .await?;
+    if let Some(plan) = &distributed {
+        // fewer holders in the sum than the noise was planned for: unmasking it would hand the
+        // gateway a sum with less noise than accounted for
+        plan.check_survivors(request.survivors.len())?;
+    }
     gateway
         .secagg_submit(id, &NodeMessage::Unmask(client.unmask(&request)?))
         .await?;

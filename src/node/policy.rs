@@ -9,17 +9,18 @@
 //! (`super::node_log`).
 //!
 //! What a policy can and cannot establish: record-level DP runs on the node itself, so its
-//! accounting is the node's own. Under client-level DP the noise is added at the gateway; the
-//! node checks the plan it is told, and secure aggregation with distributed noise (not yet
-//! available) is what would take the gateway out of that trust (docs/threat-model.md).
+//! accounting is the node's own. Under client-level DP with the noise added at the gateway,
+//! the node checks the plan it is told. Under secure aggregation with distributed DP the node
+//! clips and adds its own share of the noise, checks that the plan it is sent is one the
+//! mechanism derives, and counts the mechanism for the plan's minimum number of survivors;
+//! that the other holders add theirs is what it trusts (docs/threat-model.md).
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use fl_engine::dp::{RdpAccountant, SampledGaussian};
 use serde::{Deserialize, Serialize};
 
-use crate::domain::study::{DpLevel, DpPlan, TaskKind};
+use crate::domain::study::{epsilon_of_rounds, DpLevel, DpPlan, RoundMechanism, TaskKind};
 use crate::domain::{DataCategory, PermitId, Purpose};
 use crate::federation::wire::NodeTask;
 
@@ -192,21 +193,17 @@ pub struct Ledger {
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct PermitLedger {
     delta: f64,
-    rounds: Vec<SampledGaussian>,
+    /// Sampled-Gaussian rounds (central or DP-SGD) and distributed discrete Gaussian rounds,
+    /// composed together under Rényi DP.
+    rounds: Vec<RoundMechanism>,
     tasks: BTreeSet<String>,
 }
 
 impl PermitLedger {
-    fn epsilon_with(&self, next: Option<&SampledGaussian>, delta: f64) -> anyhow::Result<f64> {
-        let mut acc = RdpAccountant::new();
-        for m in &self.rounds {
-            acc.spend(*m)?;
-        }
-        Ok(match next {
-            Some(m) => acc.epsilon_after(m, delta)?.epsilon,
-            None if self.rounds.is_empty() => 0.0,
-            None => acc.epsilon(delta)?.epsilon,
-        })
+    fn epsilon_with(&self, next: Option<&RoundMechanism>, delta: f64) -> anyhow::Result<f64> {
+        let mut rounds = self.rounds.clone();
+        rounds.extend(next.copied());
+        epsilon_of_rounds(&rounds, delta)
     }
 }
 
@@ -320,12 +317,18 @@ impl Guard {
                 permit_epsilon: self.spent(task)?,
             }));
         }
-        if plan.noise_multiplier < p.min_noise_multiplier {
+        if let Err(why) = distributed_consistent(&plan, s.secure_aggregation.is_some()) {
+            return Ok(Err(refuse("privacy_plan_inconsistent", why)));
+        }
+        // under distributed DP the noise the shares of the minimum survivors add up to, by the
+        // plan this node will itself apply (checked above to derive from it)
+        let multiplier = plan.noise_multiplier;
+        if multiplier < p.min_noise_multiplier {
             return Ok(Err(refuse(
                 "noise_below_minimum",
                 format!(
-                    "noise multiplier {} is below privacy.min_noise_multiplier {}",
-                    plan.noise_multiplier, p.min_noise_multiplier
+                    "noise multiplier {multiplier} is below privacy.min_noise_multiplier {}",
+                    p.min_noise_multiplier
                 ),
             )));
         }
@@ -369,8 +372,47 @@ impl Guard {
     }
 }
 
+/// Whether a formal plan's distributed part is what this node will apply: present exactly
+/// for client-level DP under secure aggregation (else the holder would mask an unnoised
+/// update, or noise one the gateway sees in clear), derived from its own parameters by the
+/// mechanism (so the noise share, granularity and sensitivity are not the gateway's word), and
+/// for the plan's clip and noise.
+fn distributed_consistent(plan: &DpPlan, secure: bool) -> Result<(), String> {
+    let expected = secure && plan.level == DpLevel::Client;
+    match (&plan.distributed, expected) {
+        (None, false) => Ok(()),
+        (None, true) => Err(
+            "client-level DP under secure aggregation needs the holders' noise plan, which the \
+             gateway did not send"
+                .into(),
+        ),
+        (Some(_), false) => Err(
+            "a distributed noise plan comes only with client-level DP under secure aggregation"
+                .into(),
+        ),
+        (Some(d), true) => {
+            let derived = secagg::ddg::mechanism::DdgPlan::new(d.params)
+                .map_err(|e| format!("the distributed noise plan is invalid: {e}"))?;
+            if derived != *d {
+                return Err(
+                    "the distributed noise plan is not the one its parameters derive".into(),
+                );
+            }
+            let central = plan.noise_multiplier * plan.clip_norm;
+            if d.params.clip != plan.clip_norm
+                || (d.params.central_stddev - central).abs() > 1e-9 * central
+            {
+                return Err(
+                    "the distributed noise plan's clip or noise differs from the study's".into(),
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
 /// The mechanism one training round of the task releases, by the study's plan.
-fn round_mechanism(task: &NodeTask) -> anyhow::Result<Option<SampledGaussian>> {
+fn round_mechanism(task: &NodeTask) -> anyhow::Result<Option<RoundMechanism>> {
     Ok(match &task.study.dp {
         Some(plan) => DpPlan::round_mechanism(plan)?,
         None => None,
@@ -397,6 +439,16 @@ mod tests {
             deadline: chrono::Utc::now(),
             registry_version: 0,
             study: (&spec).into(),
+        }
+    }
+
+    /// A fit task of a FedAvg study of four holders under secure aggregation with client-level
+    /// DP as distributed DP (clip 1, noise multiplier 1, for `min_survivors`).
+    fn distributed_task(permit: PermitId, min_survivors: u32) -> NodeTask {
+        let spec = crate::domain::study_request::tests::distributed_spec(min_survivors);
+        NodeTask {
+            study: (&spec).into(),
+            ..task(permit)
         }
     }
 
@@ -479,11 +531,7 @@ methods = ["fedavg"]
             ),
             "secure_aggregation_required"
         );
-        let mut secure = t.clone();
-        secure.study.secure_aggregation = Some(crate::domain::study::SecureAggregation {
-            threshold: 2,
-            neighbours: 3,
-        });
+        let secure = distributed_task(permit, 3);
         assert_eq!(
             code(
                 strict("require_secure_aggregation = true")
@@ -546,5 +594,107 @@ methods = ["fedavg"]
             code(reopened.admit(&task(permit)).unwrap()),
             "node_budget_exhausted"
         );
+    }
+
+    /// What the gateway says about distributed DP is checked against what the node will apply:
+    /// the plan must derive from its own parameters, match the study's clip and noise, and
+    /// come exactly with client-level DP under secure aggregation.
+    #[test]
+    fn a_distributed_plan_is_checked_before_it_is_trusted() {
+        let dir = tempfile::tempdir().unwrap();
+        let permit = PermitId::new();
+        let g = Guard::new(
+            policy(&format!("{OPEN}[privacy]\nmin_noise_multiplier = 1.0\n")).unwrap(),
+            dir.path(),
+        )
+        .unwrap();
+        let good = distributed_task(permit, 3);
+        assert_eq!(code(g.decide(&good).unwrap()), "accepted");
+        let tamper = |f: &dyn Fn(&mut DpPlan)| {
+            let mut t = good.clone();
+            f(t.study.dp.as_mut().unwrap());
+            code(g.decide(&t).unwrap())
+        };
+        // a smaller noise share than the parameters give
+        assert_eq!(
+            tamper(&|p| p.distributed.as_mut().unwrap().node_variance.num /= 2),
+            "privacy_plan_inconsistent"
+        );
+        // parameters and derived values consistent, but less noise than the study states
+        assert_eq!(
+            tamper(&|p| {
+                let mut params = p.distributed.unwrap().params;
+                params.central_stddev /= 2.0;
+                p.distributed = Some(secagg::ddg::mechanism::DdgPlan::new(params).unwrap());
+            }),
+            "privacy_plan_inconsistent"
+        );
+        // and the noise the node applies is what its floor is checked against
+        assert_eq!(
+            tamper(&|p| {
+                let mut params = p.distributed.unwrap().params;
+                params.central_stddev /= 2.0;
+                p.distributed = Some(secagg::ddg::mechanism::DdgPlan::new(params).unwrap());
+                p.noise_multiplier /= 2.0;
+            }),
+            "noise_below_minimum"
+        );
+        // no noise plan for the holders of a client-level study under secure aggregation, or
+        // one for a study whose updates travel in clear
+        assert_eq!(
+            tamper(&|p| p.distributed = None),
+            "privacy_plan_inconsistent"
+        );
+        let mut clear = good.clone();
+        clear.study.secure_aggregation = None;
+        assert_eq!(code(g.decide(&clear).unwrap()), "privacy_plan_inconsistent");
+        let mut central = task(permit);
+        central.study.secure_aggregation = good.study.secure_aggregation;
+        assert_eq!(
+            code(g.decide(&central).unwrap()),
+            "privacy_plan_inconsistent"
+        );
+    }
+
+    /// The ledger counts the distributed discrete Gaussian for the plan's minimum survivors:
+    /// one study's rounds give exactly `secagg`'s accounting, and they compose with a central
+    /// study's rounds under the same permit.
+    #[test]
+    fn the_ledger_accounts_the_distributed_mechanism() {
+        let dir = tempfile::tempdir().unwrap();
+        let permit = PermitId::new();
+        let t = distributed_task(permit, 3);
+        let plan = t.study.dp.unwrap().distributed.unwrap();
+        let direct = |rounds: u32| {
+            secagg::ddg::accounting::epsilon(&plan, rounds, 1e-5)
+                .unwrap()
+                .epsilon
+        };
+        let ceiling = (direct(2) + direct(3)) / 2.0;
+        let toml = format!("{OPEN}[privacy]\nmax_epsilon_per_permit = {ceiling}\n");
+        let mut g = Guard::new(policy(&toml).unwrap(), dir.path()).unwrap();
+        let first = g.admit(&t).unwrap().unwrap();
+        assert_eq!(first.permit_epsilon, direct(1));
+        let second = g.admit(&distributed_task(permit, 3)).unwrap().unwrap();
+        assert_eq!(second.permit_epsilon, direct(2));
+        assert_eq!(
+            code(g.admit(&distributed_task(permit, 3)).unwrap()),
+            "node_budget_exhausted"
+        );
+        let mut open = Guard::new(policy(OPEN).unwrap(), dir.path()).unwrap();
+        // a central round and a distributed one under one permit compose in RDP: more than
+        // either alone, no more than their sum
+        let mixed = PermitId::new();
+        let central = open.admit(&task(mixed)).unwrap().unwrap().permit_epsilon;
+        let both = open
+            .admit(&distributed_task(mixed, 3))
+            .unwrap()
+            .unwrap()
+            .permit_epsilon;
+        assert!(both > central && both > direct(1), "{both} {central}");
+        assert!(both < central + direct(1), "{both} {central}");
+        // and the ledger, mixed as it is, reads back after a restart
+        let reopened = Guard::new(policy(OPEN).unwrap(), dir.path()).unwrap();
+        assert_eq!(reopened.spent(&task(mixed)).unwrap(), both);
     }
 }

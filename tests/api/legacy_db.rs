@@ -218,6 +218,7 @@ async fn typed_details_write_the_keys_of_the_entries_before_them() {
         sampling_rate: 1.0,
         steps_per_round: 1,
         delta: 1e-5,
+        distributed: None,
     };
     let typed = |v: serde_json::Value| keys(&v);
     // keys added after the fixture was written come last: the fixture's entries are a prefix
