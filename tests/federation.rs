@@ -2081,3 +2081,136 @@ async fn secure_aggregation_completes_without_an_absent_holder() {
         }
     }
 }
+
+/// FedAvg under client-level DP realised as distributed DP, on the four node processes: each
+/// node clips its update and adds its share of discrete Gaussian noise before masking; every
+/// round sums the four; the gateway adds no noise. The study and the permit spend exactly
+/// what `secagg`'s accounting of the distributed discrete Gaussian gives for the planned
+/// minimum of survivors, and so does each node's own ledger; no row of any table of the
+/// gateway's store holds a node's trained model or its update.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn distributed_dp_under_secure_aggregation_through_node_processes() {
+    use secagg::ddg::{accounting, mechanism::DdgPlan};
+    let app = TestApp::spawn_with(Backend::Sqlite, |s| s.federation.small_cell_threshold = 1).await;
+    let gw = Gateway::new(&app.base, app.dev.clone());
+    let work = tempfile::tempdir().unwrap();
+    let mut nodes = Nodes::new();
+    for org in hospitals() {
+        nodes.spawn(org, &app.base, &app.data_dir, work.path(), None);
+    }
+    let (_, issued) = app
+        .permit_with(
+            &federation_application(&hospitals(), 200.0, "data_holder"),
+            &json!({"decision": "approve", "dp_requirement": "client",
+                    "require_secure_aggregation": true}),
+        )
+        .await;
+    let permit = PermitId::parse(issued["id"].as_str().unwrap()).unwrap();
+    let rounds = 2;
+    let mut body = ditto_study(permit, rounds);
+    body["strategy"] = json!({"name": "fedavg"});
+    body["optimizer"] = json!({"name": "sgd", "lr": 0.5});
+    body["local_steps"] = json!(10);
+    body["dp"] = json!({"level": "client", "clip_norm": 2.0, "noise_multiplier": 0.5,
+                        "min_survivors": 3, "modulus_bits": 24});
+    body["release"] = json!("last");
+    body["min_sites"] = json!(3);
+    body["round_deadline_seconds"] = json!(30);
+    body["secure_aggregation"] = json!({});
+    let id = gw.submit(&body).await;
+    let study = gw.researcher.study(id).await.unwrap();
+    let plan: DdgPlan = serde_json::from_value(study["spec"]["dp"]["distributed"].clone())
+        .unwrap_or_else(|e| panic!("{e}: {study}"));
+    assert_eq!(
+        (plan.params.min_survivors, plan.params.modulus_bits),
+        (3, 24)
+    );
+    let view = gw.wait_until_done(id, 240, &nodes).await;
+    nodes.kill().await;
+    assert_eq!(view["status"], "completed", "{view}\n{}", nodes.logs());
+    for r in aggregated_once_each(&view, rounds) {
+        let sites = r["sites"].as_array().unwrap();
+        assert!(sites.iter().all(|s| s["contributed"] == true), "{r}");
+        // the holders' noise over the four invited
+        let noise = plan.central_variance(4).sqrt() / 4.0;
+        let reported = r["noise_std_on_mean"].as_f64().unwrap();
+        assert!((reported - noise).abs() <= 1e-12 * noise, "{r}");
+    }
+
+    // the spend, as the distributed mechanism's own accounting gives it
+    let planned = accounting::epsilon(&plan, rounds as u32, 1e-5)
+        .unwrap()
+        .epsilon;
+    let spent = view["epsilon_spent"].as_f64().unwrap();
+    assert!(
+        (spent - planned).abs() <= 1e-12 * planned,
+        "{spent} {planned}"
+    );
+    let p = gw.officer.permit(permit).await.unwrap();
+    let permit_spent = p["privacy_budget"]["epsilon_spent"].as_f64().unwrap();
+    assert!((permit_spent - planned).abs() <= 1e-9 * planned, "{p}");
+    // each node's own accountant counted the same mechanism for the same rounds
+    for org in hospitals() {
+        let log =
+            std::fs::read_to_string(work.path().join("nodes").join(org).join("node-log.jsonl"))
+                .unwrap();
+        let fits: Vec<Value> = log
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|e| e["study_id"] == id.to_string() && e["kind"] == "fit")
+            .collect();
+        assert_eq!(fits.len() as u64, rounds, "{org}: {log}");
+        let last = fits.last().unwrap()["permit_epsilon"].as_f64().unwrap();
+        assert!(
+            (last - planned).abs() <= 1e-12 * planned,
+            "{org}: {last} {planned}"
+        );
+    }
+
+    // no holder's update anywhere in the store
+    let pool = sqlx::sqlite::SqlitePool::connect(&app.database_url)
+        .await
+        .unwrap();
+    let previous: Vec<u8> =
+        sqlx::query_scalar("select global_model from study_checkpoint where round = $1")
+            .bind((rounds - 1) as i64)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    let start = fl_engine::load_safetensors(&previous).unwrap().0.to_flat();
+    let stored = every_stored_value(&app.database_url).await;
+    for org in hospitals() {
+        let state = work
+            .path()
+            .join("nodes")
+            .join(org)
+            .join(id.to_string())
+            .join(format!("state-{rounds}.json"));
+        let saved: Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
+        let trained: fl_engine::ParameterSet =
+            serde_json::from_value(saved["site"]["params"].clone()).unwrap();
+        let trained = trained.to_flat();
+        let bytes: Vec<u8> = trained.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let delta: Vec<u8> = trained
+            .iter()
+            .zip(&start)
+            .flat_map(|(t, s)| (t - s).to_le_bytes())
+            .collect();
+        for (table, value) in &stored {
+            assert!(!holds(value, &bytes), "{org}'s trained model is in {table}");
+            assert!(!holds(value, &delta), "{org}'s update is in {table}");
+        }
+    }
+    for (table, value) in &stored {
+        if let Ok((_, meta)) = fl_engine::load_safetensors(value) {
+            assert_eq!(meta.site, None, "a holder's parameter file is in {table}");
+        }
+    }
+    for table in ["secagg_session", "secagg_message"] {
+        let left: i64 = sqlx::query_scalar(&format!("select count(*) from {table}"))
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        assert_eq!(left, 0, "{table} keeps rows after the rounds closed");
+    }
+}

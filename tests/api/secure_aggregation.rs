@@ -13,7 +13,10 @@ use ehds_gateway::{
     },
 };
 use fl_engine::{FitIns, ParameterSet};
-use secagg::{Client, ClientId};
+use secagg::{
+    ddg::{accounting, mechanism::DdgPlan},
+    Client, ClientId,
+};
 use serde_json::{json, Value};
 
 use crate::both_backends;
@@ -54,6 +57,15 @@ fn secure_study(permit: &str, holders: &[&str]) -> Value {
     )
 }
 
+/// Client-level DP with `extra` settings (`min_survivors`, `modulus_bits`, ...).
+fn distributed_dp(extra: Value) -> Value {
+    let mut dp = json!({"level": "client", "clip_norm": 1.0, "noise_multiplier": 1.0});
+    for (k, v) in extra.as_object().unwrap() {
+        dp[k] = v.clone();
+    }
+    dp
+}
+
 fn field_codes(r: &Reply) -> Vec<(String, String)> {
     r.body["errors"]
         .as_array()
@@ -91,11 +103,63 @@ async fn secure_aggregation_is_checked_at_submission(app: TestApp) {
                 base.clone(),
                 &[(
                     "dp",
-                    json!({"level": "client", "clip_norm": 1.0, "noise_multiplier": 2.0}),
+                    json!({"level": "record", "clip_norm": 1.0, "noise_multiplier": 2.0,
+                           "sampling_rate": 0.1}),
                 )],
             ),
             "dp.level",
             "dp_level_incompatible_with_secure_aggregation",
+        ),
+        // client-level DP is planned as the holders' distributed noise; impossible plans are
+        // refused on their field
+        (
+            with(
+                base.clone(),
+                &[("dp", distributed_dp(json!({"min_survivors": 4})))],
+            ),
+            "dp.min_survivors",
+            "min_survivors_above_holders",
+        ),
+        (
+            // three holders: two neighbours each, threshold 2
+            with(
+                base.clone(),
+                &[("dp", distributed_dp(json!({"min_survivors": 1})))],
+            ),
+            "dp.min_survivors",
+            "min_survivors_below_threshold",
+        ),
+        (
+            with(
+                base.clone(),
+                &[("dp", distributed_dp(json!({"modulus_bits": 3})))],
+            ),
+            "dp.modulus_bits",
+            "modulus_too_small",
+        ),
+        (
+            with(
+                base.clone(),
+                &[("dp", distributed_dp(json!({"modulus_bits": 64})))],
+            ),
+            "dp.modulus_bits",
+            "out_of_range",
+        ),
+        (
+            with(
+                base.clone(),
+                &[("dp", distributed_dp(json!({"noise_seed": 1})))],
+            ),
+            "dp.noise_seed",
+            "not_applicable",
+        ),
+        (
+            with(
+                study_body(&permit, &THREE),
+                &[("dp", distributed_dp(json!({"min_survivors": 3})))],
+            ),
+            "dp.min_survivors",
+            "not_applicable",
         ),
         (
             with(base.clone(), &[("aggregation", json!({"rule": "median"}))]),
@@ -484,3 +548,343 @@ async fn a_permit_can_require_secure_aggregation(app: TestApp) {
 }
 
 both_backends!(a_permit_can_require_secure_aggregation);
+
+/// A permit whose HDAB requires client-level DP and secure aggregation, over `holders`, with
+/// `epsilon` for whole data holders.
+async fn client_dp_secure_permit(app: &TestApp, holders: &[&str], epsilon: f64) -> String {
+    let (_, permit) = app
+        .permit_with(
+            &federation_application(holders, epsilon, "data_holder"),
+            &json!({"decision": "approve", "dp_requirement": "client",
+                    "require_secure_aggregation": true}),
+        )
+        .await;
+    permit["id"].as_str().unwrap().to_owned()
+}
+
+/// The study's distributed DP plan, as the gateway fixed it at submission.
+fn plan_of(study: &Value) -> DdgPlan {
+    serde_json::from_value(study["spec"]["dp"]["distributed"].clone())
+        .unwrap_or_else(|e| panic!("{e}: {study}"))
+}
+
+// 4. Client-level DP under secure aggregation, realised as distributed DP, under a permit that
+// requires both: the holders clip and add their shares of the noise before masking; the
+// gateway adds none, decodes the sum, and spends exactly what the distributed mechanism's
+// accounting gives for the minimum survivors, both at submission (the budget pre-check) and
+// for the round.
+async fn distributed_dp_runs_under_a_permit_requiring_client_level_dp(app: TestApp) {
+    // little noise, so that the decoded mean can be checked closely: a large epsilon, which
+    // the permit's budget is made to pay
+    let permit = client_dp_secure_permit(&app, &THREE, 10_000.0).await;
+    let alice = app.researcher();
+    let body = with(
+        study_body(&permit, &THREE),
+        &[
+            (
+                "dp",
+                json!({"level": "client", "clip_norm": 1.0, "noise_multiplier": 0.01}),
+            ),
+            ("secure_aggregation", json!({})),
+            ("round_deadline_seconds", json!(30)),
+        ],
+    );
+    let r = app.post("/v1/studies", &alice, &body).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let id = r.body["id"].as_str().unwrap().to_owned();
+    let plan = plan_of(&r.body);
+    assert_eq!(plan.params.min_survivors, 3, "defaults to min_sites");
+    assert_eq!(plan.params.max_clients, 3);
+    let one_round = accounting::epsilon(&plan, 1, 1e-5).unwrap().epsilon;
+    assert_eq!(r.body["epsilon_planned"].as_f64().unwrap(), one_round);
+
+    // the same study under a permit whose budget one round of it would pass: the pre-check
+    // is the distributed mechanism's
+    let poor = client_dp_secure_permit(&app, &THREE, 0.5).await;
+    let refused = app
+        .post(
+            "/v1/studies",
+            &alice,
+            &with(body.clone(), &[("permit_id", json!(poor))]),
+        )
+        .await;
+    assert_eq!(
+        (refused.status.as_u16(), refused.code()),
+        (422, "study_not_permitted"),
+        "{}",
+        refused.text
+    );
+    assert_eq!(
+        refused.body["reasons"],
+        json!([{"code": "budget_too_small_for_one_round",
+                "epsilon_one_round": one_round, "remaining": 0.5}]),
+        "{}",
+        refused.text
+    );
+
+    let mut holders = vec![];
+    for org in THREE {
+        let token = app.holder(org);
+        let task = task_of(&app, &token, &id, TaskKind::Fit).await;
+        let dp = task.study.dp.expect("the plan travels with the task");
+        assert_eq!(
+            dp.distributed,
+            Some(plan),
+            "the node gets the plan as fixed"
+        );
+        holders.push(Holder {
+            app: &app,
+            token,
+            task,
+        });
+    }
+    let start = global(&app, &holders[0].token, &holders[0].task).await;
+    let flat = start.params.to_flat();
+    assert_eq!(plan.params.dim, flat.len());
+    // updates of norm 0.2, 0.4 and 3: the last is clipped to 1 on its holder
+    let dim = flat.len() as f32;
+    let norms = [0.2f32, 0.4, 3.0];
+    let deltas: Vec<Vec<f32>> = norms
+        .iter()
+        .map(|n| vec![n / dim.sqrt(); flat.len()])
+        .collect();
+    let mut clients = vec![];
+    for h in &holders {
+        let v = h.view().await;
+        assert_eq!(
+            (v.config.modulus_bits, v.config.vector_len),
+            (plan.params.modulus_bits, plan.padded_dim),
+            "the session sums the plan's padded vectors in its ring"
+        );
+        clients.push(
+            Client::new(v.config, ClientId(v.client), secagg::rng_from_os().unwrap()).unwrap(),
+        );
+    }
+    for (h, c) in holders.iter().zip(clients.iter_mut()) {
+        let r = h
+            .send(&NodeMessage::AdvertiseKeys(c.advertise_keys().unwrap()))
+            .await;
+        assert_eq!(r.status, 200, "{}", r.text);
+    }
+    for (h, c) in holders.iter().zip(clients.iter_mut()) {
+        let Relayed::Keys(keys) = h.relayed("advertise_keys").await else {
+            panic!("keys expected")
+        };
+        let r = h
+            .send(&NodeMessage::ShareKeys(c.share_keys(&keys).unwrap()))
+            .await;
+        assert_eq!(r.status, 200, "{}", r.text);
+    }
+    let mut rng = secagg::rng_from_os().unwrap();
+    for (i, (h, c)) in holders.iter().zip(clients.iter_mut()).enumerate() {
+        let Relayed::Shares(shares) = h.relayed("share_keys").await else {
+            panic!("shares expected")
+        };
+        let input = plan.encode(&deltas[i], &mut rng).unwrap();
+        let r = h
+            .send(&NodeMessage::MaskedInput(
+                c.masked_input(&shares, &input).unwrap(),
+            ))
+            .await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        let r = h.result(None).await;
+        assert_eq!(r.status, 200, "{}", r.text);
+    }
+    for (h, c) in holders.iter().zip(clients.iter_mut()) {
+        let Relayed::Unmask(request) = h.relayed("masked_input").await else {
+            panic!("unmask request expected")
+        };
+        let r = h
+            .send(&NodeMessage::Unmask(c.unmask(&request).unwrap()))
+            .await;
+        assert_eq!(r.status, 200, "{}", r.text);
+    }
+    let view = app
+        .wait_for(
+            &format!("/v1/studies/{id}/rounds"),
+            &alice,
+            30,
+            "round 1 aggregated",
+            |v| {
+                v["rounds"]
+                    .as_array()
+                    .is_some_and(|rs| rs.iter().any(|r| r["phase"] == "aggregated"))
+            },
+        )
+        .await;
+    let round = &view["rounds"][0];
+    // the noise the holders' shares add up to, over the three invited
+    let noise = plan.central_variance(3).sqrt() / 3.0;
+    assert!(noise >= 0.01 / 3.0, "{noise}");
+    let reported = round["noise_std_on_mean"].as_f64().unwrap();
+    assert!((reported - noise).abs() < 1e-12 * noise, "{round}");
+    assert!(
+        round["sites"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["train_loss"].is_null()),
+        "{round}"
+    );
+
+    // the model every holder evaluates next: the start plus the mean of the clipped updates,
+    // within six standard deviations of the holders' noise
+    let eval = task_of(&app, &holders[0].token, &id, TaskKind::Evaluate).await;
+    let next = global(&app, &holders[0].token, &eval)
+        .await
+        .params
+        .to_flat();
+    let clipped: f32 = norms.iter().map(|n| n.min(1.0)).sum();
+    let shift = clipped / 3.0 / dim.sqrt();
+    for (a, b) in next.iter().zip(&flat) {
+        assert!(
+            ((a - b - shift) as f64).abs() < 6.0 * noise,
+            "{a} - {b} is not {shift} within the noise {noise}"
+        );
+    }
+
+    // spent exactly as the distributed mechanism's accounting says, on the study and the permit
+    let study = app.get(&format!("/v1/studies/{id}"), &alice).await;
+    let spent = study.body["epsilon_spent"].as_f64().unwrap();
+    assert!(
+        (spent - one_round).abs() <= 1e-12 * one_round,
+        "{spent} {one_round}"
+    );
+    let started = app
+        .audit(&format!("action=study.round.start&resource_id={id}"))
+        .await;
+    let cost = started[0]["detail"]["epsilon_round"].as_f64().unwrap();
+    assert!((cost - one_round).abs() <= 1e-12 * one_round, "{cost}");
+    let p = app
+        .get(&format!("/v1/permits/{permit}"), &app.officer())
+        .await;
+    let permit_spent = p.body["privacy_budget"]["epsilon_spent"].as_f64().unwrap();
+    assert!(
+        (permit_spent - one_round).abs() <= 1e-9 * one_round,
+        "{}",
+        p.text
+    );
+}
+
+both_backends!(distributed_dp_runs_under_a_permit_requiring_client_level_dp);
+
+// 5. Noise planned for all four holders, and one drops after sharing its keys: the masked
+// inputs of three carry three quarters of the planned variance, so the round is discarded
+// before the sum is unmasked: a failed round with the precise reason, audited, nothing spent,
+// no unmasking asked of any holder.
+async fn a_round_with_fewer_survivors_than_planned_is_discarded_before_unmasking(app: TestApp) {
+    let permit = client_dp_secure_permit(&app, &FOUR, 50.0).await;
+    let alice = app.researcher();
+    let body = with(
+        study_body(&permit, &FOUR),
+        &[
+            ("dp", distributed_dp(json!({"min_survivors": 4}))),
+            ("secure_aggregation", json!({})),
+            ("min_sites", json!(3)),
+            ("round_deadline_seconds", json!(8)),
+        ],
+    );
+    let r = app.post("/v1/studies", &alice, &body).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let id = r.body["id"].as_str().unwrap().to_owned();
+    let plan = plan_of(&r.body);
+    assert_eq!(plan.params.min_survivors, 4);
+
+    let mut holders = vec![];
+    for org in FOUR {
+        let token = app.holder(org);
+        let task = task_of(&app, &token, &id, TaskKind::Fit).await;
+        holders.push(Holder {
+            app: &app,
+            token,
+            task,
+        });
+    }
+    let dim = plan.params.dim;
+    let mut clients = vec![];
+    for h in &holders {
+        let v = h.view().await;
+        clients.push(
+            Client::new(v.config, ClientId(v.client), secagg::rng_from_os().unwrap()).unwrap(),
+        );
+    }
+    for (h, c) in holders.iter().zip(clients.iter_mut()) {
+        let r = h
+            .send(&NodeMessage::AdvertiseKeys(c.advertise_keys().unwrap()))
+            .await;
+        assert_eq!(r.status, 200, "{}", r.text);
+    }
+    for (h, c) in holders.iter().zip(clients.iter_mut()) {
+        let Relayed::Keys(keys) = h.relayed("advertise_keys").await else {
+            panic!("keys expected")
+        };
+        let r = h
+            .send(&NodeMessage::ShareKeys(c.share_keys(&keys).unwrap()))
+            .await;
+        assert_eq!(r.status, 200, "{}", r.text);
+    }
+    let mut rng = secagg::rng_from_os().unwrap();
+    let mut relays = vec![];
+    for h in &holders {
+        let Relayed::Shares(s) = h.relayed("share_keys").await else {
+            panic!("shares expected")
+        };
+        relays.push(s);
+    }
+    // va stops here
+    for i in 0..3 {
+        let input = plan.encode(&vec![0.01; dim], &mut rng).unwrap();
+        let masked = clients[i].masked_input(&relays[i], &input).unwrap();
+        let r = holders[i].send(&NodeMessage::MaskedInput(masked)).await;
+        assert_eq!(r.status, 200, "{}", r.text);
+    }
+    let rounds = app
+        .wait_for(
+            &format!("/v1/studies/{id}/rounds"),
+            &alice,
+            30,
+            "round 1 failed",
+            |v| {
+                v["rounds"]
+                    .as_array()
+                    .is_some_and(|rs| rs.iter().any(|r| r["phase"] == "failed"))
+            },
+        )
+        .await;
+    let failed = &rounds["rounds"][0];
+    assert_eq!(failed["phase"], "failed", "{rounds}");
+    let reason = failed["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("3 of 4 holders in the securely aggregated sum, and the holders' noise was planned for at least 4 (dp.min_survivors)"),
+        "{reason}"
+    );
+    let trail = app
+        .audit(&format!("action=study.round.fail&resource_id={id}"))
+        .await;
+    assert_eq!(trail.len(), 1, "{trail:?}");
+    assert_eq!(trail[0]["outcome"], "failure");
+    assert_eq!(trail[0]["detail"]["reason"], reason);
+    // the relay closed two stages; the survivors were never asked to unmask
+    let stages: Vec<String> = app
+        .audit(&format!("action=study.round.secagg&resource_id={id}"))
+        .await
+        .iter()
+        .map(|e| e["detail"]["stage"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(stages, ["advertise_keys", "share_keys"]);
+    let v = app
+        .get(
+            &format!("/v1/node/tasks/{}/secagg", holders[0].task.task_id),
+            &holders[0].token,
+        )
+        .await;
+    assert_ne!(
+        v.status, 200,
+        "the failed round's relay is gone: {}",
+        v.text
+    );
+    let study = app.get(&format!("/v1/studies/{id}"), &alice).await;
+    assert_eq!(study.body["epsilon_spent"], 0.0, "{}", study.text);
+}
+
+both_backends!(a_round_with_fewer_survivors_than_planned_is_discarded_before_unmasking);
