@@ -64,6 +64,7 @@ from .deny_reason_type_6_code import DenyReasonType6Code
 from .ditto_config import DittoConfig
 from .dp_level import DpLevel
 from .dp_plan import DpPlan
+from .dp_plan_distributed_type_0 import DpPlanDistributedType0
 from .dp_request import DpRequest
 from .dp_requirement import DpRequirement
 from .evaluation_view import EvaluationView
@@ -322,6 +323,7 @@ __all__ = (
     "DittoConfig",
     "DpLevel",
     "DpPlan",
+    "DpPlanDistributedType0",
     "DpRequest",
     "DpRequirement",
     "EvaluationView",

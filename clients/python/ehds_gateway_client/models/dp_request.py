@@ -28,6 +28,16 @@ class DpRequest:
                 (no formal DP: no clipping, no noise, no epsilon spent; only under a permit whose
                 `dp_requirement` is `none_allowed`, and then no other `dp` field applies).
             clip_norm (float | Unset): Required at `client` and `record` level.
+            min_survivors (int | None | Unset): Client level under secure aggregation only (distributed DP: the holders add
+                the noise):
+                the fewest holders whose noise shares a round's sum must hold. Each holder adds
+                `1/min_survivors` of the planned variance, and a round with fewer survivors is
+                discarded before it is unmasked. At least the secure-aggregation threshold, at most the
+                number of data holders; default the larger of the threshold and `min_sites`.
+            modulus_bits (int | None | Unset): Client level under secure aggregation only: bits of the ring `Z_{2^b}` the
+                noisy,
+                rounded updates are summed in (2 to 63, default 32). Fewer bits coarsen the rounding,
+                which costs epsilon; too few cannot hold the sum at all.
             noise_multiplier (float | None | Unset): Give either the noise multiplier or the epsilon the whole study may
                 spend.
             noise_seed (int | None | Unset): Development mode only: derive the aggregation noise from this value instead of
@@ -40,6 +50,8 @@ class DpRequest:
 
     level: str
     clip_norm: float | Unset = UNSET
+    min_survivors: int | None | Unset = UNSET
+    modulus_bits: int | None | Unset = UNSET
     noise_multiplier: float | None | Unset = UNSET
     noise_seed: int | None | Unset = UNSET
     sampling_rate: float | None | Unset = UNSET
@@ -53,6 +65,18 @@ class DpRequest:
         level = self.level
 
         clip_norm = self.clip_norm
+
+        min_survivors: int | None | Unset
+        if isinstance(self.min_survivors, Unset):
+            min_survivors = UNSET
+        else:
+            min_survivors = self.min_survivors
+
+        modulus_bits: int | None | Unset
+        if isinstance(self.modulus_bits, Unset):
+            modulus_bits = UNSET
+        else:
+            modulus_bits = self.modulus_bits
 
         noise_multiplier: float | None | Unset
         if isinstance(self.noise_multiplier, Unset):
@@ -86,6 +110,10 @@ class DpRequest:
         })
         if clip_norm is not UNSET:
             field_dict["clip_norm"] = clip_norm
+        if min_survivors is not UNSET:
+            field_dict["min_survivors"] = min_survivors
+        if modulus_bits is not UNSET:
+            field_dict["modulus_bits"] = modulus_bits
         if noise_multiplier is not UNSET:
             field_dict["noise_multiplier"] = noise_multiplier
         if noise_seed is not UNSET:
@@ -105,6 +133,26 @@ class DpRequest:
         level = d.pop("level")
 
         clip_norm = d.pop("clip_norm", UNSET)
+
+        def _parse_min_survivors(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        min_survivors = _parse_min_survivors(d.pop("min_survivors", UNSET))
+
+
+        def _parse_modulus_bits(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        modulus_bits = _parse_modulus_bits(d.pop("modulus_bits", UNSET))
+
 
         def _parse_noise_multiplier(data: object) -> float | None | Unset:
             if data is None:
@@ -149,6 +197,8 @@ class DpRequest:
         dp_request = cls(
             level=level,
             clip_norm=clip_norm,
+            min_survivors=min_survivors,
+            modulus_bits=modulus_bits,
             noise_multiplier=noise_multiplier,
             noise_seed=noise_seed,
             sampling_rate=sampling_rate,
