@@ -413,11 +413,27 @@ fn a_peer_outside_the_graph_or_a_tampered_share_aborts_the_client() {
     );
 
     // The others carry on; a flipped bit in one relayed ciphertext is caught by the AEAD.
-    for m in keys.drain(1..) {
+    for (i, m) in keys.drain(1..).enumerate() {
         let c = &mut cs[m.to.0 as usize - 1];
-        server
-            .receive_share_keys(c.share_keys(&m).unwrap())
-            .unwrap();
+        let shares = c.share_keys(&m).unwrap();
+        if i == 0 {
+            // a share addressed to a node off the sender's neighbourhood: refused by name,
+            // nothing recorded, the true message still accepted
+            let off = (1..=12)
+                .map(ClientId)
+                .find(|v| *v != m.to && !graph.are_neighbours(m.to, *v))
+                .unwrap();
+            let mut stray = shares.clone();
+            stray.shares[0].peer = off;
+            assert_eq!(
+                server.receive_share_keys(stray),
+                Err(Error::NotNeighbour {
+                    from: m.to,
+                    to: off
+                })
+            );
+        }
+        server.receive_share_keys(shares).unwrap();
     }
     let relays = server.close_share_keys().unwrap();
     let mut bad = relays[0].clone();

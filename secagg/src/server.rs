@@ -246,9 +246,15 @@ impl Server {
         if got.len() != msg.shares.len() {
             return Err(malformed("two shares for one recipient"));
         }
+        if let Some(&to) = got
+            .iter()
+            .find(|p| !self.config.contains(**p) || !self.graph().are_neighbours(msg.from, **p))
+        {
+            return Err(Error::NotNeighbour { from: msg.from, to });
+        }
         if got != expected {
             return Err(malformed(
-                "recipients are not the node's admitted neighbours",
+                "the recipients are not the node's neighbours that advertised keys",
             ));
         }
         if msg

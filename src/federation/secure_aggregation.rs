@@ -119,6 +119,37 @@ pub fn stage_deadline(round: &Round, stage: Stage) -> DateTime<Utc> {
     round.opened_at + chrono::Duration::milliseconds((span * share) as i64)
 }
 
+/// The stable code of a protocol refusal: what the relay's endpoint answers a holder's
+/// message with, and what a node's log records when it stops its part of a round.
+pub fn refusal_code(e: &secagg::Error) -> &'static str {
+    use secagg::Error as E;
+    match e {
+        E::Replayed { .. } => "secagg_message_replayed",
+        E::Duplicate { .. } => "secagg_message_duplicate",
+        E::WrongSession => "secagg_wrong_session",
+        E::WrongRound { .. } => "secagg_wrong_round",
+        E::WrongRecipient { .. } => "secagg_wrong_recipient",
+        E::UnknownClient(_) => "secagg_unknown_holder",
+        E::UnexpectedClient { .. } => "secagg_holder_not_admitted",
+        E::NotNeighbour { .. } => "secagg_not_neighbour",
+        E::ReusedKey => "secagg_reused_key",
+        E::WeakKey(_) => "secagg_weak_key",
+        E::Malformed { .. } => "secagg_malformed",
+        E::VectorLength { .. } => "secagg_vector_length",
+        E::OutOfRing { .. } => "secagg_out_of_ring",
+        E::TooFewSurvivors { .. } => "secagg_too_few_survivors",
+        E::TooFewShares { .. } => "secagg_too_few_shares",
+        E::InconsistentShares { .. } => "secagg_inconsistent_shares",
+        E::Decryption { .. } => "secagg_decryption_failed",
+        E::BadRelay(_) => "secagg_bad_relay",
+        E::InconsistentSurvivors(_) => "secagg_inconsistent_survivors",
+        E::Aborted => "secagg_aborted",
+        E::Config(_) => "secagg_invalid_config",
+        E::Encoding(_) => "secagg_encoding",
+        E::Dp(_) => "secagg_distributed_dp",
+    }
+}
+
 /// The kind under which the relay stores the message a closed stage sends each holder.
 pub fn relayed_kind(closed: Stage) -> Option<&'static str> {
     match closed {

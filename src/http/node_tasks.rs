@@ -28,7 +28,7 @@ use crate::{
         time, TaskId,
     },
     federation::{
-        secure_aggregation::{NodeMessage, SecaggView},
+        secure_aggregation::{self as sa, NodeMessage, SecaggView},
         wire::{NodeTask, TaskResultBody, UpdateError},
     },
     store::Tx,
@@ -215,21 +215,16 @@ fn task_refusal(action: AuditAction, id: TaskId) -> impl Fn(TaskError) -> ApiErr
                 "secure_aggregation_not_used",
                 "the task is not a fit task of a study under secure aggregation",
             )),
-            // a retried delivery of an accepted message
-            TaskError::Secagg(e @ secagg::Error::Replayed { .. }) => tag(ApiError::new(
-                StatusCode::CONFLICT,
-                "secagg_message_replayed",
-                e.to_string(),
-            )),
-            // out of turn, a second different message, or a holder dropped from the session
+            // a retried delivery of an accepted message; another session or stage, a second
+            // different message, or a holder dropped from the session: nothing changed
             TaskError::Secagg(e) if e.is_routing() => tag(ApiError::new(
                 StatusCode::CONFLICT,
-                "secagg_message_refused",
+                sa::refusal_code(&e),
                 e.to_string(),
             )),
             TaskError::Secagg(e) => tag(ApiError::field(
                 "message",
-                "invalid_secagg_message",
+                sa::refusal_code(&e),
                 e.to_string(),
             )),
             TaskError::SecaggSender => tag(ApiError::field(

@@ -888,3 +888,112 @@ async fn a_round_with_fewer_survivors_than_planned_is_discarded_before_unmasking
 }
 
 both_backends!(a_round_with_fewer_survivors_than_planned_is_discarded_before_unmasking);
+
+// 6. Messages that do not belong: another session, another stage, a share addressed to a
+// holder outside the sender's neighbourhood. Each is refused with the protocol's own reason as
+// its code, audited, and changes nothing: the true message is accepted afterwards.
+async fn misrouted_secagg_messages_are_refused_by_name(app: TestApp) {
+    let permit = none_allowed_permit(&app, &THREE).await;
+    let r = app
+        .post(
+            "/v1/studies",
+            &app.researcher(),
+            &with(
+                secure_study(&permit, &THREE),
+                &[("round_deadline_seconds", json!(60))],
+            ),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let id = r.body["id"].as_str().unwrap().to_owned();
+    let mut holders = vec![];
+    let mut clients = vec![];
+    for org in THREE {
+        let token = app.holder(org);
+        let task = task_of(&app, &token, &id, TaskKind::Fit).await;
+        let h = Holder {
+            app: &app,
+            token,
+            task,
+        };
+        let v = h.view().await;
+        clients.push(
+            Client::new(v.config, ClientId(v.client), secagg::rng_from_os().unwrap()).unwrap(),
+        );
+        holders.push(h);
+    }
+    let refused = |r: Reply, status: u16, code: &str| {
+        assert_eq!((r.status.as_u16(), r.code()), (status, code), "{}", r.text);
+    };
+
+    // another session (a message kept from an earlier round, or forged)
+    let mut keys = clients[0].advertise_keys().unwrap();
+    keys.session.0[0] ^= 1;
+    refused(
+        holders[0].send(&NodeMessage::AdvertiseKeys(keys)).await,
+        409,
+        "secagg_wrong_session",
+    );
+    // a message of the next stage while the relay collects keys
+    let me = clients[0].id();
+    let session = holders[0].view().await.config.session;
+    let early = secagg::messages::ShareKeys {
+        session,
+        from: me,
+        shares: vec![],
+    };
+    refused(
+        holders[0].send(&NodeMessage::ShareKeys(early)).await,
+        409,
+        "secagg_wrong_round",
+    );
+    // none of it counted: the relay still waits for every holder's keys
+    let v = holders[0].view().await;
+    assert_eq!((v.stage.as_str(), v.awaited), ("advertise_keys", true));
+
+    // `clients[0]` advertised keys above that never reached the relay: a fresh client
+    clients[0] = Client::new(v.config, me, secagg::rng_from_os().unwrap()).unwrap();
+    for (h, c) in holders.iter().zip(clients.iter_mut()) {
+        let r = h
+            .send(&NodeMessage::AdvertiseKeys(c.advertise_keys().unwrap()))
+            .await;
+        assert_eq!(r.status, 200, "{}", r.text);
+    }
+    let Relayed::Keys(relayed) = holders[0].relayed("advertise_keys").await else {
+        panic!("keys expected")
+    };
+    let shares = clients[0].share_keys(&relayed).unwrap();
+    // a share addressed to the sender itself, then to a holder the session does not have
+    for peer in [me, ClientId(9)] {
+        let mut stray = shares.clone();
+        stray.shares[0].peer = peer;
+        refused(
+            holders[0].send(&NodeMessage::ShareKeys(stray)).await,
+            422,
+            "secagg_not_neighbour",
+        );
+    }
+    let r = holders[0].send(&NodeMessage::ShareKeys(shares)).await;
+    assert_eq!(
+        r.status, 200,
+        "the true message after the refusals: {}",
+        r.text
+    );
+    let trail = app.audit("action=node.task.secagg&outcome=denied").await;
+    let codes: Vec<&str> = trail
+        .iter()
+        .map(|e| e["detail"]["code"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            "secagg_wrong_session",
+            "secagg_wrong_round",
+            "secagg_not_neighbour",
+            "secagg_not_neighbour"
+        ],
+        "each refusal audited: {trail:?}"
+    );
+}
+
+both_backends!(misrouted_secagg_messages_are_refused_by_name);
