@@ -2214,3 +2214,72 @@ async fn distributed_dp_under_secure_aggregation_through_node_processes() {
         assert_eq!(left, 0, "{table} keeps rows after the rounds closed");
     }
 }
+
+/// A relay that tampers with what it relays (here the stored key broadcasts, rewritten by a
+/// trigger as a compromised store could, into another session): every node refuses the keys,
+/// leaves the round's secure aggregation, and records why in its own hash-chained log, whose
+/// chain `node log verify` still finds intact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_log_a_relay_that_tampers_with_the_keys() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let gw = Gateway::new(&app.base, app.dev.clone());
+    let pool = sqlx::sqlite::SqlitePool::connect(&app.database_url)
+        .await
+        .unwrap();
+    sqlx::query(
+        "create trigger tamper_keys after insert on secagg_message when new.kind = 'keys' begin \
+           update secagg_message set message = cast(json_set(cast(new.message as text), \
+             '$.session[0]', (json_extract(cast(new.message as text), '$.session[0]') + 1) % 256) \
+             as blob) \
+           where round_id = new.round_id and client = new.client and kind = new.kind; \
+         end",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+    let work = tempfile::tempdir().unwrap();
+    let mut nodes = Nodes::new();
+    for org in hospitals() {
+        nodes.spawn(org, &app.base, &app.data_dir, work.path(), None);
+    }
+    let id = secure_fedavg(&gw, &app, 1, 3).await;
+    let log_of = |org: &str| work.path().join("nodes").join(org).join("node-log.jsonl");
+    let aborted = |org: &str| -> Option<Value> {
+        std::fs::read_to_string(log_of(org))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .find(|e| e["study_id"] == id.to_string() && e["decision"] == "aborted")
+    };
+    let until = Instant::now() + Duration::from_secs(120);
+    while !hospitals().iter().all(|o| aborted(o).is_some()) {
+        assert!(
+            Instant::now() < until,
+            "no node logged the tampered keys\n{}",
+            nodes.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    nodes.kill().await;
+    for org in hospitals() {
+        let entry = aborted(org).unwrap();
+        assert_eq!(entry["kind"], "fit", "{entry}");
+        assert_eq!(entry["round"], 1, "{entry}");
+        assert_eq!(entry["code"], "secagg_wrong_session", "{entry}");
+        assert_eq!(
+            entry["reason"], "message belongs to another session",
+            "{entry}"
+        );
+        // the task was accepted first, then the round left: both on the chain
+        let state = work.path().join("nodes").join(org);
+        let out = std::process::Command::new(BIN)
+            .args(["node", "log", "verify", "--state-dir"])
+            .arg(&state)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{stdout}");
+        assert!(stdout.contains("chain intact"), "{stdout}");
+    }
+}

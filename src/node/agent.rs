@@ -29,7 +29,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::node_log::{Decision, NodeLog};
+use super::node_log::{Decision, NodeLog, Verdict};
 pub use super::policy::NodePolicy;
 use super::policy::{Admission, Guard, Refusal};
 pub use super::source::DataSource;
@@ -174,6 +174,11 @@ impl Agent {
                     Ok(()) => {
                         tracing::info!(task = %id, round = task.round, kind = task.kind.as_str(), "task done")
                     }
+                    Err(e) if e.downcast_ref::<RelayMisbehaved>().is_some() => {
+                        let m = e.downcast_ref::<RelayMisbehaved>().expect("checked");
+                        tracing::warn!(task = %id, code = m.code, "left the round's secure aggregation: {}", m.reason);
+                        self.log_relay_misbehaved(&task, m)?;
+                    }
                     Err(e) => match e.downcast_ref::<ClientError>() {
                         Some(ClientError::Problem { code, detail, .. }) => {
                             tracing::warn!(task = %id, code = %code, "task refused: {detail}")
@@ -201,10 +206,36 @@ impl Agent {
             round: task.round,
             kind: task.kind.as_str(),
             method: &method,
-            refusal: refusal.map(|r| (r.code, r.reason.as_str())),
-            permit_epsilon: decision.as_ref().ok().map(|a| a.permit_epsilon),
+            verdict: match (refusal, &decision) {
+                (Some(r), _) => Verdict::Refused {
+                    code: r.code,
+                    reason: &r.reason,
+                },
+                (None, d) => Verdict::Accepted {
+                    permit_epsilon: d.as_ref().ok().map(|a| a.permit_epsilon),
+                },
+            },
         })?;
         Ok(decision)
+    }
+
+    /// Records in the node's log that it stopped its part of `task`'s secure aggregation
+    /// because the relay misbehaved.
+    fn log_relay_misbehaved(&mut self, task: &NodeTask, m: &RelayMisbehaved) -> anyhow::Result<()> {
+        let method = task.study.strategy.request_name();
+        self.log.append(Decision {
+            task_id: task.task_id.to_string(),
+            study_id: task.study_id.to_string(),
+            permit_id: task.permit_id.to_string(),
+            round: task.round,
+            kind: task.kind.as_str(),
+            method: &method,
+            verdict: Verdict::Aborted {
+                code: m.code,
+                reason: &m.reason,
+            },
+        })?;
+        Ok(())
     }
 
     fn study_dir(&self, study: StudyId) -> PathBuf {
@@ -446,6 +477,26 @@ impl Agent {
     }
 }
 
+/// The relay sent this node something the secure-aggregation protocol refuses: the node stops
+/// its part of the round (its keys die with it) and records why in its own log.
+#[derive(Debug, thiserror::Error)]
+#[error("the secure-aggregation relay misbehaved ({code}): {reason}")]
+pub struct RelayMisbehaved {
+    /// `secure_aggregation::refusal_code` of the protocol's refusal, or
+    /// `secagg_survivors_below_plan`.
+    pub code: &'static str,
+    pub reason: String,
+}
+
+impl From<secagg::Error> for RelayMisbehaved {
+    fn from(e: secagg::Error) -> Self {
+        Self {
+            code: sa::refusal_code(&e),
+            reason: e.to_string(),
+        }
+    }
+}
+
 /// Takes part in the secure aggregation of `task`'s round (docs/secure-aggregation.md) with
 /// `delta`, this holder's change to the global model: it leaves the node only encoded and
 /// masked. Under distributed DP the encoding clips it and adds this holder's share of the
@@ -469,7 +520,7 @@ async fn secure_round(
                 || c.vector_len != plan.padded_dim
                 || c.clients > plan.params.max_clients
             {
-                return Err(secagg::Error::BadRelay(format!(
+                return Err(RelayMisbehaved::from(secagg::Error::BadRelay(format!(
                     "the session ({} holders, {} entries in Z_2^{}) is not the one the study's \
                      noise plan was made for ({} holders at most, {} entries in Z_2^{})",
                     c.clients,
@@ -478,7 +529,7 @@ async fn secure_round(
                     plan.params.max_clients,
                     plan.padded_dim,
                     plan.params.modulus_bits
-                ))
+                )))
                 .into());
             }
             plan.encode(delta, &mut secagg::rng_from_os()?)?
@@ -489,7 +540,10 @@ async fn secure_round(
         view.config,
         secagg::ClientId(view.client),
         secagg::rng_from_os()?,
-    )?;
+    )
+    .map_err(RelayMisbehaved::from)?;
+    // every refusal of the client below is about what the relay sent
+    let relay = |e: secagg::Error| anyhow::Error::from(RelayMisbehaved::from(e));
     let id = task.task_id;
     gateway
         .secagg_submit(id, &NodeMessage::AdvertiseKeys(client.advertise_keys()?))
@@ -499,15 +553,16 @@ async fn secure_round(
         _ => None,
     })
     .await?;
+    let shares = client.share_keys(&keys).map_err(relay)?;
     gateway
-        .secagg_submit(id, &NodeMessage::ShareKeys(client.share_keys(&keys)?))
+        .secagg_submit(id, &NodeMessage::ShareKeys(shares))
         .await?;
     let shares = relayed(gateway, task, secagg::Round::ShareKeys, |r| match r {
         Relayed::Shares(s) => Some(s),
         _ => None,
     })
     .await?;
-    let masked = client.masked_input(&shares, &input)?;
+    let masked = client.masked_input(&shares, &input).map_err(relay)?;
     gateway
         .secagg_submit(id, &NodeMessage::MaskedInput(masked))
         .await?;
@@ -524,11 +579,19 @@ async fn secure_round(
     .await?;
     if let Some(plan) = &distributed {
         // fewer holders in the sum than the noise was planned for: unmasking it would hand the
-        // gateway a sum with less noise than accounted for
-        plan.check_survivors(request.survivors.len())?;
+        // gateway a sum with less noise than accounted for (an honest relay fails such a
+        // round before asking)
+        if let Err(e) = plan.check_survivors(request.survivors.len()) {
+            return Err(RelayMisbehaved {
+                code: "secagg_survivors_below_plan",
+                reason: e.to_string(),
+            }
+            .into());
+        }
     }
+    let response = client.unmask(&request).map_err(relay)?;
     gateway
-        .secagg_submit(id, &NodeMessage::Unmask(client.unmask(&request)?))
+        .secagg_submit(id, &NodeMessage::Unmask(response))
         .await?;
     Ok(())
 }

@@ -1,4 +1,6 @@
-//! The node's own log of every task it accepted or refused, and why: append-only JSON lines,
+//! The node's own log of every task it accepted or refused, and why, and of every round whose
+//! secure aggregation it stopped because the relay sent what the protocol refuses: append-only
+//! JSON lines,
 //! each carrying the SHA-256 of the line before it, so an edited, removed or reordered line
 //! breaks the chain (`ehds-gateway node log verify`). It stays with the data holder: the
 //! hospital's own evidence of what its node did, independent of the gateway's audit trail.
@@ -29,9 +31,10 @@ pub struct LogEntry {
     pub round: u64,
     pub kind: String,
     pub method: String,
-    /// `accepted` or `refused`.
+    /// `accepted` or `refused`; `aborted` when the node stopped its part of the round's secure
+    /// aggregation.
     pub decision: String,
-    /// The refusal's code, and its reason.
+    /// The refusal's or abort's code, and its reason.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -61,8 +64,20 @@ pub struct Decision<'a> {
     pub round: u64,
     pub kind: &'a str,
     pub method: &'a str,
-    pub refusal: Option<(&'a str, &'a str)>,
-    pub permit_epsilon: Option<f64>,
+    pub verdict: Verdict<'a>,
+}
+
+/// What the node decided, or did, about a task.
+pub enum Verdict<'a> {
+    /// Worked, with the permit's epsilon by the node's accounting once it counts.
+    Accepted { permit_epsilon: Option<f64> },
+    /// Refused by the node's policy.
+    Refused { code: &'a str, reason: &'a str },
+    /// Accepted, but the node stopped its part of the round's secure aggregation: the relay
+    /// sent something the protocol refuses (a message of another session or stage, keys or
+    /// shares that do not check out, an inconsistent survivor list, a sum of fewer holders
+    /// than the noise was planned for).
+    Aborted { code: &'a str, reason: &'a str },
 }
 
 /// The log, open for appending.
@@ -85,6 +100,11 @@ impl NodeLog {
     }
 
     pub fn append(&mut self, d: Decision<'_>) -> anyhow::Result<LogEntry> {
+        let (decision, code, reason, permit_epsilon) = match d.verdict {
+            Verdict::Accepted { permit_epsilon } => ("accepted", None, None, permit_epsilon),
+            Verdict::Refused { code, reason } => ("refused", Some(code), Some(reason), None),
+            Verdict::Aborted { code, reason } => ("aborted", Some(code), Some(reason), None),
+        };
         let mut entry = LogEntry {
             seq: self.next_seq,
             at: chrono::Utc::now(),
@@ -94,15 +114,10 @@ impl NodeLog {
             round: d.round,
             kind: d.kind.to_owned(),
             method: d.method.to_owned(),
-            decision: if d.refusal.is_some() {
-                "refused"
-            } else {
-                "accepted"
-            }
-            .to_owned(),
-            code: d.refusal.map(|(c, _)| c.to_owned()),
-            reason: d.refusal.map(|(_, r)| r.to_owned()),
-            permit_epsilon: d.permit_epsilon,
+            decision: decision.to_owned(),
+            code: code.map(str::to_owned),
+            reason: reason.map(str::to_owned),
+            permit_epsilon,
             prev: self.head.clone(),
             hash: String::new(),
         };
@@ -168,8 +183,12 @@ mod tests {
             round: n,
             kind: "fit",
             method: "fedavg",
-            refusal,
-            permit_epsilon: refusal.is_none().then_some(0.5 * n as f64),
+            verdict: match refusal {
+                Some((code, reason)) => Verdict::Refused { code, reason },
+                None => Verdict::Accepted {
+                    permit_epsilon: Some(0.5 * n as f64),
+                },
+            },
         }
     }
 
@@ -183,10 +202,24 @@ mod tests {
         let last = log.append(decision(3, None)).unwrap();
         let path = dir.path().join(FILE);
         assert_eq!(verify(&path).unwrap(), (3, last.hash.clone()));
-        // reopened, it continues the chain
+        // reopened, it continues the chain; an aborted round is an entry like the others
         let mut again = NodeLog::open(dir.path()).unwrap();
-        assert_eq!(again.append(decision(4, None)).unwrap().seq, 4);
-        assert_eq!(verify(&path).unwrap().0, 4);
+        let aborted = again
+            .append(Decision {
+                verdict: Verdict::Aborted {
+                    code: "secagg_wrong_session",
+                    reason: "message belongs to another session",
+                },
+                ..decision(4, None)
+            })
+            .unwrap();
+        assert_eq!(aborted.seq, 4);
+        assert_eq!(
+            (aborted.decision.as_str(), aborted.code.as_deref()),
+            ("aborted", Some("secagg_wrong_session"))
+        );
+        assert_eq!(aborted.permit_epsilon, None);
+        assert_eq!(verify(&path).unwrap(), (4, aborted.hash.clone()));
 
         let good = std::fs::read_to_string(&path).unwrap();
         let lines: Vec<&str> = good.lines().collect();
