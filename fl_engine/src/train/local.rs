@@ -25,7 +25,9 @@ use super::optim::{Optimizer, OptimizerConfig};
 use crate::data::{Dataset, Task};
 use crate::dp::NoiseRng;
 use crate::error::{EngineError, Result};
-use crate::metrics::{cox_partial_nll, MetricSummary, SurvivalData};
+use crate::metrics::{
+    choose_threshold, cox_partial_nll, MetricSummary, SurvivalData, ThresholdRule,
+};
 use crate::model::{ModelOutput, Net};
 use crate::params::{with_values, with_values_mut, ParameterSet};
 
@@ -375,6 +377,31 @@ pub fn predict_scores(net: &Net, data: &Dataset) -> Result<Vec<f32>> {
         return Ok(vec![]);
     }
     probabilities(&full_forward(net, data)?)
+}
+
+/// The decision threshold `rule` picks for `net` on `data` (a site's validation part) with
+/// [`choose_threshold`]: on the positive-class probabilities of a binary model, and for a
+/// multi-label model one threshold shared by every label, on the (row, label) probabilities
+/// pooled (the labels' metrics are then all read at it, as [`evaluate_with`] reads them).
+/// `None` where the task has no decision threshold (multi-class, survival), where `data` is
+/// empty, or where its labels have one class only.
+pub fn choose_threshold_on(net: &Net, data: &Dataset, rule: ThresholdRule) -> Result<Option<f32>> {
+    if data.is_empty() {
+        return Ok(None);
+    }
+    match data.task() {
+        Task::Classification if net.spec().outputs() == 1 => {
+            choose_threshold(&predict_scores(net, data)?, data.labels(), rule)
+        }
+        Task::MultiLabel { .. } => {
+            let scores = candle_nn::ops::sigmoid(&full_forward(net, data)?)?
+                .flatten_all()?
+                .to_vec1::<f32>()?;
+            let labels = data.label_matrix().unwrap_or_default();
+            choose_threshold(&scores, &labels, rule)
+        }
+        Task::Classification | Task::Survival => Ok(None),
+    }
 }
 
 /// Loss and metrics of `net` on `data` (binary threshold 0.5; survival without the
