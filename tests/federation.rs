@@ -1191,6 +1191,92 @@ async fn time_series_study_with_a_gru_on_bulk_data_exports() {
     assert!(auroc > 0.6, "mean test AUROC {auroc}: {mean}");
 }
 
+/// Each holder's evaluation of the last aggregated round's model, by holder name.
+fn last_sites(view: &Value) -> Vec<Value> {
+    let last = view["rounds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|r| r["phase"] == "aggregated")
+        .unwrap();
+    let mut sites = last["evaluation"]["sites"].as_array().unwrap().clone();
+    sites.sort_by_key(|s| s["data_holder"].as_str().unwrap().to_owned());
+    sites
+}
+
+/// Checks that a binary summary's rates are those of one confusion matrix of its `n` rows
+/// (precision, recall, F1, accuracy, balanced accuracy and the predicted-positive rate read at
+/// one threshold); returns its (predicted positives, true positives).
+fn one_confusion_matrix(m: &Value) -> (f64, f64) {
+    let get = |k: &str| m[k].as_f64().unwrap_or_else(|| panic!("no {k}: {m}"));
+    let whole = |v: f64, what: &str| {
+        assert!((v - v.round()).abs() < 1e-6, "{what} {v} is no count: {m}");
+        v.round()
+    };
+    let n = get("n");
+    let pp = whole(get("predicted_positive_rate") * n, "predicted positives");
+    let tp = whole(get("precision") * pp, "true positives");
+    if tp > 0.0 {
+        let pos = whole(tp / get("recall"), "positives");
+        let tn = n - pos - (pp - tp);
+        let close = |a: f64, b: f64, what: &str| assert!((a - b).abs() < 1e-9, "{what}: {m}");
+        close(get("f1"), 2.0 * tp / (pp + pos), "F1");
+        close(get("accuracy"), (tp + tn) / n, "accuracy");
+        close(
+            get("balanced_accuracy"),
+            (tp / pos + tn / (n - pos)) / 2.0,
+            "balanced accuracy",
+        );
+    }
+    (pp, tp)
+}
+
+/// The binary mortality study with each holder's decision threshold chosen on its own
+/// validation part (maximal F1), against the same study at the default 0.5: the threshold does
+/// not touch training, so both release the same model and every holder reports the same loss,
+/// AUROC and calibration; what is read at a threshold is read at the holder's own, which every
+/// holder reports with its validation and test metrics.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decision_thresholds_chosen_on_each_holder_s_validation_part() {
+    let model = json!({"architecture": "logistic"});
+    let fixed = last_sites(&icu_study("mortality", model.clone(), &[]).await);
+    let chosen = icu_study(
+        "mortality",
+        model,
+        &[("threshold", json!({"rule": "max_f1"}))],
+    )
+    .await;
+    let chosen = last_sites(&chosen);
+    assert_eq!(chosen.len(), 3);
+    for (f, c) in fixed.iter().zip(&chosen) {
+        assert_eq!(f["data_holder"], c["data_holder"]);
+        let t = c["validation"]["threshold"].as_f64().unwrap();
+        // chosen between two of the holder's validation scores: 0.5 only by accident
+        assert!(t > 0.0 && t < 1.0 && t != 0.5, "{c}");
+        for part in ["validation", "test"] {
+            let (f, c) = (&f[part], &c[part]);
+            assert_eq!(f["threshold"], 0.5, "{f}");
+            assert_eq!(c["threshold"].as_f64(), Some(t), "{c}");
+            for k in ["n", "loss", "auroc", "auprc", "brier", "ece"] {
+                assert_eq!(f[k], c[k], "{k}: {f} vs {c}");
+            }
+            one_confusion_matrix(f);
+            one_confusion_matrix(c);
+        }
+        // the best F1 among the validation cuts is at least that of the cut at 0.5
+        let f1 = |m: &Value| m["validation"]["f1"].as_f64().unwrap();
+        assert!(f1(c) >= f1(f), "{c} vs {f}");
+    }
+    // some holder calls other rows positive than at 0.5
+    assert!(
+        fixed.iter().zip(&chosen).any(|(f, c)| {
+            one_confusion_matrix(&f["test"]).0 != one_confusion_matrix(&c["test"]).0
+        }),
+        "{chosen:?}"
+    );
+}
+
 /// The binary mortality label as a two-class softmax with class-weighted cross-entropy under
 /// FedPer (a shared extractor, site-local heads), and three ICU outcomes (death within 30 days,
 /// within a year, creatinine above 2 mg/dL within 72 hours) declared as a multi-label label and
