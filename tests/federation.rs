@@ -1167,14 +1167,14 @@ async fn survival_study_with_a_cox_model_on_bulk_data_exports() {
     assert!(c > 0.6, "mean test C-index {c}: {mean}");
 }
 
-/// 30-day mortality from the first 24 hourly bins of six vitals and labs: a GRU over the
-/// masked series (missing bins carry the state) trained by FedAvg with a weighted BCE loss;
-/// the round metrics carry AUROC, calibration and the predicted-positive rate.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn time_series_study_with_a_gru_on_bulk_data_exports() {
+/// 30-day mortality from the first 24 hourly bins of six vitals and labs, by a recurrent
+/// `backbone` over the masked series (missing bins carry the state) trained by FedAvg with a
+/// weighted BCE loss; the round metrics carry AUROC, calibration and the predicted-positive
+/// rate.
+async fn time_series_study(backbone: Value) {
     let view = icu_study(
         "timeseries",
-        json!({"architecture": "net", "backbone": {"kind": "gru", "hidden": 8}}),
+        json!({"architecture": "net", "backbone": backbone}),
         &[("loss", json!({"BceWithLogits": {"pos_weight": 2.0}}))],
     )
     .await;
@@ -1189,6 +1189,24 @@ async fn time_series_study_with_a_gru_on_bulk_data_exports() {
     assert!(ppr > 0.0 && ppr < 1.0, "collapsed to one class: {mean}");
     let auroc = mean["auroc"].as_f64().unwrap();
     assert!(auroc > 0.6, "mean test AUROC {auroc}: {mean}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn time_series_study_with_a_gru_on_bulk_data_exports() {
+    time_series_study(json!({"kind": "gru", "hidden": 8})).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn time_series_study_with_an_lstm_on_bulk_data_exports() {
+    time_series_study(json!({"kind": "lstm", "hidden": 8})).await
+}
+
+/// The thesis's LSTM + static-MLP fusion: the LSTM's last state over the series beside an MLP
+/// over age, sex and the two comorbidities.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn time_series_study_with_lstm_and_static_fusion_on_bulk_data_exports() {
+    time_series_study(json!({"kind": "fusion", "cell": "lstm", "hidden": 8, "static_hidden": [4]}))
+        .await
 }
 
 /// Each holder's evaluation of the last aggregated round's model, by holder name.
