@@ -1884,12 +1884,12 @@ async fn fedmode_through_node_processes() {
 // ---------------------------------------------------------------------------------------------
 // FENDA-FL with site-private features.
 
-/// FENDA-FL (arXiv:2309.16825) on the ICU federation where the local extractor reads features
-/// only its site has: north declares two site-private features (its own code map beside its
-/// export), west one, south none. Each node widens its own local extractor; the global
-/// extractor, the only part that leaves a node, keeps the study's width everywhere.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fenda_with_site_private_features_of_different_widths() {
+/// FENDA-FL (arXiv:2309.16825) with `model` (a global MLP extractor of 8 and a local one of 4)
+/// on the ICU federation where the local extractor reads features only its site has: north
+/// declares two site-private features (its own code map beside its export), west one, south
+/// none. Each node widens its own local extractor; the global extractor, the only part that
+/// leaves a node, keeps the study's width everywhere.
+async fn fenda_with_site_private_features(model: Value) {
     let app = TestApp::spawn(Backend::Sqlite).await;
     let gw = Gateway::new(&app.base, app.dev.clone());
     let sites = ["north", "south", "west"];
@@ -1924,8 +1924,7 @@ async fn fenda_with_site_private_features_of_different_widths() {
             "categories": ["ehr_data"],
             "data_holders": sites,
             "feature_spec": features,
-            "model": {"architecture": "fenda", "backbone": {"kind": "mlp", "hidden": [8]},
-                      "local_backbone": {"kind": "mlp", "hidden": [4]}},
+            "model": model,
             "strategy": {"name": "fenda_fl"},
             "optimizer": {"name": "adam", "lr": 0.01},
             "local_steps": 20,
@@ -1989,6 +1988,24 @@ async fn fenda_with_site_private_features_of_different_widths() {
         assert_eq!(spec.inputs(), width + private, "{org}");
         fl_engine::Net::with_parameters(&spec, &params).expect("the kept model rebuilds");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fenda_with_site_private_features_of_different_widths() {
+    fenda_with_site_private_features(json!({"architecture": "fenda",
+        "backbone": {"kind": "mlp", "hidden": [8]},
+        "local_backbone": {"kind": "mlp", "hidden": [4]}}))
+    .await
+}
+
+/// The plain-MLP FENDA form: the holders' local extractors take their private columns the
+/// same way (the holder's model is the equivalent backbone model).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_mlp_fenda_with_site_private_features() {
+    fenda_with_site_private_features(
+        json!({"architecture": "fenda", "hidden": [8], "local_hidden": [4]}),
+    )
+    .await
 }
 
 // ---------------------------------------------------------------------------------------------

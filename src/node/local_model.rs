@@ -139,7 +139,8 @@ pub fn site_data(
         rows.task,
         study.task,
     )?;
-    let spec = match super::private::local_spec(&study.model, rows.private_columns.len()) {
+    let shared = study.strategy.shared();
+    let spec = match super::private::local_spec(&study.model, rows.private_columns.len(), &shared) {
         Ok(spec) => spec,
         Err(e) => {
             // the private features are an addition to the study's model: it trains without
