@@ -2305,52 +2305,6 @@ async fn silo_runs_under_a_permit(app: TestApp) {
 }
 both_backends!(silo_runs_under_a_permit);
 
-/// One server-sent event: its type, id and data.
-#[derive(Debug)]
-struct StreamedEvent {
-    event: String,
-    id: Option<String>,
-    data: String,
-}
-
-/// Reads server-sent events from `resp` until an `end` event or the connection closes.
-async fn read_events(mut resp: reqwest::Response) -> Vec<StreamedEvent> {
-    let mut buffer = String::new();
-    let mut events = Vec::new();
-    while let Some(chunk) = resp.chunk().await.expect("the stream reads") {
-        buffer.push_str(std::str::from_utf8(&chunk).expect("UTF-8 events"));
-        while let Some(at) = buffer.find("\n\n") {
-            let block: String = buffer.drain(..at + 2).collect();
-            let mut e = StreamedEvent {
-                event: "message".into(),
-                id: None,
-                data: String::new(),
-            };
-            let mut fields = 0;
-            for line in block.lines() {
-                if let Some(v) = line.strip_prefix("event:") {
-                    e.event = v.trim().to_owned();
-                    fields += 1;
-                } else if let Some(v) = line.strip_prefix("data:") {
-                    e.data.push_str(v.trim_start());
-                    fields += 1;
-                } else if let Some(v) = line.strip_prefix("id:") {
-                    e.id = Some(v.trim().to_owned());
-                }
-            }
-            // keep-alive comments carry no field
-            if fields > 0 {
-                let end = e.event == "end";
-                events.push(e);
-                if end {
-                    return events;
-                }
-            }
-        }
-    }
-    events
-}
-
 /// `GET /v1/studies/{id}/events` streams the study's progress until it ends: each round attempt
 /// when it opens and closes, exactly as the rounds view shows it, the study's status and
 /// epsilon as they change, and a closing `end`; the subscription is audited once and follows
