@@ -243,7 +243,7 @@ test("officer decides the application, then suspends and reinstates the permit",
   await page.fill("#f-amend-epsilon", "9");
   await Promise.all([page.waitForLoadState("load"), page.click("form[action$=amend] button")]);
   assert.equal(page.url(), permitUrl);
-  const versions = await page.$$eval("table:last-of-type tbody tr", (rows) =>
+  const versions = await page.$$eval("table#versions tbody tr", (rows) =>
     rows.map((r) => Array.from(r.cells, (c) => c.textContent.trim())),
   );
   assert.equal(versions.length, 2, JSON.stringify(versions));
