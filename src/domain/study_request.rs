@@ -1599,6 +1599,64 @@ pub enum StudyReason {
     },
 }
 
+/// The reason as a sentence, shown beside its code wherever a refusal lists its reasons.
+impl std::fmt::Display for StudyRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Permit(reason) => reason.fmt(f),
+            Self::Study(reason) => reason.fmt(f),
+        }
+    }
+}
+
+impl std::fmt::Display for StudyReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::DpLevelWeakerThanPermitUnit { permit_unit } => write!(
+                f,
+                "the permit's budget is per {}: only client-level DP protects a whole data holder",
+                permit_unit.as_str().replace('_', " ")
+            ),
+            Self::DpLevelNotPermitted {
+                level,
+                dp_requirement,
+                permitted_levels,
+            } => write!(
+                f,
+                "the permit's privacy requirement `{}` does not allow DP level `{}`; it allows {}",
+                dp_requirement.as_str(),
+                level.as_str(),
+                permitted_levels
+                    .iter()
+                    .map(|l| format!("`{}`", l.as_str()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Self::SecureAggregationRequired => {
+                f.write_str("the permit requires secure aggregation, which the study does not use")
+            }
+            Self::BudgetTooSmallForOneRound {
+                epsilon_one_round,
+                remaining,
+            } => write!(
+                f,
+                "one round spends epsilon {epsilon_one_round:.4}, more than the {remaining:.4} \
+                 left on the permit after what its other live studies reserved"
+            ),
+            Self::PlannedRoundsExceedBudget {
+                planned_epsilon,
+                remaining,
+                affordable_rounds,
+            } => write!(
+                f,
+                "the planned rounds spend epsilon {planned_epsilon:.4}, more than the \
+                 {remaining:.4} left on the permit after what its other live studies reserved; \
+                 {affordable_rounds} round(s) would fit"
+            ),
+        }
+    }
+}
+
 /// Every reason `permit` does not cover `spec` now: the round-time governance check, the DP
 /// level the permit's budget unit demands, and the budget the whole plan spends. `reserved` is
 /// what the permit's other live studies have planned but not yet spent: their plans were

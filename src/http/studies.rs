@@ -160,7 +160,7 @@ pub async fn create(
                 reasons.len()
             ),
         )
-        .with("reasons", json!(reasons))),
+        .with_reasons(&reasons)),
         SubmitError::NoOrganisation => tag(ApiError::forbidden(action)),
         SubmitError::Store(e) => e.into(),
         SubmitError::Internal(e) => ApiError::internal(e),
@@ -588,7 +588,7 @@ pub async fn model(
             "release_not_permitted",
             "the permit no longer covers releasing this study's model",
         )
-        .with("reasons", json!(reasons))),
+        .with_reasons(&reasons)),
         ReleaseError::NoAggregatedRound => tag(ApiError::new(
             StatusCode::CONFLICT,
             "no_model",
@@ -599,7 +599,7 @@ pub async fn model(
             "output_check_failed",
             "the final aggregate rests on too few sites or samples to leave",
         )
-        .with("reasons", json!(reasons))),
+        .with_reasons(&reasons)),
         ReleaseError::NoCheckpoint => tag(ApiError::new(
             StatusCode::CONFLICT,
             "no_model",

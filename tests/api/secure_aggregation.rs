@@ -470,7 +470,8 @@ async fn a_permit_can_require_secure_aggregation(app: TestApp) {
     );
     assert_eq!(
         r.body["reasons"],
-        json!([{"code": "secure_aggregation_required"}]),
+        json!([{"code": "secure_aggregation_required",
+                "message": "the permit requires secure aggregation, which the study does not use"}]),
         "{}",
         r.text
     );

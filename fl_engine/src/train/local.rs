@@ -140,6 +140,7 @@ pub struct Batcher<'a> {
     batch_size: usize,
     x: Vec<f32>,
     y: Vec<u32>,
+    device: candle_core::Device,
 }
 
 impl<'a> Batcher<'a> {
@@ -158,6 +159,15 @@ impl<'a> Batcher<'a> {
             batch_size,
             x: vec![],
             y: vec![],
+            device: candle_core::Device::Cpu,
+        })
+    }
+
+    /// Batches for `net`: on its device.
+    pub fn for_net(net: &Net, data: &'a Dataset, batch_size: usize) -> Result<Self> {
+        Ok(Self {
+            device: net.device().clone(),
+            ..Self::new(data, batch_size)?
         })
     }
 
@@ -174,7 +184,7 @@ impl<'a> Batcher<'a> {
         let x = Tensor::from_slice(
             &self.x,
             (self.y.len(), self.data.n_features()),
-            &candle_core::Device::Cpu,
+            &self.device,
         )?;
         Ok((x, &self.y))
     }
@@ -358,7 +368,7 @@ pub fn train_local(
         return train_private(net, opt, data, &cfg.loss, dp, steps, terms, rng, noise);
     }
     let steps = steps_in(cfg.budget, data.len(), cfg.batch_size);
-    let mut batcher = Batcher::new(data, cfg.batch_size)?;
+    let mut batcher = Batcher::for_net(net, data, cfg.batch_size)?;
     let mut total = 0.0f64;
     for _ in 0..steps {
         let (x, y) = batcher.next_batch(rng)?;
@@ -501,12 +511,10 @@ fn risks(logits: &Tensor) -> Result<Vec<f64>> {
 }
 
 fn full_forward(net: &Net, data: &Dataset) -> Result<Tensor> {
-    let x = Tensor::from_slice(
-        data.features(),
-        (data.len(), data.n_features()),
-        &candle_core::Device::Cpu,
-    )?;
-    net.forward(&x, None)
+    net.forward(
+        &net.input(data.features(), data.len(), data.n_features())?,
+        None,
+    )
 }
 
 fn probabilities(logits: &Tensor) -> Result<Vec<f32>> {
