@@ -1167,14 +1167,14 @@ async fn survival_study_with_a_cox_model_on_bulk_data_exports() {
     assert!(c > 0.6, "mean test C-index {c}: {mean}");
 }
 
-/// 30-day mortality from the first 24 hourly bins of six vitals and labs: a GRU over the
-/// masked series (missing bins carry the state) trained by FedAvg with a weighted BCE loss;
-/// the round metrics carry AUROC, calibration and the predicted-positive rate.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn time_series_study_with_a_gru_on_bulk_data_exports() {
+/// 30-day mortality from the first 24 hourly bins of six vitals and labs, by a recurrent
+/// `backbone` over the masked series (missing bins carry the state) trained by FedAvg with a
+/// weighted BCE loss; the round metrics carry AUROC, calibration and the predicted-positive
+/// rate.
+async fn time_series_study(backbone: Value) {
     let view = icu_study(
         "timeseries",
-        json!({"architecture": "net", "backbone": {"kind": "gru", "hidden": 8}}),
+        json!({"architecture": "net", "backbone": backbone}),
         &[("loss", json!({"BceWithLogits": {"pos_weight": 2.0}}))],
     )
     .await;
@@ -1189,6 +1189,110 @@ async fn time_series_study_with_a_gru_on_bulk_data_exports() {
     assert!(ppr > 0.0 && ppr < 1.0, "collapsed to one class: {mean}");
     let auroc = mean["auroc"].as_f64().unwrap();
     assert!(auroc > 0.6, "mean test AUROC {auroc}: {mean}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn time_series_study_with_a_gru_on_bulk_data_exports() {
+    time_series_study(json!({"kind": "gru", "hidden": 8})).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn time_series_study_with_an_lstm_on_bulk_data_exports() {
+    time_series_study(json!({"kind": "lstm", "hidden": 8})).await
+}
+
+/// The thesis's LSTM + static-MLP fusion: the LSTM's last state over the series beside an MLP
+/// over age, sex and the two comorbidities.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn time_series_study_with_lstm_and_static_fusion_on_bulk_data_exports() {
+    time_series_study(json!({"kind": "fusion", "cell": "lstm", "hidden": 8, "static_hidden": [4]}))
+        .await
+}
+
+/// Each holder's evaluation of the last aggregated round's model, by holder name.
+fn last_sites(view: &Value) -> Vec<Value> {
+    let last = view["rounds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|r| r["phase"] == "aggregated")
+        .unwrap();
+    let mut sites = last["evaluation"]["sites"].as_array().unwrap().clone();
+    sites.sort_by_key(|s| s["data_holder"].as_str().unwrap().to_owned());
+    sites
+}
+
+/// Checks that a binary summary's rates are those of one confusion matrix of its `n` rows
+/// (precision, recall, F1, accuracy, balanced accuracy and the predicted-positive rate read at
+/// one threshold); returns its (predicted positives, true positives).
+fn one_confusion_matrix(m: &Value) -> (f64, f64) {
+    let get = |k: &str| m[k].as_f64().unwrap_or_else(|| panic!("no {k}: {m}"));
+    let whole = |v: f64, what: &str| {
+        assert!((v - v.round()).abs() < 1e-6, "{what} {v} is no count: {m}");
+        v.round()
+    };
+    let n = get("n");
+    let pp = whole(get("predicted_positive_rate") * n, "predicted positives");
+    let tp = whole(get("precision") * pp, "true positives");
+    if tp > 0.0 {
+        let pos = whole(tp / get("recall"), "positives");
+        let tn = n - pos - (pp - tp);
+        let close = |a: f64, b: f64, what: &str| assert!((a - b).abs() < 1e-9, "{what}: {m}");
+        close(get("f1"), 2.0 * tp / (pp + pos), "F1");
+        close(get("accuracy"), (tp + tn) / n, "accuracy");
+        close(
+            get("balanced_accuracy"),
+            (tp / pos + tn / (n - pos)) / 2.0,
+            "balanced accuracy",
+        );
+    }
+    (pp, tp)
+}
+
+/// The binary mortality study with each holder's decision threshold chosen on its own
+/// validation part (maximal F1), against the same study at the default 0.5: the threshold does
+/// not touch training, so both release the same model and every holder reports the same loss,
+/// AUROC and calibration; what is read at a threshold is read at the holder's own, which every
+/// holder reports with its validation and test metrics.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decision_thresholds_chosen_on_each_holder_s_validation_part() {
+    let model = json!({"architecture": "logistic"});
+    let fixed = last_sites(&icu_study("mortality", model.clone(), &[]).await);
+    let chosen = icu_study(
+        "mortality",
+        model,
+        &[("threshold", json!({"rule": "max_f1"}))],
+    )
+    .await;
+    let chosen = last_sites(&chosen);
+    assert_eq!(chosen.len(), 3);
+    for (f, c) in fixed.iter().zip(&chosen) {
+        assert_eq!(f["data_holder"], c["data_holder"]);
+        let t = c["validation"]["threshold"].as_f64().unwrap();
+        // chosen between two of the holder's validation scores: 0.5 only by accident
+        assert!(t > 0.0 && t < 1.0 && t != 0.5, "{c}");
+        for part in ["validation", "test"] {
+            let (f, c) = (&f[part], &c[part]);
+            assert_eq!(f["threshold"], 0.5, "{f}");
+            assert_eq!(c["threshold"].as_f64(), Some(t), "{c}");
+            for k in ["n", "loss", "auroc", "auprc", "brier", "ece"] {
+                assert_eq!(f[k], c[k], "{k}: {f} vs {c}");
+            }
+            one_confusion_matrix(f);
+            one_confusion_matrix(c);
+        }
+        // the best F1 among the validation cuts is at least that of the cut at 0.5
+        let f1 = |m: &Value| m["validation"]["f1"].as_f64().unwrap();
+        assert!(f1(c) >= f1(f), "{c} vs {f}");
+    }
+    // some holder calls other rows positive than at 0.5
+    assert!(
+        fixed.iter().zip(&chosen).any(|(f, c)| {
+            one_confusion_matrix(&f["test"]).0 != one_confusion_matrix(&c["test"]).0
+        }),
+        "{chosen:?}"
+    );
 }
 
 /// The binary mortality label as a two-class softmax with class-weighted cross-entropy under
@@ -1780,12 +1884,12 @@ async fn fedmode_through_node_processes() {
 // ---------------------------------------------------------------------------------------------
 // FENDA-FL with site-private features.
 
-/// FENDA-FL (arXiv:2309.16825) on the ICU federation where the local extractor reads features
-/// only its site has: north declares two site-private features (its own code map beside its
-/// export), west one, south none. Each node widens its own local extractor; the global
-/// extractor, the only part that leaves a node, keeps the study's width everywhere.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fenda_with_site_private_features_of_different_widths() {
+/// FENDA-FL (arXiv:2309.16825) with `model` (a global MLP extractor of 8 and a local one of 4)
+/// on the ICU federation where the local extractor reads features only its site has: north
+/// declares two site-private features (its own code map beside its export), west one, south
+/// none. Each node widens its own local extractor; the global extractor, the only part that
+/// leaves a node, keeps the study's width everywhere.
+async fn fenda_with_site_private_features(model: Value) {
     let app = TestApp::spawn(Backend::Sqlite).await;
     let gw = Gateway::new(&app.base, app.dev.clone());
     let sites = ["north", "south", "west"];
@@ -1820,8 +1924,7 @@ async fn fenda_with_site_private_features_of_different_widths() {
             "categories": ["ehr_data"],
             "data_holders": sites,
             "feature_spec": features,
-            "model": {"architecture": "fenda", "backbone": {"kind": "mlp", "hidden": [8]},
-                      "local_backbone": {"kind": "mlp", "hidden": [4]}},
+            "model": model,
             "strategy": {"name": "fenda_fl"},
             "optimizer": {"name": "adam", "lr": 0.01},
             "local_steps": 20,
@@ -1885,6 +1988,24 @@ async fn fenda_with_site_private_features_of_different_widths() {
         assert_eq!(spec.inputs(), width + private, "{org}");
         fl_engine::Net::with_parameters(&spec, &params).expect("the kept model rebuilds");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fenda_with_site_private_features_of_different_widths() {
+    fenda_with_site_private_features(json!({"architecture": "fenda",
+        "backbone": {"kind": "mlp", "hidden": [8]},
+        "local_backbone": {"kind": "mlp", "hidden": [4]}}))
+    .await
+}
+
+/// The plain-MLP FENDA form: the holders' local extractors take their private columns the
+/// same way (the holder's model is the equivalent backbone model).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_mlp_fenda_with_site_private_features() {
+    fenda_with_site_private_features(
+        json!({"architecture": "fenda", "hidden": [8], "local_hidden": [4]}),
+    )
+    .await
 }
 
 // ---------------------------------------------------------------------------------------------

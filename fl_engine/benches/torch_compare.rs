@@ -13,11 +13,13 @@
 //! `RAYON_NUM_THREADS`), PyTorch's with `torch.set_num_threads` (one inter-op thread).
 //!
 //! Options: `--threads N`, `--repeats N` (timed loops per side and turn, default 5),
-//! `--only a,b` (cases whose name contains one of these).
+//! `--only a,b` (cases whose name contains one of these), `--device cuda` (both sides on the
+//! first GPU; the engine needs `--features cuda`, PyTorch a CUDA build).
 use std::io::Write;
 use std::process::Command;
 use std::time::Instant;
 
+use candle_core::Device;
 use fl_engine::data::{heart_disease, Dataset, Standardizer};
 use fl_engine::model::{
     Backbone, Cell, CnnConfig, MaskLayout, MlpConfig, ModelSpec, Net, Readout, SeqConfig,
@@ -176,8 +178,14 @@ fn median(v: &[f64]) -> f64 {
 }
 
 /// PyTorch's parameter count and loop times (seconds).
-fn torch_side(case: &Case, threads: usize, rows_file: &std::path::Path) -> (usize, Vec<f64>) {
+fn torch_side(
+    case: &Case,
+    threads: usize,
+    device: &str,
+    rows_file: &std::path::Path,
+) -> (usize, Vec<f64>) {
     let spec = json!({
+        "device": device,
         "model": case.torch_model,
         "inputs": case.data.n_features(),
         "rows": case.data.len(),
@@ -217,8 +225,8 @@ fn torch_side(case: &Case, threads: usize, rows_file: &std::path::Path) -> (usiz
 }
 
 /// The engine's loop times (seconds): `train_local` over the case's epochs.
-fn engine_side(case: &Case) -> Vec<f64> {
-    let net = Net::new(&case.spec, 0).unwrap();
+fn engine_side(case: &Case, device: &Device) -> Vec<f64> {
+    let net = Net::new_on(&case.spec, 0, device).unwrap();
     let cfg = TrainConfig {
         optimizer: OptimizerConfig::adam(case.lr),
         budget: Budget::Epochs(case.epochs),
@@ -264,6 +272,8 @@ fn main() {
     };
     let threads: usize = value("--threads").map_or(1, |v| v.parse().expect("--threads N"));
     let repeats: usize = value("--repeats").map_or(5, |v| v.parse().expect("--repeats N"));
+    let device_name = value("--device").unwrap_or_else(|| "cpu".into());
+    let device = fl_engine::device::parse(&device_name).expect("--device");
     let only: Vec<String> = value("--only")
         .map(|v| v.split(',').map(str::to_owned).collect())
         .unwrap_or_default();
@@ -275,7 +285,10 @@ fn main() {
         .build_global()
         .expect("rayon pool");
 
-    println!("threads {threads}, batch {BATCH}, Adam, BCE with logits; times are median loops");
+    println!(
+        "device {device_name}, threads {threads}, batch {BATCH}, Adam, BCE with logits; \
+         times are median loops"
+    );
     println!();
     println!("| case | parameters | rows | steps/loop | PyTorch ms/loop | engine ms/loop | PyTorch steps/s | engine steps/s | ratio |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
@@ -292,14 +305,14 @@ fn main() {
         let ours = case.spec.parameter_count().unwrap();
         let (mut torch_times, mut engine_times) = (vec![], vec![]);
         for _turn in 0..2 {
-            let (params, t) = torch_side(&case, threads, &rows_file);
+            let (params, t) = torch_side(&case, threads, &device_name, &rows_file);
             assert_eq!(
                 params, ours,
                 "{}: the two sides build different models",
                 case.name
             );
             torch_times.extend(t);
-            engine_times.extend(engine_side(&case));
+            engine_times.extend(engine_side(&case, &device));
         }
         let _ = std::fs::remove_file(&rows_file);
         let steps = case.epochs * case.data.len().div_ceil(BATCH);

@@ -12,6 +12,9 @@ permutation (`DataLoader(shuffle=True, drop_last=False)` semantics, done by inde
 tensors, which is faster than a `DataLoader`), and per batch zero_grad, forward, loss,
 backward, optimiser step and `loss.item()` (the engine reads every batch loss too).
 
+On a GPU (`"device": "cuda"`) the rows, model and optimiser live on the GPU, and the loop's
+`loss.item()` per batch synchronises as the engine's batch-loss read does.
+
 Usage: torch_side.py CASE_JSON ROWS_FILE  (ROWS_FILE: little-endian f32, n rows of
 `inputs` features followed by the label).
 """
@@ -126,9 +129,10 @@ def main():
     width = case["inputs"] + 1
     raw = torch.from_file(sys.argv[2], shared=False, size=case["rows"] * width, dtype=torch.float32)
     raw = raw.reshape(case["rows"], width)
-    x = raw[:, :-1].contiguous()
-    y = raw[:, -1:].contiguous()
-    model = build(case)
+    device = torch.device(case.get("device", "cpu"))
+    x = raw[:, :-1].contiguous().to(device)
+    y = raw[:, -1:].contiguous().to(device)
+    model = build(case).to(device)
     model.train()
     params = sum(p.numel() for p in model.parameters())
     opt = torch.optim.Adam(model.parameters(), lr=case["lr"])
@@ -138,7 +142,7 @@ def main():
     def one_loop():
         total = 0.0
         for _ in range(case["epochs"]):
-            perm = torch.randperm(n)
+            perm = torch.randperm(n, device=device)
             for i in range(0, n, batch):
                 idx = perm[i : i + batch]
                 opt.zero_grad(set_to_none=True)
@@ -155,7 +159,8 @@ def main():
         start = time.perf_counter()
         one_loop()
         times.append(time.perf_counter() - start)
-    print(json.dumps({"params": params, "times": times, "torch": torch.__version__}))
+    print(json.dumps({"params": params, "times": times, "torch": torch.__version__,
+                      "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"}))
 
 
 if __name__ == "__main__":

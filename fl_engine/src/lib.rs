@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod data;
+pub mod device;
 pub mod dp;
 pub mod error;
 pub mod io;

@@ -10,7 +10,9 @@ use fl_engine::metrics::{
     integrated_brier_score, BinaryMetrics, BreslowBaseline, CensoringKm, MetricSummary,
     SurvivalData, ThresholdRule,
 };
-use fl_engine::train::{Budget, LossKind, OptimizerConfig, TrainConfig};
+use fl_engine::train::{
+    choose_threshold_on, evaluate_with, Budget, EvalOptions, LossKind, OptimizerConfig, TrainConfig,
+};
 use fl_engine::RecordDp;
 
 fn close(a: f64, b: f64, tol: f64) {
@@ -85,6 +87,93 @@ fn threshold_rules_by_hand() {
     assert_eq!((at.recall, at.threshold), (2.0 / 3.0, j));
     assert_eq!(
         choose_threshold(&s, &[1; 5], ThresholdRule::MaxF1).unwrap(),
+        None
+    );
+}
+
+/// A logistic model `sigmoid(w x + b)` per output, one input.
+fn logistic(weights: &[f32]) -> fl_engine::Net {
+    let k = weights.len();
+    let mut p = fl_engine::ParameterSet::new();
+    p.insert("out.weight", vec![k, 1], weights.to_vec())
+        .unwrap();
+    p.insert("out.bias", vec![k], vec![0.0; k]).unwrap();
+    fl_engine::Net::with_parameters(&fl_engine::ModelSpec::logistic(1, k), &p).unwrap()
+}
+
+fn sigmoid(x: f32) -> f32 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+#[test]
+fn threshold_rules_on_a_model_s_validation_scores() {
+    let x = [2.2f32, 1.4, 0.4, -0.4, -1.4];
+    // binary: the rule on the model's positive-class probabilities (the rows above)
+    let binary = Dataset::new(1, x.to_vec(), vec![1, 1, 0, 1, 0]).unwrap();
+    let net = logistic(&[1.0]);
+    let scores: Vec<f32> = x.iter().map(|&v| sigmoid(v)).collect();
+    for rule in [ThresholdRule::MaxF1, ThresholdRule::YoudenJ] {
+        let want = choose_threshold(&scores, binary.labels(), rule).unwrap();
+        assert!(want.is_some());
+        let got = choose_threshold_on(&net, &binary, rule).unwrap();
+        close(got.unwrap() as f64, want.unwrap() as f64, 1e-6);
+    }
+    // multi-label: one threshold over every (row, label) probability pooled
+    let targets: Vec<Vec<bool>> = [(1, 0), (1, 1), (0, 0), (1, 1), (0, 1)]
+        .iter()
+        .map(|&(a, b)| vec![a == 1, b == 1])
+        .collect();
+    let multi = Dataset::multi_label(1, x.to_vec(), 2, &targets).unwrap();
+    let net = logistic(&[1.0, -0.5]);
+    let pooled: Vec<f32> = x
+        .iter()
+        .flat_map(|&v| [sigmoid(v), sigmoid(-0.5 * v)])
+        .collect();
+    let bits: Vec<u32> = targets
+        .iter()
+        .flat_map(|r| r.iter().map(|&b| b as u32))
+        .collect();
+    let want = choose_threshold(&pooled, &bits, ThresholdRule::MaxF1)
+        .unwrap()
+        .unwrap();
+    let got = choose_threshold_on(&net, &multi, ThresholdRule::MaxF1)
+        .unwrap()
+        .unwrap();
+    close(got as f64, want as f64, 1e-6);
+    // the metrics read at it reproduce the cut: every label at the same threshold
+    let m = evaluate_with(
+        &net,
+        &multi,
+        &LossKind::MultiLabelBce { pos_weight: None },
+        &EvalOptions {
+            threshold: got,
+            reference: None,
+        },
+    )
+    .unwrap();
+    assert_eq!(m.threshold, Some(got));
+    let positives = pooled.iter().filter(|&&p| p > got).count() as f64;
+    close(m.predicted_positive_rate.unwrap(), positives / 10.0, 1e-12);
+    // no threshold: multi-class, survival, one class only, nothing to choose on
+    let classes = Dataset::new(1, x.to_vec(), vec![0, 1, 2, 1, 0]).unwrap();
+    let rule = ThresholdRule::MaxF1;
+    assert_eq!(
+        choose_threshold_on(&logistic(&[1.0, 0.0, -1.0]), &classes, rule).unwrap(),
+        None
+    );
+    let survival = Dataset::survival(1, x.to_vec(), &[1.0; 5], &[true; 5]).unwrap();
+    assert_eq!(
+        choose_threshold_on(&logistic(&[1.0]), &survival, rule).unwrap(),
+        None
+    );
+    let one_class = Dataset::new(1, x.to_vec(), vec![1; 5]).unwrap();
+    assert_eq!(
+        choose_threshold_on(&logistic(&[1.0]), &one_class, rule).unwrap(),
+        None
+    );
+    let empty = Dataset::new(1, vec![], vec![]).unwrap();
+    assert_eq!(
+        choose_threshold_on(&logistic(&[1.0]), &empty, rule).unwrap(),
         None
     );
 }

@@ -273,7 +273,9 @@ pub fn metric_ok(m: &fl_engine::MetricSummary) -> bool {
         && m.brier.is_none_or(brier)
         && m.ece.is_none_or(unit)
         && m.predicted_positive_rate.is_none_or(unit)
-        && m.threshold.is_none_or(|t| unit(f64::from(t)))
+        // a threshold chosen on validation data may sit just below the lowest score to
+        // call every row positive: below 0 by at most one f32 step when that score is 0
+        && m.threshold.is_none_or(|t| (-f32::EPSILON..=1.0).contains(&t))
         && m.c_index.is_none_or(unit)
         && m.integrated_brier.is_none_or(unit)
 }

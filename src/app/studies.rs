@@ -181,6 +181,27 @@ pub enum OutputRefusal {
     },
 }
 
+/// The reason as a sentence, shown beside its code in the refusal.
+impl std::fmt::Display for OutputRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::TooFewSites { sites, min_sites } => write!(
+                f,
+                "{sites} site(s) contributed to the final aggregate; the output check needs \
+                 at least {min_sites}"
+            ),
+            Self::SiteBelowMinSamples {
+                sites,
+                min_samples_per_site,
+            } => write!(
+                f,
+                "{sites} contributing site(s) trained on fewer than {min_samples_per_site} \
+                 samples, the output check's minimum per site"
+            ),
+        }
+    }
+}
+
 /// Every reason the final aggregate of `last` may not leave under `check`.
 #[tracing::instrument(name = "Output check", skip_all, fields(round = last.round))]
 pub fn output_check(check: &OutputCheck, last: &Round) -> Vec<OutputRefusal> {

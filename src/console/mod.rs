@@ -23,7 +23,7 @@ use axum::{
     routing::{get, post},
     Router,
 };
-use serde_json::Value;
+use serde_json::{json, Map, Value};
 use tower::ServiceExt;
 
 use crate::http::AppState;
@@ -82,6 +82,76 @@ impl ApiReply {
             }
         }
         Value::Object(out)
+    }
+}
+
+/// The members every problem document has.
+const PROBLEM_HEAD: [&str; 5] = ["type", "title", "status", "code", "detail"];
+/// The problem members the console lists item by item.
+const PROBLEM_LISTS: [&str; 2] = ["errors", "reasons"];
+
+impl ApiReply {
+    /// The problem document as the console shows it: title, code and detail; every field
+    /// error with its field, code and message; every reason with its code and message; and
+    /// any other member the API added (`current_state`, `current_etag`, …) as a fact.
+    pub fn problem(&self) -> Value {
+        let Value::Object(body) = &self.body else {
+            return json!({"title": self.status.canonical_reason().unwrap_or("Error"),
+                          "code": "", "detail": self.body.as_str().unwrap_or_default()});
+        };
+        let mut problem: Map<String, Value> = body
+            .iter()
+            .filter(|(k, _)| PROBLEM_HEAD.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let errors: Vec<Value> = body
+            .get("errors")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|e| json!({"field": e["field"], "code": e["code"], "message": e["message"]}))
+            .collect();
+        problem.insert("errors".into(), Value::Array(errors));
+        let reasons: Vec<Value> = body
+            .get("reasons")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|r| {
+                // A reason without a sentence is shown with its facts as the API gave them.
+                let message = match r["message"].as_str() {
+                    Some(m) => m.to_owned(),
+                    None => r
+                        .as_object()
+                        .into_iter()
+                        .flatten()
+                        .filter(|(k, _)| *k != "code" && *k != "message")
+                        .map(|(k, v)| format!("{k}: {}", shown(v)))
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                };
+                json!({"code": r["code"].as_str().unwrap_or_default(), "message": message})
+            })
+            .collect();
+        problem.insert("reasons".into(), Value::Array(reasons));
+        let facts: Vec<Value> = body
+            .iter()
+            .filter(|(k, _)| {
+                !PROBLEM_HEAD.contains(&k.as_str()) && !PROBLEM_LISTS.contains(&k.as_str())
+            })
+            .map(|(k, v)| json!({"name": k.replace('_', " "), "value": shown(v)}))
+            .collect();
+        problem.insert("facts".into(), Value::Array(facts));
+        Value::Object(problem)
+    }
+}
+
+/// A JSON value as text: a string as it is, anything else as JSON.
+fn shown(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items.iter().map(shown).collect::<Vec<_>>().join(", "),
+        other => other.to_string(),
     }
 }
 
@@ -238,6 +308,7 @@ pub fn router(state: AppState, api: Router) -> Router {
         )
         .route("/studies/{id}", get(pages::study))
         .route("/studies/{id}/progress", get(pages::study_progress))
+        .route("/studies/{id}/events", get(pages::study_events))
         .route("/studies/{id}/model", get(pages::model_download))
         .route("/audit", get(pages::audit))
         .route("/audit/verify", get(pages::audit_verify))

@@ -42,9 +42,11 @@ fn page(status: StatusCode, template: &str, c: Map<String, Value>) -> Response {
 /// A page for a problem the API answered on a read.
 fn problem_page(session: &Session, reply: &ApiReply) -> Response {
     let mut c = context(session, "Refused");
+    let problem = reply.problem();
     c.insert("status".into(), json!(reply.status.as_u16()));
-    c.insert("code".into(), reply.body["code"].clone());
-    c.insert("detail".into(), reply.body["detail"].clone());
+    c.insert("code".into(), problem["code"].clone());
+    c.insert("detail".into(), problem["detail"].clone());
+    c.insert("details".into(), problem);
     page(reply.status, "error.html", c)
 }
 
@@ -266,7 +268,7 @@ pub async fn decide(
         reply.status,
         reply.field_errors(),
         form.values(),
-        Some(reply.body),
+        Some(reply.problem()),
     )
     .await
 }
@@ -428,7 +430,7 @@ pub async fn application_submit(
         "selected".into(),
         selected(&form, &["purposes", "research_flags", "categories"]),
     );
-    c.insert("problem".into(), reply.body);
+    c.insert("problem".into(), reply.problem());
     page(reply.status, "application_form.html", c)
 }
 
@@ -635,7 +637,7 @@ pub async fn permit_action(
         reply.status,
         reply.field_errors(),
         values,
-        Some(reply.body),
+        Some(reply.problem()),
     )
     .await
 }
@@ -807,7 +809,7 @@ pub async fn study_submit(
         reply.status,
         reply.field_errors(),
         values,
-        Some(reply.body),
+        Some(reply.problem()),
     )
     .await
 }
@@ -862,6 +864,8 @@ async fn progress_context(
     let mut c = Map::new();
     c.insert("study_id".into(), json!(id));
     c.insert("chart".into(), json!(chart.to_string()));
+    // The round attempts the page starts from; console.js adds what the events bring.
+    c.insert("rounds_json".into(), json!(rounds["rounds"].to_string()));
     c.insert("latest".into(), latest);
     c.insert(
         "running".into(),
@@ -883,6 +887,34 @@ pub async fn study_progress(
         Err(r) => return r,
     }
     page(StatusCode::OK, "study_progress.html", c)
+}
+
+/// `GET /console/studies/{id}/events`: the study's server-sent events, the API's stream
+/// (`GET /v1/studies/{id}/events`) relayed as it comes. The API authorises and audits the
+/// subscription as the signed-in user; its refusal is shown as any other.
+pub async fn study_events(
+    State(console): State<Console>,
+    session: Session,
+    Path(id): Path<String>,
+) -> Response {
+    let response = match console
+        .send(
+            &session.token,
+            session.request_id.as_ref(),
+            Method::GET,
+            &format!("/v1/studies/{}/events", enc(&id)),
+            None,
+            &[(header::ACCEPT, "text/event-stream".to_owned())],
+        )
+        .await
+    {
+        Ok(r) => r,
+        Err(r) => return r,
+    };
+    if !response.status().is_success() {
+        return relay_problem(&session, response).await;
+    }
+    response
 }
 
 /// `GET /console/studies/{id}/model`: the released model, as the API serves it.

@@ -81,6 +81,14 @@ pub enum BudgetUnit {
 }
 
 impl BudgetUnit {
+    /// The API's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Record => "record",
+            Self::DataHolder => "data_holder",
+        }
+    }
+
     pub fn parse(s: &str) -> ParseResult<Self> {
         match s {
             "record" => Ok(Self::Record),

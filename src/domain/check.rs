@@ -42,6 +42,46 @@ pub enum DenyReason {
     },
 }
 
+/// The reason as a sentence, shown beside its code wherever a refusal lists its reasons.
+impl std::fmt::Display for DenyReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::PermitNotActive { state } => write!(f, "the permit is {state}, not active"),
+            Self::PermitNotYetValid { valid_from } => write!(
+                f,
+                "the permit is valid only from {}",
+                valid_from.format("%Y-%m-%d %H:%M UTC")
+            ),
+            Self::PermitExpired { expired_at } => write!(
+                f,
+                "the permit expired on {}",
+                expired_at.format("%Y-%m-%d %H:%M UTC")
+            ),
+            Self::PurposeNotPermitted { purpose } => write!(
+                f,
+                "the permit does not grant the purpose `{}`",
+                purpose.as_str()
+            ),
+            Self::CategoryNotPermitted { category } => write!(
+                f,
+                "the permit does not grant the data category `{}`",
+                category.as_str()
+            ),
+            Self::DataHolderNotPermitted { data_holder } => write!(
+                f,
+                "the permit does not name the data holder `{data_holder}`"
+            ),
+            Self::BudgetExceeded {
+                requested,
+                remaining,
+            } => write!(
+                f,
+                "epsilon {requested} is asked for, but only {remaining} is left on the permit"
+            ),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CheckOutcome {
     pub allowed: bool,

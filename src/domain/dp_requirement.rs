@@ -39,6 +39,16 @@ impl DpRequirement {
         self.permitted_levels().contains(&level)
     }
 
+    /// The API's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Client => "client",
+            Self::Record => "record",
+            Self::ClientOrRecord => "client_or_record",
+            Self::NoneAllowed => "none_allowed",
+        }
+    }
+
     /// Parses the API's spelling.
     pub fn parse(s: &str) -> Option<Self> {
         match s {

@@ -457,6 +457,67 @@ impl Aggregation {
     }
 }
 
+/// Where each holder puts the decision threshold of its binary and multi-label metrics
+/// (accuracy, balanced accuracy, precision, recall, F1, predicted-positive rate: positive when
+/// the probability is above it). A rule chooses it at every holder on the holder's own
+/// validation part, for every model it evaluates, and the holder reads its validation and
+/// test metrics at it; the metrics report the threshold used. Multi-class (argmax) and
+/// survival tasks have none.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(tag = "rule", rename_all = "snake_case", deny_unknown_fields)]
+pub enum DecisionThreshold {
+    /// The same threshold at every holder, in (0, 1).
+    Fixed { value: f32 },
+    /// The threshold that maximises F1 on the holder's validation part.
+    // (braces: an internally tagged unit variant would take any other field silently)
+    MaxF1 {},
+    /// The threshold that maximises Youden's J = sensitivity + specificity - 1 (equivalently
+    /// the balanced accuracy) on the holder's validation part.
+    YoudenJ {},
+}
+
+impl Default for DecisionThreshold {
+    /// 0.5 everywhere, as before the choice existed.
+    fn default() -> Self {
+        Self::Fixed { value: 0.5 }
+    }
+}
+
+impl DecisionThreshold {
+    /// The engine's rule, for a threshold chosen on validation data.
+    pub fn rule(self) -> Option<fl_engine::ThresholdRule> {
+        match self {
+            Self::Fixed { .. } => None,
+            Self::MaxF1 {} => Some(fl_engine::ThresholdRule::MaxF1),
+            Self::YoudenJ {} => Some(fl_engine::ThresholdRule::YoudenJ),
+        }
+    }
+
+    /// Whether each holder derives its threshold from its validation part (so what is read
+    /// at it rests on the validation rows too).
+    pub fn chosen_on_validation(self) -> bool {
+        self.rule().is_some()
+    }
+
+    /// The threshold a holder reads `net`'s metrics at: the fixed value, or the one the rule
+    /// picks on `validation` (0.5 where it cannot pick: no validation rows, or one class).
+    pub fn at(
+        self,
+        net: &fl_engine::Net,
+        validation: &fl_engine::data::Dataset,
+    ) -> fl_engine::Result<f32> {
+        Ok(match self {
+            Self::Fixed { value } => value,
+            _ => self
+                .rule()
+                .map(|rule| fl_engine::train::choose_threshold_on(net, validation, rule))
+                .transpose()?
+                .flatten()
+                .unwrap_or(0.5),
+        })
+    }
+}
+
 /// Which global model a completed study releases (FL4Health's checkpointing protocol).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -569,6 +630,10 @@ pub struct StudySpec {
     pub round_deadline_seconds: u64,
     pub dp: DpPlan,
     pub output_check: OutputCheck,
+    /// Where the holders put the decision threshold of their metrics (binary and multi-label
+    /// tasks; absent for the others, and in studies stored before the choice: 0.5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<DecisionThreshold>,
     /// Which round's global model is released.
     #[serde(default = "ModelRelease::stored_default")]
     pub release: ModelRelease,

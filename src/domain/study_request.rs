@@ -27,8 +27,8 @@ use super::{
     dp_requirement::DpRequirement,
     optout::FilterPolicy,
     study::{
-        Aggregation, DpLevel, DpPlan, ModelRelease, OutputCheck, RowLayout, SecureAggregation,
-        StudySpec, StudyTask,
+        Aggregation, DecisionThreshold, DpLevel, DpPlan, ModelRelease, OutputCheck, RowLayout,
+        SecureAggregation, StudySpec, StudyTask,
     },
     time::Timestamp,
     BudgetUnit, DataCategory, Errors, FieldError, OrgId, Permit, PermitId, Purpose,
@@ -216,6 +216,14 @@ pub struct StudyRequest {
     /// or `"Cox"` (docs/fl-tasks.md); the task's default when left out.
     pub loss: Option<LossKind>,
     pub model: ModelRequest,
+    /// Where each holder puts the decision threshold of its binary and multi-label metrics:
+    /// `{"rule": "fixed", "value": 0.5}` (the default), or chosen on each holder's own
+    /// validation part, `{"rule": "max_f1"}` or `{"rule": "youden_j"}` (maximal balanced
+    /// accuracy); the holders' metrics report the threshold used. Not for multi-class or
+    /// survival tasks. Parsed with the rest of the body so that every bad field is reported
+    /// at once.
+    #[schema(value_type = Option<DecisionThreshold>)]
+    pub threshold: Option<serde_json::Value>,
     /// The federated method and its settings, e.g. `{"name": "fedprox", "mu": 0.1}`; settings
     /// left out take the method's defaults (docs/fl-methods.md). Parsed with the rest of the
     /// body so that every bad field is reported at once.
@@ -816,6 +824,62 @@ fn parse_loss(e: &mut Errors, req: Option<&LossKind>, task: StudyTask) -> LossKi
     loss
 }
 
+/// The study's decision threshold: the one asked for, or 0.5 for the tasks that have one
+/// (binary, multi-label); `None` for the tasks that have none (multi-class predictions are the
+/// most probable class, a survival model's output is a risk score), which refuse one.
+fn parse_threshold(
+    e: &mut Errors,
+    raw: Option<&serde_json::Value>,
+    task: Option<StudyTask>,
+) -> Option<DecisionThreshold> {
+    let has_threshold =
+        |t: &StudyTask| matches!(t, StudyTask::Binary | StudyTask::Multilabel { .. });
+    let Some(raw) = raw.filter(|r| !r.is_null()) else {
+        return task
+            .filter(has_threshold)
+            .map(|_| DecisionThreshold::default());
+    };
+    let threshold = match serde_json::from_value::<DecisionThreshold>(raw.clone()) {
+        Ok(t) => Some(t),
+        Err(err) => {
+            e.push(
+                "threshold",
+                "invalid_threshold",
+                format!(
+                    "give {{\"rule\": \"fixed\", \"value\": v}}, {{\"rule\": \"max_f1\"}} or \
+                     {{\"rule\": \"youden_j\"}}: {err}"
+                ),
+            );
+            None
+        }
+    };
+    if let Some(DecisionThreshold::Fixed { value }) = threshold {
+        if !(value.is_finite() && value > 0.0 && value < 1.0) {
+            e.push(
+                "threshold.value",
+                "invalid_threshold",
+                format!("a fixed threshold lies strictly between 0 and 1, got {value}"),
+            );
+        }
+    }
+    if let Some(t) = task.filter(|t| !has_threshold(t)) {
+        e.push(
+            "threshold",
+            "threshold_task_mismatch",
+            format!(
+                "a {} task has no decision threshold ({}): leave `threshold` out",
+                t.describe(),
+                match t {
+                    StudyTask::Survival => "the model's output is a risk score",
+                    _ => "a prediction is the most probable class",
+                }
+            ),
+        );
+        return None;
+    }
+    threshold
+}
+
 /// What one site's update of the model weighs on the wire, at least: the parameters the
 /// method sends, plus its side values (control variates, ...), as the safetensors file the
 /// node uploads. Also whether the model keeps site-local state (BatchNorm statistics), and
@@ -1000,6 +1064,7 @@ pub fn parse_study(
     let layout = spec.as_ref().map(RowLayout::of);
     let task = spec.as_ref().and_then(|s| parse_task(&mut e, req.task, s));
     let loss = task.map(|t| parse_loss(&mut e, req.loss.as_ref(), t));
+    let threshold = parse_threshold(&mut e, req.threshold.as_ref(), task);
     // without a valid task the model is checked at the width of a binary one
     let outputs = task.map_or(1, StudyTask::outputs);
     let model = parse_model(&mut e, &req.model, layout.as_ref(), outputs);
@@ -1237,6 +1302,7 @@ pub fn parse_study(
         round_deadline_seconds: req.round_deadline_seconds,
         dp,
         output_check,
+        threshold,
         release: req.release.unwrap_or_default(),
         aggregation,
         seed,
@@ -1764,6 +1830,64 @@ pub enum StudyReason {
         remaining: f64,
         affordable_rounds: u64,
     },
+}
+
+/// The reason as a sentence, shown beside its code wherever a refusal lists its reasons.
+impl std::fmt::Display for StudyRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Permit(reason) => reason.fmt(f),
+            Self::Study(reason) => reason.fmt(f),
+        }
+    }
+}
+
+impl std::fmt::Display for StudyReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::DpLevelWeakerThanPermitUnit { permit_unit } => write!(
+                f,
+                "the permit's budget is per {}: only client-level DP protects a whole data holder",
+                permit_unit.as_str().replace('_', " ")
+            ),
+            Self::DpLevelNotPermitted {
+                level,
+                dp_requirement,
+                permitted_levels,
+            } => write!(
+                f,
+                "the permit's privacy requirement `{}` does not allow DP level `{}`; it allows {}",
+                dp_requirement.as_str(),
+                level.as_str(),
+                permitted_levels
+                    .iter()
+                    .map(|l| format!("`{}`", l.as_str()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Self::SecureAggregationRequired => {
+                f.write_str("the permit requires secure aggregation, which the study does not use")
+            }
+            Self::BudgetTooSmallForOneRound {
+                epsilon_one_round,
+                remaining,
+            } => write!(
+                f,
+                "one round spends epsilon {epsilon_one_round:.4}, more than the {remaining:.4} \
+                 left on the permit after what its other live studies reserved"
+            ),
+            Self::PlannedRoundsExceedBudget {
+                planned_epsilon,
+                remaining,
+                affordable_rounds,
+            } => write!(
+                f,
+                "the planned rounds spend epsilon {planned_epsilon:.4}, more than the \
+                 {remaining:.4} left on the permit after what its other live studies reserved; \
+                 {affordable_rounds} round(s) would fit"
+            ),
+        }
+    }
 }
 
 /// Every reason `permit` does not cover `spec` now: the round-time governance check, the DP
@@ -2494,5 +2618,65 @@ pub(crate) mod tests {
             "dp.level",
             "dp_level_incompatible_with_secure_aggregation"
         )));
+    }
+
+    #[test]
+    fn the_decision_threshold_goes_with_the_tasks_that_have_one() {
+        let parse = |r: &StudyRequest| parse_study(r, 1e-5, FLOOR, LIMITS, 7);
+        let mut r = request();
+        // binary: 0.5 unless asked otherwise
+        assert_eq!(
+            parse(&r).unwrap().threshold,
+            Some(DecisionThreshold::Fixed { value: 0.5 })
+        );
+        for (given, want) in [
+            (
+                serde_json::json!({"rule": "fixed", "value": 0.3}),
+                DecisionThreshold::Fixed { value: 0.3 },
+            ),
+            (
+                serde_json::json!({"rule": "max_f1"}),
+                DecisionThreshold::MaxF1 {},
+            ),
+            (
+                serde_json::json!({"rule": "youden_j"}),
+                DecisionThreshold::YoudenJ {},
+            ),
+        ] {
+            r.threshold = Some(given);
+            assert_eq!(parse(&r).unwrap().threshold, Some(want));
+        }
+        for (given, field) in [
+            (serde_json::json!({"rule": "max_accuracy"}), "threshold"),
+            (serde_json::json!({"rule": "fixed"}), "threshold"),
+            (
+                serde_json::json!({"rule": "max_f1", "value": 0.2}),
+                "threshold",
+            ),
+            (serde_json::json!("max_f1"), "threshold"),
+            (
+                serde_json::json!({"rule": "fixed", "value": 1.0}),
+                "threshold.value",
+            ),
+            (
+                serde_json::json!({"rule": "fixed", "value": 0.0}),
+                "threshold.value",
+            ),
+        ] {
+            r.threshold = Some(given.clone());
+            assert_eq!(
+                codes(&r),
+                [(field.to_owned(), "invalid_threshold")],
+                "{given}"
+            );
+        }
+        // survival (and multi-class) predictions have no threshold: none stored, none taken
+        let mut r = survival_series_request();
+        assert_eq!(parse(&r).unwrap().threshold, None);
+        r.threshold = Some(serde_json::json!({"rule": "max_f1"}));
+        assert_eq!(
+            codes(&r),
+            [("threshold".to_owned(), "threshold_task_mismatch")]
+        );
     }
 }

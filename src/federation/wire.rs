@@ -16,7 +16,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::{
     optout::FilterPolicy,
-    study::{DpPlan, SecureAggregation, SiteEvaluation, StudySpec, StudyTask, TaskKind},
+    study::{
+        DecisionThreshold, DpPlan, SecureAggregation, SiteEvaluation, StudySpec, StudyTask,
+        TaskKind,
+    },
     DataCategory, OrgId, PermitId, Purpose, StudyId, TaskId,
 };
 
@@ -42,6 +45,10 @@ pub struct NodeStudy {
     pub strategy: StrategyConfig,
     #[schema(value_type = Object)]
     pub train: TrainConfig,
+    /// Where the node puts the decision threshold of its metrics (absent from older gateways
+    /// and for tasks without one: 0.5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<DecisionThreshold>,
     pub seed: u64,
     pub validation_fraction: f64,
     pub optout_policy: FilterPolicy,
@@ -66,6 +73,7 @@ impl From<&StudySpec> for NodeStudy {
             model: s.model.clone(),
             strategy: s.strategy.clone(),
             train: s.train.clone(),
+            threshold: s.threshold,
             seed: s.seed,
             validation_fraction: s.validation_fraction,
             optout_policy: s.optout_policy,

@@ -163,6 +163,22 @@ impl ApiError {
         self.extra.insert(key.into(), value);
         self
     }
+
+    /// Adds `reasons`: each reason's code and facts as it serialises, and its `message`, the
+    /// sentence a person reads (the console shows it; a client may too).
+    pub fn with_reasons<R: serde::Serialize + std::fmt::Display>(self, reasons: &[R]) -> Self {
+        let listed = reasons
+            .iter()
+            .map(|r| {
+                let mut v = serde_json::to_value(r).unwrap_or(Value::Null);
+                if let Value::Object(m) = &mut v {
+                    m.insert("message".into(), json!(r.to_string()));
+                }
+                v
+            })
+            .collect();
+        self.with("reasons", Value::Array(listed))
+    }
 }
 
 impl From<StoreError> for ApiError {

@@ -32,8 +32,8 @@ use crate::{
         audit_details::{Listed, StudyViewed},
         small_cell::SmallCellRule,
         study::{
-            DpLevel, Round, RoundPhase, SiteContribution, SiteEvaluation, Study, StudySpec,
-            StudyStatus,
+            DecisionThreshold, DpLevel, Round, RoundPhase, SiteContribution, SiteEvaluation, Study,
+            StudySpec, StudyStatus,
         },
         study_request::{parse_study, FederationLimits, OutputFloor, StudyRequest},
         time, OrgId, PermitId, StudyId,
@@ -160,7 +160,7 @@ pub async fn create(
                 reasons.len()
             ),
         )
-        .with("reasons", json!(reasons))),
+        .with_reasons(&reasons)),
         SubmitError::NoOrganisation => tag(ApiError::forbidden(action)),
         SubmitError::Store(e) => e.into(),
         SubmitError::Internal(e) => ApiError::internal(e),
@@ -246,7 +246,10 @@ pub async fn read(
 
 /// How the holders judged one round's model on their own data. A holder whose validation or
 /// test part is too small to show (the small-cell rule: fewer examples than the threshold)
-/// has that part withheld, and the means are over the parts shown.
+/// has that part withheld, and the means are over the parts shown. Where the study chooses
+/// each holder's decision threshold on its validation part, the holder's test metrics are read
+/// at a value derived from the validation rows: they rest on both parts, and a withheld
+/// validation part withholds them too.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct EvaluationView {
     /// Uniform mean over the holders shown (the FLamby convention).
@@ -274,17 +277,25 @@ pub struct SiteEvaluationView {
 }
 
 impl EvaluationView {
-    fn new(sites: Vec<SiteEvaluation>, rule: SmallCellRule) -> Option<Self> {
+    fn new(
+        sites: Vec<SiteEvaluation>,
+        rule: SmallCellRule,
+        threshold: Option<DecisionThreshold>,
+    ) -> Option<Self> {
         if sites.is_empty() {
             return None;
         }
+        let chosen = threshold.is_some_and(DecisionThreshold::chosen_on_validation);
         let shown = |m: fl_engine::MetricSummary| (!rule.hides(m.n as u64)).then_some(m);
         let sites: Vec<SiteEvaluationView> = sites
             .into_iter()
-            .map(|s| SiteEvaluationView {
-                data_holder: s.data_holder,
-                validation: shown(s.validation),
-                test: shown(s.test),
+            .map(|s| {
+                let validation_hidden = rule.hides(s.validation.n as u64);
+                SiteEvaluationView {
+                    data_holder: s.data_holder,
+                    validation: shown(s.validation),
+                    test: shown(s.test).filter(|_| !(chosen && validation_hidden)),
+                }
             })
             .collect();
         let validation: Vec<_> = sites.iter().filter_map(|s| s.validation.clone()).collect();
@@ -453,7 +464,7 @@ pub(super) async fn rounds_view(
             let eval = (r.phase == RoundPhase::Aggregated)
                 .then(|| by_round.get(&r.round).cloned())
                 .flatten()
-                .and_then(|e| EvaluationView::new(e, rule));
+                .and_then(|e| EvaluationView::new(e, rule, study.spec.threshold));
             round_view(r, study.spec.dp.level, eval, rule)
         })
         .collect();
@@ -465,7 +476,7 @@ pub(super) async fn rounds_view(
         small_cell_threshold: rule.threshold(),
         initial_evaluation: by_round
             .remove(&0)
-            .and_then(|e| EvaluationView::new(e, rule)),
+            .and_then(|e| EvaluationView::new(e, rule, study.spec.threshold)),
         rounds,
     })
 }
@@ -577,7 +588,7 @@ pub async fn model(
             "release_not_permitted",
             "the permit no longer covers releasing this study's model",
         )
-        .with("reasons", json!(reasons))),
+        .with_reasons(&reasons)),
         ReleaseError::NoAggregatedRound => tag(ApiError::new(
             StatusCode::CONFLICT,
             "no_model",
@@ -588,7 +599,7 @@ pub async fn model(
             "output_check_failed",
             "the final aggregate rests on too few sites or samples to leave",
         )
-        .with("reasons", json!(reasons))),
+        .with_reasons(&reasons)),
         ReleaseError::NoCheckpoint => tag(ApiError::new(
             StatusCode::CONFLICT,
             "no_model",

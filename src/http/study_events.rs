@@ -5,7 +5,9 @@
 //! [`POLL`] and sooner when a node task changes, and sends what changed since it last looked:
 //! * `study`: status, rounds done and epsilon spent, whenever one of them changes;
 //! * `round`: a round attempt as the rounds view shows it (small-cell rule included), when it
-//!   opens and again when it closes; its id is `<round>.<attempt>.<phase>`;
+//!   opens, again when it closes, and again whenever its view changes after that (the holders'
+//!   evaluation of the model it produced arrives with the next round); its id is
+//!   `<round>.<attempt>.<phase>`;
 //! * `end`: the study is over (completed, failed, stopped or cancelled); the stream closes.
 //!
 //! A subscription is one access: authorised and audited once, when it opens. It lasts at most
@@ -31,12 +33,7 @@ use super::{
 };
 use crate::{
     authz::Action,
-    domain::{
-        audit::AuditSubject,
-        audit_details::StudyViewed,
-        study::{RoundPhase, StudyStatus},
-        StudyId,
-    },
+    domain::{audit::AuditSubject, audit_details::StudyViewed, study::StudyStatus, StudyId},
 };
 
 /// Longest wait between two looks at the database.
@@ -55,8 +52,9 @@ pub struct StudyProgress {
 }
 
 /// The study's progress as server-sent events: `study` (status, rounds done, epsilon spent),
-/// `round` (a round attempt as in the rounds view, when it opens and when it closes) and `end`
-/// (the study is over). The stream ends after at most 5 minutes; reconnect to go on.
+/// `round` (a round attempt as in the rounds view, when it opens, when it closes and when the
+/// holders' evaluation of its model arrives) and `end` (the study is over). The stream ends
+/// after at most 5 minutes; reconnect to go on.
 #[utoipa::path(get, path = "/v1/studies/{id}/events", tag = "studies", security(("bearer" = [])),
     params(("id" = String, Path, description = "Study id")),
     responses(
@@ -99,8 +97,8 @@ struct Follower {
     state: AppState,
     id: StudyId,
     sent_progress: Option<StudyProgress>,
-    /// Phase last sent for each (round, attempt).
-    sent_rounds: HashMap<(u64, u32), RoundPhase>,
+    /// The view last sent of each (round, attempt).
+    sent_rounds: HashMap<(u64, u32), serde_json::Value>,
     queued: VecDeque<Event>,
     first_look: bool,
     finished: bool,
@@ -144,10 +142,10 @@ impl Follower {
         drop(tx);
         for round in &view.rounds {
             let key = (round.round, round.attempt);
-            if self.sent_rounds.get(&key) == Some(&round.phase) {
+            let shown = serde_json::to_value(round)?;
+            if self.sent_rounds.get(&key) == Some(&shown) {
                 continue;
             }
-            self.sent_rounds.insert(key, round.phase);
             self.queued.push_back(
                 Event::default()
                     .event("round")
@@ -157,8 +155,9 @@ impl Follower {
                         round.attempt,
                         round.phase.as_str()
                     ))
-                    .json_data(round)?,
+                    .json_data(&shown)?,
             );
+            self.sent_rounds.insert(key, shown);
         }
         let progress = StudyProgress {
             study_id: study.id,

@@ -21,7 +21,6 @@ use fl_engine::{
     dp::NoiseRng,
     sim::stream_seed,
     strategy::{ClientStrategy, Site, SiteSnapshot},
-    train::{evaluate_with, EvalOptions},
     ModelSpec,
 };
 use rand::SeedableRng;
@@ -391,21 +390,12 @@ impl Agent {
         let (mut site, mut client) = self.site(task, data, &spec, start_from)?;
         let num_examples = site.data.train.len() as u64;
 
-        let (train, val, test, loss) = (
-            site.data.train.clone(),
-            site.data.val.clone(),
-            site.data.test.clone(),
-            site.train.loss.clone(),
-        );
+        let (data, loss) = (site.data.clone(), site.train.loss.clone());
         let net = client.evaluation_net(&mut site, &ins.params)?;
-        // survival metrics fit the baseline hazard and censoring on the site's training part
-        let opts = EvalOptions {
-            reference: Some(&train),
-            ..EvalOptions::default()
-        };
+        let scores = super::local_model::evaluate_site(net, &data, &loss, s.threshold)?;
         let evaluation = NodeEvaluation {
-            validation: evaluate_with(net, &val, &loss, &opts)?,
-            test: evaluate_with(net, &test, &loss, &opts)?,
+            validation: scores.validation,
+            test: scores.test,
         };
         // the evaluated model is the one after round `start_from`, with this site's own parts
         super::best_model::offer(

@@ -22,7 +22,7 @@ use fl_engine::{
     sim::stream_seed,
     strategy::{FedMapClient, Site},
     train::{evaluate_with, steps_in, EvalOptions},
-    FitIns, MetricSummary, ModelSpec, Net, ParameterSet, StrategyConfig,
+    FitIns, LossKind, MetricSummary, ModelSpec, Net, ParameterSet, StrategyConfig,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{agent::holder_stream, FeatureSpec, SiteRows};
 use crate::{
-    domain::{OrgId, StudyId},
+    domain::{study::DecisionThreshold, OrgId, StudyId},
     federation::wire::{split_extras, NodeStudy, EXTRAS_PREFIX},
 };
 
@@ -139,7 +139,8 @@ pub fn site_data(
         rows.task,
         study.task,
     )?;
-    let spec = match super::private::local_spec(&study.model, rows.private_columns.len()) {
+    let shared = study.strategy.shared();
+    let spec = match super::private::local_spec(&study.model, rows.private_columns.len(), &shared) {
         Ok(spec) => spec,
         Err(e) => {
             // the private features are an addition to the study's model: it trains without
@@ -209,18 +210,28 @@ pub struct LocalScores {
     pub test: MetricSummary,
 }
 
-fn scores(net: &Net, site: &Site) -> anyhow::Result<LocalScores> {
-    // survival metrics fit the baseline hazard and censoring on the training part, as in the
-    // node's task evaluations
+/// `net`'s metrics on the holder's validation and test parts, as the node reports them in its
+/// tasks and `node evaluate-model` prints them: read at the study's decision threshold (fixed,
+/// or chosen by the study's rule on this validation part, for this model), survival metrics
+/// with the baseline hazard and censoring fitted on the training part.
+pub fn evaluate_site(
+    net: &Net,
+    data: &SiteData,
+    loss: &LossKind,
+    threshold: Option<DecisionThreshold>,
+) -> anyhow::Result<LocalScores> {
     let opts = EvalOptions {
-        reference: Some(&site.data.train),
-        ..EvalOptions::default()
+        threshold: threshold.unwrap_or_default().at(net, &data.val)?,
+        reference: Some(&data.train),
     };
-    let loss = &site.train.loss;
     Ok(LocalScores {
-        validation: evaluate_with(net, &site.data.val, loss, &opts)?,
-        test: evaluate_with(net, &site.data.test, loss, &opts)?,
+        validation: evaluate_with(net, &data.val, loss, &opts)?,
+        test: evaluate_with(net, &data.test, loss, &opts)?,
     })
+}
+
+fn scores(net: &Net, site: &Site, study: &NodeStudy) -> anyhow::Result<LocalScores> {
+    evaluate_site(net, &site.data, &site.train.loss, study.threshold)
 }
 
 fn parse_study(text: &str) -> anyhow::Result<StudyId> {
@@ -304,7 +315,7 @@ pub fn evaluate_model(args: EvaluateModelArgs) -> anyhow::Result<i32> {
         model,
         round,
         digest,
-        scores: scores(&net, &site)?,
+        scores: scores(&net, &site, &record.study)?,
     };
     println!("{}", serde_json::to_string_pretty(&report)?);
     Ok(0)
@@ -384,7 +395,7 @@ pub fn fedmap_finetune(args: FedMapFinetuneArgs) -> anyhow::Result<i32> {
     ));
     let report =
         client.fine_tune_from_prior(&mut site, &ins.params, &ins.extras, steps, &mut rng)?;
-    let scores = scores(&site.net, &site)?;
+    let scores = scores(&site.net, &site, &record.study)?;
     let extra = BTreeMap::from([
         ("checkpoint".to_owned(), "fedmap_fine_tuned".to_owned()),
         ("steps".to_owned(), steps.to_string()),

@@ -14,13 +14,20 @@
 //!   wider per private column (`local.*` never leaves the node);
 //! * the head keeps its width (the extractors' feature widths do not change).
 //!
-//! Any other model ignores private features: they feed local parts only. A FENDA model the
-//! node cannot widen (MLP extractors without `model.backbone`, a recurrent or CNN local
-//! extractor) trains without them, and the node says so in its log.
+//! The plain-MLP FENDA form (`Fenda`, extractors without `model.backbone`) is widened the same
+//! way: its extractors are MLP backbones without normalisation over the whole row, with the
+//! same parameter names and the same computation, so the holder's model becomes the equivalent
+//! `BackboneFenda` with the wider local extractor.
+//!
+//! Private features feed parts that never leave the node, so a model is widened only under a
+//! method that keeps `local.*` at the holder (FENDA-FL, PerFCL): under one that sends the whole
+//! model (FedAvg on a FENDA model, Ditto, ...) a wider local extractor would not fit the
+//! global model. Any other model, and a FENDA model the node cannot widen (a recurrent or CNN
+//! local extractor), trains without them, and the node says so in its log.
 use fl_engine::{
     data::{Dataset, SiteData, Standardizer, Task as Target},
-    model::{Backbone, ColumnRange},
-    ModelSpec,
+    model::{Backbone, ColumnRange, MlpConfig, Norm},
+    ModelSpec, Net, Selector,
 };
 
 use super::{impute::Imputer, SiteRows, SourceError, SubjectRow};
@@ -80,36 +87,49 @@ fn selection(b: &Backbone, width: usize) -> (Vec<ColumnRange>, Backbone) {
     }
 }
 
-/// The model this holder trains for a study of `spec` when it has `private` site-private
-/// columns: `spec` itself unless it is FENDA-FL over backbones with private columns.
-pub fn local_spec(spec: &ModelSpec, private: usize) -> Result<ModelSpec, SourceError> {
+/// A plain-MLP extractor as the backbone that computes the same (`fc{i}` -> ReLU -> dropout).
+fn mlp_backbone(c: &MlpConfig) -> Backbone {
+    Backbone::Mlp {
+        inputs: c.inputs,
+        hidden: c.hidden.clone(),
+        dropout: c.dropout,
+        norm: Norm::None,
+    }
+}
+
+/// The model this holder trains for a study of `spec` under a method that sends the
+/// parameters `shared` selects, when it has `private` site-private columns: `spec` itself
+/// unless it is a FENDA model and there are private columns.
+pub fn local_spec(
+    spec: &ModelSpec,
+    private: usize,
+    shared: &Selector,
+) -> Result<ModelSpec, SourceError> {
     if private == 0 {
         return Ok(spec.clone());
     }
-    let ModelSpec::BackboneFenda {
-        global,
-        local,
-        outputs,
-    } = spec
-    else {
-        if matches!(spec, ModelSpec::Fenda { .. }) {
-            return Err(refused(
-                "site-private features need FENDA-FL over a backbone (`model.backbone`); this \
-                 study's FENDA extractors read one shared row"
-                    .into(),
-            ));
-        }
-        return Ok(spec.clone());
+    let (global, local, outputs) = match spec {
+        ModelSpec::BackboneFenda {
+            global,
+            local,
+            outputs,
+        } => (global.clone(), local.clone(), *outputs),
+        ModelSpec::Fenda {
+            global,
+            local,
+            outputs,
+        } => (mlp_backbone(global), mlp_backbone(local), *outputs),
+        _ => return Ok(spec.clone()),
     };
     let width = spec.inputs();
     let wide = width + private;
-    let (columns, body) = selection(global, width);
+    let (columns, body) = selection(&global, width);
     let global = Backbone::Columns {
         inputs: wide,
         columns,
         body: Box::new(body),
     };
-    let (mut columns, body) = selection(local, width);
+    let (mut columns, body) = selection(&local, width);
     columns.push(ColumnRange {
         start: width,
         end: wide,
@@ -122,11 +142,31 @@ pub fn local_spec(spec: &ModelSpec, private: usize) -> Result<ModelSpec, SourceE
     let out = ModelSpec::BackboneFenda {
         global,
         local,
-        outputs: *outputs,
+        outputs,
     };
     out.validate()
         .map_err(|e| refused(format!("the local model with site-private features: {e}")))?;
+    keeps_shared_part(spec, &out, shared)?;
     Ok(out)
+}
+
+/// Refuses a widened model whose part the method sends differs from the study's in a name or
+/// shape: the gateway would refuse the update (a method that sends `local.*` too).
+fn keeps_shared_part(
+    study: &ModelSpec,
+    wide: &ModelSpec,
+    shared: &Selector,
+) -> Result<(), SourceError> {
+    let study = Net::new(study, 0)?.parameters()?;
+    for (name, t) in Net::new(wide, 0)?.parameters()?.iter() {
+        if shared.matches(name) && study.get(name).map(|s| &s.shape) != Some(&t.shape) {
+            return Err(refused(format!(
+                "the method sends `{name}`, which site-private columns would widen: they feed \
+                 only parts that stay at the holder (FENDA-FL's local extractor)"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// `d` with `extra` (`[n, p]`, row-major) appended to every row, targets kept.
@@ -215,6 +255,11 @@ mod tests {
         }
     }
 
+    /// What FENDA-FL sends.
+    fn fenda() -> Selector {
+        Selector::prefix("global.")
+    }
+
     fn shape(net: &Net, name: &str) -> Vec<usize> {
         net.parameters().unwrap().get(name).unwrap().shape.clone()
     }
@@ -227,16 +272,16 @@ mod tests {
             outputs: 1,
         };
         // no private columns, or another architecture: the study's model as it is
-        assert_eq!(local_spec(&study, 0).unwrap(), study);
+        assert_eq!(local_spec(&study, 0, &fenda()).unwrap(), study);
         let other = ModelSpec::BackboneNet {
             body: mlp(5, vec![4]),
             outputs: 1,
         };
-        assert_eq!(local_spec(&other, 2).unwrap(), other);
+        assert_eq!(local_spec(&other, 2, &fenda()).unwrap(), other);
 
         let shared = Net::new(&study, 1).unwrap();
         for p in [1, 2] {
-            let spec = local_spec(&study, p).unwrap();
+            let spec = local_spec(&study, p, &fenda()).unwrap();
             assert_eq!(spec.inputs(), 5 + p);
             let net = Net::new(&spec, 1).unwrap();
             // the shared part keeps its names and shapes; the head its width
@@ -279,7 +324,7 @@ mod tests {
             },
             outputs: 1,
         };
-        let spec = local_spec(&selected, 2).unwrap();
+        let spec = local_spec(&selected, 2, &fenda()).unwrap();
         let ModelSpec::BackboneFenda { global, local, .. } = &spec else {
             unreachable!()
         };
@@ -300,6 +345,74 @@ mod tests {
         let net = Net::new(&spec, 0).unwrap();
         assert_eq!(shape(&net, "local.fc0.weight"), [2, 4]);
         assert_eq!(shape(&net, "global.fc0.weight"), [4, 3]);
+    }
+
+    #[test]
+    fn plain_mlp_fenda_takes_the_private_columns_in_its_local_extractor() {
+        let mlp = |hidden: Vec<usize>| MlpConfig {
+            inputs: 3,
+            hidden,
+            outputs: 0,
+            dropout: 0.0,
+        };
+        let study = ModelSpec::Fenda {
+            global: mlp(vec![4]),
+            local: mlp(vec![2]),
+            outputs: 1,
+        };
+        let spec = local_spec(&study, 2, &fenda()).unwrap();
+        assert_eq!(spec.inputs(), 5);
+        let shared = Net::new(&study, 1).unwrap();
+        let mut params = shared.parameters().unwrap();
+        let net = Net::new(&spec, 1).unwrap();
+        // every parameter keeps its name; only the local extractor's first layer is wider
+        let names = |n: &Net| {
+            n.parameters()
+                .unwrap()
+                .names()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(&net), names(&shared));
+        assert_eq!(shape(&net, "global.fc0.weight"), [4, 3]);
+        assert_eq!(shape(&net, "local.fc0.weight"), [2, 5]);
+        assert_eq!(shape(&net, "head.out.weight"), [1, 6]);
+
+        // with zero weights on the private columns it computes what the study's model does
+        let w = params.get("local.fc0.weight").unwrap().values.clone();
+        let wide: Vec<f32> = w
+            .chunks(3)
+            .flat_map(|r| [r[0], r[1], r[2], 0.0, 0.0])
+            .collect();
+        params.insert("local.fc0.weight", vec![2, 5], wide).unwrap();
+        let net = Net::with_parameters(&spec, &params).unwrap();
+        let x = [0.3f32, -1.2, 0.8, 0.1, 2.0, -0.4];
+        let private = [5.0f32, -3.0, 0.7, 1.1];
+        let rows: Vec<f32> = x
+            .chunks(3)
+            .zip(private.chunks(2))
+            .flat_map(|(a, b)| a.iter().chain(b).copied())
+            .collect();
+        let out = |n: &Net, v: &[f32], w: usize| -> Vec<f32> {
+            let d = Dataset::new(w, v.to_vec(), vec![0, 1]).unwrap();
+            fl_engine::train::predict_scores(n, &d).unwrap()
+        };
+        let (a, b) = (out(&shared, &x, 3), out(&net, &rows, 5));
+        for (a, b) in a.iter().zip(&b) {
+            assert!((a - b).abs() < 1e-6, "{a} vs {b}");
+        }
+    }
+
+    #[test]
+    fn a_method_that_sends_the_local_extractor_gets_the_study_s_model() {
+        let study = ModelSpec::BackboneFenda {
+            global: mlp(5, vec![4]),
+            local: mlp(5, vec![3]),
+            outputs: 1,
+        };
+        // FedAvg on a FENDA model sends everything, `local.*` included
+        let err = local_spec(&study, 2, &Selector::All).unwrap_err();
+        assert!(err.to_string().contains("local.fc0.weight"), "{err}");
     }
 
     #[test]

@@ -535,3 +535,497 @@ async fn production_has_no_role_picker_and_signs_in_with_pkce() {
     assert_eq!(forged.status(), 400);
     assert!(forged.text().await.unwrap().contains("state_mismatch"));
 }
+
+/// `text` as the console's templates write it into a page (minijinja's HTML escaping).
+fn escaped(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#x27;")
+        .replace('/', "&#x2f;")
+}
+
+/// The study form as a browser sends it (every field, the empty ones too), with `edits`.
+fn study_form(permit: &str, holders: &str, edits: &[(&str, &str)]) -> Vec<(String, String)> {
+    let features = example_features().to_string();
+    let mut form: Vec<(String, String)> = [
+        ("csrf", CSRF),
+        ("title", "Coronary artery disease risk"),
+        ("permit_id", permit),
+        ("purpose", "scientific_research"),
+        ("categories", "ehr_data"),
+        ("data_holders", holders),
+        ("feature_spec", &features),
+        ("task", ""),
+        ("strategy", "fedavg"),
+        ("strategy.settings", ""),
+        ("model.architecture", "logistic"),
+        ("model.hidden", ""),
+        ("optimizer.name", "sgd"),
+        ("optimizer.lr", "0.1"),
+        ("local_steps", "20"),
+        ("batch_size", "8"),
+        ("rounds", "2"),
+        ("min_sites", "2"),
+        ("round_deadline_seconds", "120"),
+        ("dp.level", "client"),
+        ("dp.clip_norm", "1.0"),
+        ("dp.target_epsilon", "2.0"),
+        ("dp.noise_multiplier", ""),
+        ("dp.sampling_rate", ""),
+    ]
+    .iter()
+    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+    .collect();
+    for (name, value) in edits {
+        let field = form.iter_mut().find(|(k, _)| k == name).expect("a field");
+        field.1 = (*value).to_owned();
+    }
+    form
+}
+
+/// The JSON the API gets for `study_form(permit, holders, ..)` with these numbers.
+fn study_json(permit: &str, holders: &[&str], lr: f64, rounds: i64, target_epsilon: f64) -> Value {
+    json!({
+        "title": "Coronary artery disease risk",
+        "permit_id": permit,
+        "purpose": "scientific_research",
+        "categories": ["ehr_data"],
+        "data_holders": holders,
+        "feature_spec": example_features(),
+        "model": {"architecture": "logistic", "hidden": []},
+        "strategy": {"name": "fedavg"},
+        "optimizer": {"name": "sgd", "lr": lr},
+        "local_steps": 20,
+        "batch_size": 8,
+        "rounds": rounds,
+        "min_sites": 2,
+        "round_deadline_seconds": 120,
+        "dp": {"level": "client", "clip_norm": 1.0, "target_epsilon": target_epsilon}
+    })
+}
+
+async fn submit_owned(app: &TestApp, path: &str, token: &str, form: &[(String, String)]) -> Page {
+    let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    submit(app, path, token, &form).await
+}
+
+/// A researcher's invalid study from the console form: the page shows every field error and
+/// every reason the permit does not cover the study, in the API's own words and codes, and
+/// nothing is stored; each refusal is audited as the API's.
+async fn researcher_submits_a_study_with_the_api_validation(app: TestApp) {
+    let permit = app
+        .permit_id(&federation_application(
+            &["cleveland", "hungarian"],
+            8.0,
+            "record",
+        ))
+        .await;
+
+    // Field errors: no round, a negative learning rate.
+    let form = study_form(
+        &permit,
+        "cleveland, hungarian",
+        &[("rounds", "0"), ("optimizer.lr", "-1")],
+    );
+    let invalid = submit_owned(&app, "/console/studies/new", &app.researcher(), &form).await;
+    assert_eq!(invalid.status, 422, "{}", invalid.text);
+    assert!(invalid.text.contains("role=\"alert\""), "{}", invalid.text);
+    for id in ["f-rounds-error", "f-optimizer-lr-error"] {
+        assert!(invalid.text.contains(id), "{id}: {}", invalid.text);
+    }
+    // The form comes back as it was sent.
+    assert!(
+        invalid
+            .text
+            .contains("value=\"Coronary artery disease risk\""),
+        "{}",
+        invalid.text
+    );
+
+    // Reasons: a holder the permit does not name, and more epsilon than it has.
+    let form = study_form(
+        &permit,
+        "cleveland, va",
+        &[("rounds", "5"), ("dp.target_epsilon", "20")],
+    );
+    let refused = submit_owned(&app, "/console/studies/new", &app.researcher(), &form).await;
+    assert_eq!(refused.status, 422, "{}", refused.text);
+    assert!(
+        refused.text.contains("study_not_permitted"),
+        "{}",
+        refused.text
+    );
+
+    assert_eq!(
+        app.get("/v1/studies", &app.researcher()).await.body,
+        json!([]),
+        "nothing is stored"
+    );
+    let denied = app.audit("action=study.create&outcome=denied").await;
+    let codes: Vec<&str> = denied
+        .iter()
+        .map(|e| e["detail"]["code"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        codes,
+        ["validation_failed", "study_not_permitted"],
+        "{denied:?}"
+    );
+
+    // What the API answers the same study: every message of it is on the console's page.
+    let api = app
+        .post(
+            "/v1/studies",
+            &app.researcher(),
+            &study_json(&permit, &["cleveland", "hungarian"], -1.0, 0, 2.0),
+        )
+        .await;
+    assert_eq!(api.status, 422, "{}", api.text);
+    let errors = api.body["errors"].as_array().expect("field errors");
+    let fields: Vec<&str> = errors.iter().filter_map(|e| e["field"].as_str()).collect();
+    assert!(
+        fields.contains(&"rounds") && fields.contains(&"optimizer.lr"),
+        "{fields:?}"
+    );
+    for e in errors {
+        for part in ["field", "code", "message"] {
+            let text = e[part].as_str().unwrap();
+            assert!(
+                invalid.text.contains(&escaped(text)),
+                "{part} {text:?} missing from the console: {}",
+                invalid.text
+            );
+        }
+    }
+    let api = app
+        .post(
+            "/v1/studies",
+            &app.researcher(),
+            &study_json(&permit, &["cleveland", "va"], 0.1, 5, 20.0),
+        )
+        .await;
+    assert_eq!(
+        (api.status.as_u16(), api.code()),
+        (422, "study_not_permitted"),
+        "{}",
+        api.text
+    );
+    let reasons = api.body["reasons"].as_array().expect("reasons");
+    let reason_codes: Vec<&str> = reasons.iter().filter_map(|r| r["code"].as_str()).collect();
+    assert!(
+        reason_codes.contains(&"data_holder_not_permitted") && reason_codes.len() == 2,
+        "{reason_codes:?}"
+    );
+    for r in reasons {
+        let message = r["message"].as_str().expect("each reason has its sentence");
+        assert!(!message.is_empty());
+        for text in [r["code"].as_str().unwrap(), message] {
+            assert!(
+                refused.text.contains(&escaped(text)),
+                "{text:?} missing from the console: {}",
+                refused.text
+            );
+        }
+    }
+    assert!(refused.text.contains("`va`"), "{}", refused.text);
+}
+both_backends!(researcher_submits_a_study_with_the_api_validation);
+
+async fn etag_of(app: &TestApp, pid: &str) -> String {
+    let r = app.get(&format!("/v1/permits/{pid}"), &app.officer()).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    r.body["etag"].as_str().unwrap().to_owned()
+}
+
+/// The officer amends, extends and revokes a permit through the console: each change is the
+/// API's (state read back through the API, a new version of the terms on the page, the audit
+/// entry), and a change the API refuses is shown with its message and changes nothing.
+async fn officer_amends_extends_and_revokes_through_the_console(app: TestApp) {
+    let permit = app.permit().await;
+    let pid = permit["id"].as_str().unwrap().to_owned();
+    let action = |name: &str| format!("/console/permits/{pid}/{name}");
+
+    // Amend: new conditions and a smaller budget, as version 2 of the terms.
+    let etag = etag_of(&app, &pid).await;
+    let bad = submit(
+        &app,
+        &action("amend"),
+        &app.officer(),
+        &[
+            ("csrf", CSRF),
+            ("etag", &etag),
+            ("reason", "Budget review"),
+            ("epsilon", "-1"),
+        ],
+    )
+    .await;
+    assert_eq!(bad.status, 422, "{}", bad.text);
+    assert!(bad.text.contains("class=\"error\""), "{}", bad.text);
+    let amended = submit(
+        &app,
+        &action("amend"),
+        &app.officer(),
+        &[
+            ("csrf", CSRF),
+            ("etag", &etag),
+            ("reason", "Budget review after the first study"),
+            ("conditions", "Publish the model card"),
+            ("epsilon", "6"),
+        ],
+    )
+    .await;
+    assert_eq!(amended.status, 303, "{}", amended.text);
+    assert_eq!(location(&amended), format!("/console/permits/{pid}"));
+    let now = app
+        .get(&format!("/v1/permits/{pid}"), &app.officer())
+        .await
+        .body;
+    assert_eq!(now["terms_version"], 2, "{now}");
+    assert_eq!(now["terms"]["conditions"], "Publish the model card");
+    assert_eq!(now["privacy_budget"]["epsilon_total"], 6.0, "{now}");
+    let versions = app
+        .get(&format!("/v1/permits/{pid}/versions"), &app.officer())
+        .await
+        .body;
+    assert_eq!(versions.as_array().map(Vec::len), Some(2), "{versions}");
+    let shown = page(&app, &format!("/console/permits/{pid}"), &app.officer()).await;
+    assert_eq!(shown.status, 200);
+    assert!(
+        shown.text.contains("<td>2</td>")
+            && shown.text.contains("Budget review after the first study"),
+        "the new version is listed: {}",
+        shown.text
+    );
+
+    // Extend: a date before the current expiry is the API's field error; a later one holds.
+    let etag = etag_of(&app, &pid).await;
+    let earlier = in_days(100)[..10].to_owned();
+    let refused = submit(
+        &app,
+        &action("extend"),
+        &app.officer(),
+        &[
+            ("csrf", CSRF),
+            ("etag", &etag),
+            ("expires_at", &earlier),
+            ("reason", "Follow-up"),
+        ],
+    )
+    .await;
+    assert_eq!(refused.status, 422, "{}", refused.text);
+    assert!(
+        refused
+            .text
+            .contains("the new expiry must be later than the current one"),
+        "{}",
+        refused.text
+    );
+    let later = in_days(730)[..10].to_owned();
+    let extended = submit(
+        &app,
+        &action("extend"),
+        &app.officer(),
+        &[
+            ("csrf", CSRF),
+            ("etag", &etag),
+            ("expires_at", &later),
+            ("reason", "Follow-up of the cohort"),
+        ],
+    )
+    .await;
+    assert_eq!(extended.status, 303, "{}", extended.text);
+    let now = app
+        .get(&format!("/v1/permits/{pid}"), &app.officer())
+        .await
+        .body;
+    assert_eq!(
+        now["expires_at"].as_str().map(|s| &s[..10]),
+        Some(&later[..])
+    );
+    assert!(now["extended_at"].is_string(), "{now}");
+
+    // Revoke: a reason is required; then the permit is revoked and offers no action.
+    let etag = etag_of(&app, &pid).await;
+    let no_reason = submit(
+        &app,
+        &action("revoke"),
+        &app.officer(),
+        &[("csrf", CSRF), ("etag", &etag)],
+    )
+    .await;
+    assert_eq!(no_reason.status, 422, "{}", no_reason.text);
+    assert_eq!(permit_status(&app, &pid).await, "active");
+    let revoked = submit(
+        &app,
+        &action("revoke"),
+        &app.officer(),
+        &[
+            ("csrf", CSRF),
+            ("etag", &etag),
+            ("reason", "Art. 63 breach of the conditions"),
+        ],
+    )
+    .await;
+    assert_eq!(revoked.status, 303, "{}", revoked.text);
+    assert_eq!(permit_status(&app, &pid).await, "revoked");
+    let shown = page(&app, &format!("/console/permits/{pid}"), &app.officer()).await;
+    assert!(
+        shown.text.contains("Art. 63 breach of the conditions"),
+        "{}",
+        shown.text
+    );
+    for form in ["/suspend", "/revoke", "/amend", "/extend"] {
+        assert!(!shown.text.contains(form), "{form} offered: {}", shown.text);
+    }
+
+    // The trail has each change as the officer's, and each refusal.
+    let done = app
+        .audit(&format!(
+            "outcome=success&actor=officer-1&resource_id={pid}"
+        ))
+        .await;
+    for action in ["permit.amend", "permit.extend", "permit.revoke"] {
+        let entries: Vec<_> = done.iter().filter(|e| e["action"] == action).collect();
+        assert_eq!(entries.len(), 1, "{action}: {done:?}");
+        assert_eq!(entries[0]["permit_id"], pid.as_str());
+    }
+    let refusals = app.audit("outcome=denied&actor=officer-1").await;
+    for action in ["amend", "extend", "revoke"] {
+        let path = format!("/v1/permits/{{id}}/{action}");
+        assert!(
+            refusals
+                .iter()
+                .any(|e| e["detail"]["path"] == path.as_str() && e["http_status"] == 422),
+            "{action}: {refusals:?}"
+        );
+    }
+}
+both_backends!(officer_amends_extends_and_revokes_through_the_console);
+
+/// The console relays a study's server-sent events to its owner as they come (here: the
+/// study's state, then its cancellation and the end of the stream), audited as the API's
+/// subscription; another organisation's researcher gets the API's 404 page, not a stream.
+async fn study_events_stream_through_the_console(app: TestApp) {
+    let permit = app
+        .permit_id(&federation_application(
+            &["cleveland", "hungarian"],
+            50.0,
+            "record",
+        ))
+        .await;
+    let id = app
+        .submit_study(&study_body(&permit, &["cleveland", "hungarian"]))
+        .await;
+    app.wait_for(
+        &format!("/v1/studies/{id}/rounds"),
+        &app.researcher(),
+        30,
+        "the study's first round to open",
+        |v| v["status"] == "running" && v["rounds"].as_array().is_some_and(|r| !r.is_empty()),
+    )
+    .await;
+    let url = format!("{}/console/studies/{id}/events", app.base);
+    let cookie = |token: &str| format!("ehds_console={token}; ehds_console_csrf={CSRF}");
+
+    let stranger = app.token("bob", &["researcher"], Some("uni-b"));
+    let refused = browser()
+        .get(&url)
+        .header("cookie", cookie(&stranger))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 404);
+    assert!(refused.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/html"));
+    assert!(refused.text().await.unwrap().contains("not_found"));
+    let anonymous = browser().get(&url).send().await.unwrap();
+    assert_eq!(anonymous.status(), 303);
+
+    let stream = browser()
+        .get(&url)
+        .header("cookie", cookie(&app.researcher()))
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    assert_eq!(stream.headers()["content-type"], "text/event-stream");
+    assert!(stream.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .contains("connect-src 'self'"));
+    let reader = tokio::spawn(read_events(stream));
+    // The first look has been sent once the subscription is on the trail.
+    app.wait_for(
+        &format!("/v1/audit/events?action=study.read&resource_id={id}"),
+        &app.auditor(),
+        30,
+        "the subscription's audit entry",
+        |entries| {
+            entries
+                .as_array()
+                .is_some_and(|a| a.iter().any(|e| e["detail"]["view"] == "events"))
+        },
+    )
+    .await;
+    let cancelled = app
+        .post(
+            &format!("/v1/studies/{id}/cancel"),
+            &app.researcher(),
+            &json!({"reason": "wrong cohort"}),
+        )
+        .await;
+    assert_eq!(cancelled.status, 200, "{}", cancelled.text);
+    let events = tokio::time::timeout(std::time::Duration::from_secs(30), reader)
+        .await
+        .expect("the stream ends with the study")
+        .unwrap();
+
+    let last = events.last().expect("events");
+    assert_eq!(
+        (last.event.as_str(), last.data.as_str()),
+        ("end", "cancelled")
+    );
+    let progress: Vec<Value> = events
+        .iter()
+        .filter(|e| e.event == "study")
+        .map(|e| serde_json::from_str(&e.data).unwrap())
+        .collect();
+    assert_eq!(
+        progress.first().map(|p| &p["status"]),
+        Some(&json!("running"))
+    );
+    assert_eq!(
+        progress.last().map(|p| &p["status"]),
+        Some(&json!("cancelled"))
+    );
+    assert_eq!(progress[0]["study_id"], id.as_str());
+    let round: Value = serde_json::from_str(
+        &events
+            .iter()
+            .find(|e| e.event == "round")
+            .expect("the open round")
+            .data,
+    )
+    .unwrap();
+    assert_eq!(round["round"], 1, "{round}");
+
+    let subscriptions: Vec<Value> = app
+        .audit(&format!(
+            "action=study.read&resource_id={id}&outcome=success"
+        ))
+        .await
+        .into_iter()
+        .filter(|e| e["detail"]["view"] == "events")
+        .collect();
+    assert_eq!(subscriptions.len(), 1, "{subscriptions:?}");
+    assert_eq!(
+        subscriptions[0]["actor"]["sub"], "alice",
+        "{subscriptions:?}"
+    );
+}
+both_backends!(study_events_stream_through_the_console);

@@ -67,7 +67,12 @@ async fn refused_dp(app: &TestApp, body: &Value, level: &str, requirement: &str,
     assert_eq!(
         reasons[0],
         json!({"code": "dp_level_not_permitted", "level": level,
-               "dp_requirement": requirement, "permitted_levels": allowed}),
+        "dp_requirement": requirement, "permitted_levels": allowed,
+        "message": format!(
+            "the permit's privacy requirement `{requirement}` does not allow DP level \
+             `{level}`; it allows {}",
+            allowed.iter().map(|l| format!("`{l}`")).collect::<Vec<_>>().join(", ")
+        )}),
         "{}",
         r.text
     );
@@ -337,7 +342,9 @@ async fn amendment_changes_the_dp_requirement(app: TestApp) {
         assert_eq!(
             r.body["reasons"][0],
             json!({"code": "dp_level_not_permitted", "level": level,
-                   "dp_requirement": "client", "permitted_levels": ["client"]})
+                   "dp_requirement": "client", "permitted_levels": ["client"],
+                   "message": format!("the permit's privacy requirement `client` does not \
+                                       allow DP level `{level}`; it allows `client`")})
         );
         assert_eq!(studies_stored(&app).await, stored);
     }

@@ -531,3 +531,49 @@ impl TestApp {
         }
     }
 }
+
+/// One server-sent event: its type, id and data.
+#[derive(Debug)]
+pub struct StreamedEvent {
+    pub event: String,
+    pub id: Option<String>,
+    pub data: String,
+}
+
+/// Reads server-sent events from `resp` until an `end` event or the connection closes.
+pub async fn read_events(mut resp: reqwest::Response) -> Vec<StreamedEvent> {
+    let mut buffer = String::new();
+    let mut events = Vec::new();
+    while let Some(chunk) = resp.chunk().await.expect("the stream reads") {
+        buffer.push_str(std::str::from_utf8(&chunk).expect("UTF-8 events"));
+        while let Some(at) = buffer.find("\n\n") {
+            let block: String = buffer.drain(..at + 2).collect();
+            let mut e = StreamedEvent {
+                event: "message".into(),
+                id: None,
+                data: String::new(),
+            };
+            let mut fields = 0;
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("event:") {
+                    e.event = v.trim().to_owned();
+                    fields += 1;
+                } else if let Some(v) = line.strip_prefix("data:") {
+                    e.data.push_str(v.trim_start());
+                    fields += 1;
+                } else if let Some(v) = line.strip_prefix("id:") {
+                    e.id = Some(v.trim().to_owned());
+                }
+            }
+            // keep-alive comments carry no field
+            if fields > 0 {
+                let end = e.event == "end";
+                events.push(e);
+                if end {
+                    return events;
+                }
+            }
+        }
+    }
+    events
+}

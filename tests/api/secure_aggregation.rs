@@ -534,7 +534,8 @@ async fn a_permit_can_require_secure_aggregation(app: TestApp) {
     );
     assert_eq!(
         r.body["reasons"],
-        json!([{"code": "secure_aggregation_required"}]),
+        json!([{"code": "secure_aggregation_required",
+                "message": "the permit requires secure aggregation, which the study does not use"}]),
         "{}",
         r.text
     );
@@ -614,8 +615,17 @@ async fn distributed_dp_runs_under_a_permit_requiring_client_level_dp(app: TestA
         "{}",
         refused.text
     );
+    let mut reasons = refused.body["reasons"].clone();
+    let message = reasons[0]
+        .as_object_mut()
+        .and_then(|r| r.remove("message"))
+        .expect("a reason carries its sentence");
+    assert!(
+        message.as_str().unwrap().contains("one round spends"),
+        "{message}"
+    );
     assert_eq!(
-        refused.body["reasons"],
+        reasons,
         json!([{"code": "budget_too_small_for_one_round",
                 "epsilon_one_round": one_round, "remaining": 0.5}]),
         "{}",

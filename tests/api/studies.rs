@@ -7,7 +7,10 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use ehds_gateway::{
-    domain::{study::TaskKind, OrgId, StudyId},
+    domain::{
+        study::{DecisionThreshold, TaskKind},
+        OrgId, StudyId,
+    },
     federation::wire::{decode_fit_ins, encode_update, NodeTask},
 };
 use fl_engine::{FitIns, ParameterSet};
@@ -1087,6 +1090,143 @@ async fn image_specifications_take_a_cnn(app: TestApp) {
     );
 }
 both_backends!(image_specifications_take_a_cnn);
+
+/// The two holders' evaluation of study `id`'s initial model as the researcher sees it:
+/// cleveland's, hungarian's and the uniform mean on test data.
+async fn initial_evaluation(app: &TestApp, id: &str) -> (Value, Value, Value) {
+    let view = app
+        .wait_for(
+            &format!("/v1/studies/{id}/rounds"),
+            &app.researcher(),
+            30,
+            "the initial evaluation",
+            |v| {
+                v["initial_evaluation"]["sites"]
+                    .as_array()
+                    .is_some_and(|s| s.len() == 2)
+            },
+        )
+        .await;
+    let ev = &view["initial_evaluation"];
+    let site = |org: &str| {
+        ev["sites"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["data_holder"] == org)
+            .unwrap()
+            .clone()
+    };
+    (
+        site("cleveland"),
+        site("hungarian"),
+        ev["mean_test"].clone(),
+    )
+}
+
+// 1d. The decision threshold: checked with the task at submission (a precise code, nothing
+// stored, the refusal audited); the accepted study keeps it and sends it with every task.
+// Chosen on each holder's validation part, it makes the holder's test metrics rest on the
+// validation rows too: a validation part under the small-cell threshold withholds them.
+async fn decision_thresholds_are_checked_and_sent_to_the_holders(app: TestApp) {
+    let alice = app.researcher();
+    let permit = app
+        .permit_id(&federation_application(&TWO, 1000.0, "record"))
+        .await;
+    let binary = with(study_body(&permit, &TWO), &[("rounds", json!(1))]);
+    let survival = with(
+        binary.clone(),
+        &[("feature_spec", icu_features("survival"))],
+    );
+    for (body, field, code) in [
+        (
+            with(
+                binary.clone(),
+                &[("threshold", json!({"rule": "max_balanced_accuracy"}))],
+            ),
+            "threshold",
+            "invalid_threshold",
+        ),
+        (
+            with(
+                binary.clone(),
+                &[("threshold", json!({"rule": "fixed", "value": 1.5}))],
+            ),
+            "threshold.value",
+            "invalid_threshold",
+        ),
+        // a softmax's prediction is the most probable class, a Cox model's output a risk
+        (
+            with(
+                binary.clone(),
+                &[
+                    ("task", json!({"multiclass": {"classes": 2}})),
+                    ("threshold", json!({"rule": "max_f1"})),
+                ],
+            ),
+            "threshold",
+            "threshold_task_mismatch",
+        ),
+        (
+            with(survival, &[("threshold", json!({"rule": "youden_j"}))]),
+            "threshold",
+            "threshold_task_mismatch",
+        ),
+    ] {
+        let r = refused(&app, &alice, &body, 422, code).await;
+        assert_eq!(only_field(&r), (field.to_owned(), code.to_owned()));
+    }
+
+    let fixed = app.submit_study(&binary).await;
+    assert_eq!(
+        study(&app, &fixed).await["spec"]["threshold"],
+        json!({"rule": "fixed", "value": 0.5})
+    );
+    let chosen = app
+        .submit_study(&with(
+            binary.clone(),
+            &[("threshold", json!({"rule": "max_f1"}))],
+        ))
+        .await;
+    assert_eq!(
+        study(&app, &chosen).await["spec"]["threshold"],
+        json!({"rule": "max_f1"})
+    );
+    // cleveland validates on 5 rows, hungarian on 40; both test on 40
+    for id in [&fixed, &chosen] {
+        for (org, validation_rows, threshold) in [("cleveland", 5, 0.31), ("hungarian", 40, 0.62)] {
+            let node = Node::new(&app, org);
+            let t = node.task(id, 1, TaskKind::Fit).await;
+            let want = if *id == chosen {
+                DecisionThreshold::MaxF1 {}
+            } else {
+                DecisionThreshold::Fixed { value: 0.5 }
+            };
+            assert_eq!(t.study.threshold, Some(want));
+            let mut body = result_body(&t, 40, Some(node.echo(&t, 0.01).await));
+            body["evaluation"] = evaluation(&[("threshold", json!(threshold))]);
+            body["evaluation"]["validation"]["n"] = json!(validation_rows);
+            let r = node.upload(&t, &body).await;
+            assert_eq!(r.status, 200, "{}", r.text);
+        }
+    }
+    // a fixed threshold: the small validation part alone is withheld
+    let (cleveland, hungarian, mean) = initial_evaluation(&app, &fixed).await;
+    assert_eq!(cleveland["validation"], Value::Null, "{cleveland}");
+    assert_eq!(cleveland["test"]["n"], 40, "{cleveland}");
+    assert_eq!(hungarian["test"]["threshold"], 0.62, "{hungarian}");
+    assert_eq!(mean["n"], 80, "{mean}");
+    // chosen on it: the test metrics read at its threshold go with it
+    let (cleveland, hungarian, mean) = initial_evaluation(&app, &chosen).await;
+    assert_eq!(cleveland["validation"], Value::Null, "{cleveland}");
+    assert_eq!(cleveland["test"], Value::Null, "{cleveland}");
+    assert_eq!(hungarian["test"]["threshold"], 0.62, "{hungarian}");
+    assert_eq!(hungarian["validation"]["threshold"], 0.62, "{hungarian}");
+    assert_eq!(mean["n"], 40, "{mean}");
+    // the uniform mean reports no threshold: each holder has its own
+    assert!(mean.get("threshold").is_none(), "{mean}");
+}
+both_backends!(decision_thresholds_are_checked_and_sent_to_the_holders);
 
 async fn small_updates(backend: Backend) -> TestApp {
     TestApp::spawn_with(backend, |s| s.federation.max_update_bytes = 64 * 1024).await
@@ -2305,52 +2445,6 @@ async fn silo_runs_under_a_permit(app: TestApp) {
 }
 both_backends!(silo_runs_under_a_permit);
 
-/// One server-sent event: its type, id and data.
-#[derive(Debug)]
-struct StreamedEvent {
-    event: String,
-    id: Option<String>,
-    data: String,
-}
-
-/// Reads server-sent events from `resp` until an `end` event or the connection closes.
-async fn read_events(mut resp: reqwest::Response) -> Vec<StreamedEvent> {
-    let mut buffer = String::new();
-    let mut events = Vec::new();
-    while let Some(chunk) = resp.chunk().await.expect("the stream reads") {
-        buffer.push_str(std::str::from_utf8(&chunk).expect("UTF-8 events"));
-        while let Some(at) = buffer.find("\n\n") {
-            let block: String = buffer.drain(..at + 2).collect();
-            let mut e = StreamedEvent {
-                event: "message".into(),
-                id: None,
-                data: String::new(),
-            };
-            let mut fields = 0;
-            for line in block.lines() {
-                if let Some(v) = line.strip_prefix("event:") {
-                    e.event = v.trim().to_owned();
-                    fields += 1;
-                } else if let Some(v) = line.strip_prefix("data:") {
-                    e.data.push_str(v.trim_start());
-                    fields += 1;
-                } else if let Some(v) = line.strip_prefix("id:") {
-                    e.id = Some(v.trim().to_owned());
-                }
-            }
-            // keep-alive comments carry no field
-            if fields > 0 {
-                let end = e.event == "end";
-                events.push(e);
-                if end {
-                    return events;
-                }
-            }
-        }
-    }
-    events
-}
-
 /// `GET /v1/studies/{id}/events` streams the study's progress until it ends: each round attempt
 /// when it opens and closes, exactly as the rounds view shows it, the study's status and
 /// epsilon as they change, and a closing `end`; the subscription is audited once and follows
@@ -2388,8 +2482,33 @@ async fn study_progress_streams_as_server_sent_events(app: TestApp) {
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.headers()["content-type"], "text/event-stream");
     let reader = tokio::spawn(read_events(resp));
+    // The nodes report their evaluation of the model each task brings: a round's evaluation
+    // arrives after the round closed (with the next round's fit, or the final evaluation).
     let nodes = TWO.map(|org| Node::new(&app, org));
-    let done = run_to_end(&app, &id, &nodes, 50).await;
+    let until = Instant::now() + Duration::from_secs(60);
+    let done = loop {
+        for n in &nodes {
+            for t in n.tasks().await {
+                if t.study_id.to_string() != id {
+                    continue;
+                }
+                let parameters = match t.kind {
+                    TaskKind::Fit => Some(n.echo(&t, 0.01).await),
+                    TaskKind::Evaluate => None,
+                };
+                let mut body = result_body(&t, 50, parameters);
+                body["evaluation"] = evaluation(&[]);
+                let r = n.upload(&t, &body).await;
+                assert_eq!(r.status, 200, "{}", r.text);
+            }
+        }
+        let s = study(&app, &id).await;
+        if s["status"] != "running" {
+            break s;
+        }
+        assert!(Instant::now() < until, "study {id} still running: {s}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     assert_eq!(done["status"], "completed", "{done}");
     let events = tokio::time::timeout(Duration::from_secs(30), reader)
         .await
@@ -2401,9 +2520,11 @@ async fn study_progress_streams_as_server_sent_events(app: TestApp) {
         (last.event.as_str(), last.data.as_str()),
         ("end", "completed")
     );
-    // every closed round, as the rounds view has it, and each attempt's opening before it
+    // every closed round as the rounds view has it, its evaluation included (which arrived
+    // after the round closed), and a round sent again only when its view changed
     let view = rounds(&app, &id).await;
     for round in view["rounds"].as_array().unwrap() {
+        assert!(round["evaluation"].is_object(), "{round}");
         let key = format!("{}.{}", round["round"], round["attempt"]);
         let sent: Vec<&StreamedEvent> = events
             .iter()
@@ -2419,7 +2540,10 @@ async fn study_progress_streams_as_server_sent_events(app: TestApp) {
             &streamed, round,
             "the stream shows the round as the view does"
         );
-        assert!(sent.len() <= 2, "{sent:?}");
+        assert!(
+            sent.windows(2).all(|w| w[0].data != w[1].data),
+            "a round is sent again only when it changed: {sent:?}"
+        );
     }
     // progress: rounds done and epsilon only grow, and end where the study ended
     let progress: Vec<Value> = events

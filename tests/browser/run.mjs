@@ -4,6 +4,9 @@
 // every page visited, an axe-core scan of each (no serious or critical violation), and no
 // request to any origin but the gateway's.
 //
+// The node agents start only once the researcher's study page is open, so the test sees the
+// rounds arrive on that page from the study's server-sent events, without a reload or a poll.
+//
 // Environment: EHDS_GATEWAY_BIN (default target/debug/ehds-gateway), CHROMIUM_PATH (default
 // /usr/bin/chromium), SCREENSHOT_DIR (default tests/browser/screenshots).
 
@@ -97,21 +100,28 @@ before(async () => {
     assert.ok(Date.now() < until, `the gateway did not become ready:\n${tail("gateway.log")}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+  nodeEnv = { env, data };
+  browser = await chromium.launch({ executablePath: chromiumPath, headless: true });
+});
+
+// The four hospitals' node agents; started once the researcher watches the study page, so
+// that every round is seen to arrive there.
+let nodeEnv;
+function startNodes() {
   for (const [org] of hospitals) {
     start(
       [
         "node", "run", "--gateway", base, "--org", org,
         "--fhir", join(repo, "examples", "federation", `${org}.json`),
         "--state-dir", join(work, "nodes", org),
-        "--dev-key-dir", data,
+        "--dev-key-dir", nodeEnv.data,
         "--poll-wait", "5",
       ],
       `node-${org}.log`,
-      env,
+      nodeEnv.env,
     );
   }
-  browser = await chromium.launch({ executablePath: chromiumPath, headless: true });
-});
+}
 
 after(async () => {
   await browser?.close();
@@ -226,6 +236,22 @@ test("officer decides the application, then suspends and reinstates the permit",
   await Promise.all([page.waitForLoadState("load"), page.click("form[action$=reinstate] button")]);
   assert.equal((await page.textContent("#permit-status")).trim(), "active");
   assert.match(await page.textContent("main"), /Versions of the terms/);
+
+  // Amend the terms: version 2 is listed with its reason, the budget changed.
+  await page.fill("#f-amend-reason", "Budget review before the first study");
+  await page.fill("#f-amend-conditions", "Publish the model card and the evaluation.");
+  await page.fill("#f-amend-epsilon", "9");
+  await Promise.all([page.waitForLoadState("load"), page.click("form[action$=amend] button")]);
+  assert.equal(page.url(), permitUrl);
+  const versions = await page.$$eval("table#versions tbody tr", (rows) =>
+    rows.map((r) => Array.from(r.cells, (c) => c.textContent.trim())),
+  );
+  assert.equal(versions.length, 2, JSON.stringify(versions));
+  assert.equal(versions[1][0], "2");
+  assert.equal(versions[1][3], "Budget review before the first study");
+  assert.match(versions[1][4], /^9(\.0)?$/);
+  assert.match(await page.textContent("dl.facts"), /Publish the model card and the evaluation\./);
+  await checkPage(page, "officer-permit-amended");
   await page.context().close();
 });
 
@@ -246,25 +272,92 @@ test("researcher submits a study and follows its progress to the released model"
   await page.fill("#f-rounds", "2");
   await page.fill("#f-min_sites", "3");
   await page.fill("#f-dp-target_epsilon", "2.0");
+  const eventsRequest = page.waitForRequest((r) => /^\/console\/studies\/[0-9a-f-]+\/events$/.test(new URL(r.url()).pathname));
   await Promise.all([
     page.waitForURL(/\/console\/studies\/[0-9a-f-]+$/),
     page.click("form.stack button[type=submit]"),
   ]);
+  const studyUrl = page.url();
+  const studyPath = new URL(studyUrl).pathname;
+  assert.match(await page.textContent("#study-status"), /pending|running/);
   await checkPage(page, "researcher-study-started");
-  // htmx refreshes the progress every two seconds while the study runs.
+  // From here on the page must neither reload nor poll: what changes comes from the events.
+  const polls = [];
+  let navigations = 0;
+  page.on("request", (r) => {
+    if (new URL(r.url()).pathname === `${studyPath}/progress`) polls.push(r.url());
+  });
+  page.on("framenavigated", (f) => {
+    if (f === page.mainFrame()) navigations += 1;
+  });
+  // The page subscribed to the study's events through the console.
+  const subscribed = await (await eventsRequest).response();
+  assert.equal(new URL(subscribed.url()).pathname, `${studyPath}/events`);
+  assert.equal(subscribed.status(), 200);
+  assert.match(subscribed.headers()["content-type"], /^text\/event-stream/);
+  startNodes();
+  // The first aggregated round appears in the table and the charts.
   await page.waitForFunction(
-    () => document.querySelector("#study-status")?.textContent.trim() === "completed",
+    () =>
+      Array.from(document.querySelectorAll("#progress table.rounds tbody tr"), (tr) => tr.cells[1]?.textContent).includes(
+        "aggregated",
+      ),
     null,
     { timeout: 120_000 },
   );
   await page.waitForSelector(".plot canvas");
   assert.match(await page.textContent("#progress table.rounds"), /cleveland/);
+  await page.waitForFunction(
+    () => document.querySelector("#study-status")?.textContent.trim() === "completed",
+    null,
+    { timeout: 120_000 },
+  );
+  assert.equal(page.url(), studyUrl);
+  assert.equal(navigations, 0, "the study page was not reloaded");
+  assert.deepEqual(polls, [], "the progress came from the events, not from polling");
+  assert.match(await page.textContent("#study-epsilon"), /^[0-9.]+$/);
+  assert.ok(Number(await page.textContent("#study-epsilon")) > 0, "epsilon was spent");
+  const aggregated = await page.$$eval("#progress table.rounds tbody tr", (rows) =>
+    new Set(rows.filter((r) => r.cells[1]?.textContent === "aggregated").map((r) => r.cells[0].textContent)).size,
+  );
+  assert.equal(aggregated, 2, "both rounds are in the table");
   await checkPage(page, "researcher-study-completed");
+  // A reload shows the same rounds and status, rendered by the server.
+  const shown = () =>
+    page.$$eval("#progress table.rounds tbody tr, #progress p[role=status]", (rows) =>
+      rows.map((r) => (r.cells ? Array.from(r.cells, (c) => c.textContent.trim()) : r.textContent.replace(/\s+/g, " ").trim())),
+    );
+  const live = await shown();
+  await page.reload();
+  assert.deepEqual(await shown(), live);
   const [download] = await Promise.all([
     page.waitForEvent("download"),
     page.click("text=Download the released model"),
   ]);
   assert.equal(await download.failure(), null);
+  await page.context().close();
+});
+
+test("officer extends the permit, then revokes it", async () => {
+  assert.ok(permitUrl, "the officer's flow ran first");
+  const page = await newPage();
+  await signIn(page, "hdab_officer");
+  await page.goto(permitUrl);
+  await page.fill("#f-extend-expires", day(700));
+  await page.fill("#f-extend-reason", "Follow-up of the cohort");
+  await Promise.all([page.waitForLoadState("load"), page.click("form[action$=extend] button")]);
+  assert.match(await page.textContent("dl.facts"), new RegExp(`to ${day(700)} \\(extended `));
+  // Revoking needs a reason: the API's message is shown and nothing changes.
+  await Promise.all([page.waitForLoadState("load"), page.click("form[action$=revoke] button")]);
+  assert.match(await page.textContent(".problem"), /reason/);
+  assert.equal((await page.textContent("#permit-status")).trim(), "active");
+  await checkPage(page, "officer-revoke-refused");
+  await page.fill("#f-revoke-reason", "Art. 63: the conditions were breached");
+  await Promise.all([page.waitForLoadState("load"), page.click("form[action$=revoke] button")]);
+  assert.equal((await page.textContent("#permit-status")).trim(), "revoked");
+  assert.match(await page.textContent("dl.facts"), /Art\. 63: the conditions were breached/);
+  assert.equal(await page.$("form[action$=suspend], form[action$=amend], form[action$=revoke]"), null);
+  await checkPage(page, "officer-permit-revoked");
   await page.context().close();
 });
 

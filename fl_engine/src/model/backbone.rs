@@ -495,7 +495,12 @@ impl NormMlp {
         let mut h = xs.clone();
         for (fc, norm) in &self.layers {
             let rows = h.dim(0)?;
-            let mask = dropout_mask(&[rows, fc.outputs()], self.dropout, rng.as_deref_mut())?;
+            let mask = dropout_mask(
+                &[rows, fc.outputs()],
+                self.dropout,
+                rng.as_deref_mut(),
+                h.device(),
+            )?;
             h = match norm {
                 // the bias, ReLU and mask in one pass (see `fused`)
                 None => fc.forward(&h, true, mask.as_ref())?,
@@ -567,7 +572,8 @@ impl SeqNet {
             states = layer.forward(&states, present.as_ref())?;
         }
         match (c.readout, &present) {
-            (Readout::Last, _) => states.narrow(1, c.time - 1, 1)?.squeeze(1),
+            // contiguous: a GPU's matrix product in the head refuses a strided view
+            (Readout::Last, _) => states.narrow(1, c.time - 1, 1)?.squeeze(1)?.contiguous(),
             (Readout::Mean, None) => states.sum(1)?.affine(1.0 / c.time as f64, 0.0),
             (Readout::Mean, Some(p)) => {
                 let sum = states.broadcast_mul(&p.unsqueeze(2)?)?.sum(1)?;

@@ -176,17 +176,18 @@ impl Conv {
         let w = self.conv.weight();
         let (cout, cin_w, kh, kw) = w.dims4()?;
         let (batch, cin, h, wd) = x.dims4()?;
-        let fast = x.device().is_cpu()
-            && x.dtype() == DType::F32
-            && self.conv.bias().is_none()
+        let plain = self.conv.bias().is_none()
             && self.cfg.groups == 1
             && self.cfg.dilation == 1
             && cin == cin_w
             && kh == kw
             && h + 2 * self.cfg.padding >= kh
             && wd + 2 * self.cfg.padding >= kw;
-        if !fast {
+        if !plain {
             return self.conv.forward(x);
+        }
+        if !x.device().is_cpu() || x.dtype() != DType::F32 {
+            return self.by_slices(x);
         }
         let g = Geometry {
             batch,
@@ -206,6 +207,64 @@ impl Conv {
     fn unfused(&self, x: &Tensor) -> candle_core::Result<Tensor> {
         self.conv.forward(x)
     }
+
+    /// The same convolution off the CPU: im2col from zero padding and strided slices, then
+    /// one matrix product, all candle ops with device kernels. candle's own `conv2d` is not
+    /// used there because its backward pass gives wrong kernel gradients on CUDA
+    /// (huggingface/candle#3893: the kernel gradient is a convolution of transposed views,
+    /// whose layout the CUDA path misreads).
+    fn by_slices(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        let w = self.conv.weight();
+        let (cout, cin, k, _) = w.dims4()?;
+        let (batch, _, h, wd) = x.dims4()?;
+        let (stride, pad) = (self.cfg.stride, self.cfg.padding);
+        let (oh, ow) = (
+            (h + 2 * pad - k) / stride + 1,
+            (wd + 2 * pad - k) / stride + 1,
+        );
+        // [b, oh, ow, cin] per kernel offset, stacked last: columns in the weight's
+        // (cin, kh, kw) order
+        let padded = x.pad_with_zeros(2, pad, pad)?.pad_with_zeros(3, pad, pad)?;
+        let mut patches = Vec::with_capacity(k * k);
+        for di in 0..k {
+            let rows = every_nth(&padded, 2, di, oh, stride)?;
+            for dj in 0..k {
+                patches.push(every_nth(&rows, 3, dj, ow, stride)?.permute((0, 2, 3, 1))?);
+            }
+        }
+        let cols = Tensor::stack(&patches, 4)?.reshape((batch * oh * ow, cin * k * k))?;
+        let y = cols.matmul(&w.reshape((cout, cin * k * k))?.t()?)?;
+        y.reshape((batch, oh, ow, cout))?
+            .permute((0, 3, 1, 2))?
+            .contiguous()
+    }
+}
+
+/// Elements `start, start + step, ...` (`len` of them) of dimension `dim`.
+fn every_nth(
+    t: &Tensor,
+    dim: usize,
+    start: usize,
+    len: usize,
+    step: usize,
+) -> candle_core::Result<Tensor> {
+    if step == 1 {
+        return t.narrow(dim, start, len);
+    }
+    // `len * step` elements from `start` (zero-padded at the end where the tensor is
+    // shorter), seen as `[len, step]`, first column
+    let (have, need) = (t.dim(dim)? - start, len * step);
+    let mut span = t.narrow(dim, start, have.min(need))?;
+    if have < need {
+        span = span.pad_with_zeros(dim, 0, need - have)?;
+    }
+    let mut shape = span.dims().to_vec();
+    shape[dim] = len;
+    shape.insert(dim + 1, step);
+    span.contiguous()?
+        .reshape(shape)?
+        .narrow(dim + 1, 0, 1)?
+        .squeeze(dim + 1)
 }
 
 struct ConvOp(Geometry);
@@ -597,8 +656,8 @@ mod tests {
         }
     }
 
-    /// Output and the input and kernel gradients agree with candle's conv2d for 3x3 and 1x1
-    /// kernels, strides 1 and 2, odd and even sizes. (Strided cases are square: candle's own
+    /// Output and the input and kernel gradients agree with candle's conv2d, and with the
+    /// off-CPU im2col of slices, for 3x3 and 1x1 kernels, strides 1 and 2, odd and even sizes. (Strided cases are square: candle's own
     /// conv2d backward gets the input-gradient width wrong for strided non-square inputs.)
     #[test]
     fn convolution_matches_candle() {
@@ -628,11 +687,11 @@ mod tests {
                     (w + 2 * (k / 2) - k) / stride + 1,
                 ],
             );
-            let run = |fused: bool| {
-                let y = if fused {
-                    conv.forward(&x).unwrap()
-                } else {
-                    conv.unfused(&x).unwrap()
+            let run = |path: u8| {
+                let y = match path {
+                    0 => conv.forward(&x).unwrap(),
+                    1 => conv.unfused(&x).unwrap(),
+                    _ => conv.by_slices(&x).unwrap(),
                 };
                 let grads = (&y * up.as_tensor())
                     .unwrap()
@@ -646,10 +705,14 @@ mod tests {
                     grads.get(&wt).unwrap().clone(),
                 )
             };
-            let (a, b) = (run(true), run(false));
+            let (a, b, c) = (run(0), run(1), run(2));
             close(&a.0, &b.0, "output");
             close(&a.1, &b.1, "input gradient");
             close(&a.2, &b.2, "kernel gradient");
+            // the path taken off the CPU, against the fused one
+            close(&c.0, &a.0, "output by slices");
+            close(&c.1, &a.1, "input gradient by slices");
+            close(&c.2, &a.2, "kernel gradient by slices");
         }
     }
 

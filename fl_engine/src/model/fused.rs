@@ -63,7 +63,8 @@ impl Dense {
         relu: bool,
         mask: Option<&Tensor>,
     ) -> candle_core::Result<Tensor> {
-        let mut h = self.linear.forward(x)?;
+        // a GPU's matrix product needs a contiguous left operand (a recurrent readout is a view)
+        let mut h = self.linear.forward(&x.contiguous()?)?;
         if relu {
             h = h.relu()?;
         }

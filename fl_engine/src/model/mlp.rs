@@ -73,7 +73,7 @@ impl Mlp {
         let mut h = xs.clone();
         for layer in &self.hidden {
             let (rows, width) = (h.dim(0)?, layer.outputs());
-            let mask = dropout_mask(&[rows, width], self.dropout, rng.as_deref_mut())?;
+            let mask = dropout_mask(&[rows, width], self.dropout, rng.as_deref_mut(), h.device())?;
             h = layer.forward(&h, true, mask.as_ref())?;
         }
         Ok(h)

@@ -256,29 +256,59 @@ pub struct Net {
     varmap: VarMap,
     model: Box<dyn Model>,
     vars: Vec<(String, Var)>,
+    device: Device,
 }
 
 impl Net {
     /// Build on the CPU with seeded PyTorch-style initialisation.
     pub fn new(spec: &ModelSpec, seed: u64) -> Result<Net> {
-        let device = Device::Cpu;
+        Net::new_on(spec, seed, &Device::Cpu)
+    }
+
+    /// Build on `device` (a GPU with the `cuda` feature; see [`crate::device`]). The same seed
+    /// gives the same initial values on every device: they are drawn on the host.
+    pub fn new_on(spec: &ModelSpec, seed: u64, device: &Device) -> Result<Net> {
         let varmap = VarMap::new();
-        let vb = VarBuilder::from_varmap(&varmap, DType::F32, &device);
+        let vb = VarBuilder::from_varmap(&varmap, DType::F32, device);
         let model = spec.build(vb)?;
-        let net = Net::from_parts(spec.clone(), varmap, model)?;
+        let net = Net::from_parts(spec.clone(), varmap, model, device.clone())?;
         net.load(&seeded_init(&net.parameters()?, seed)?)?;
         Ok(net)
     }
 
     /// Build and then load `params` (which must cover every variable).
     pub fn with_parameters(spec: &ModelSpec, params: &ParameterSet) -> Result<Net> {
-        let net = Net::new(spec, 0)?;
+        Net::with_parameters_on(spec, params, &Device::Cpu)
+    }
+
+    /// [`Net::with_parameters`] on `device`.
+    pub fn with_parameters_on(
+        spec: &ModelSpec,
+        params: &ParameterSet,
+        device: &Device,
+    ) -> Result<Net> {
+        let net = Net::new_on(spec, 0, device)?;
         net.parameters()?.check_compatible(params)?;
         net.load(params)?;
         Ok(net)
     }
 
-    fn from_parts(spec: ModelSpec, varmap: VarMap, model: Box<dyn Model>) -> Result<Net> {
+    /// Where the variables live and the model computes.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// `rows × cols` row-major input values as a tensor on the net's device.
+    pub fn input(&self, values: &[f32], rows: usize, cols: usize) -> Result<Tensor> {
+        Ok(Tensor::from_slice(values, (rows, cols), &self.device)?)
+    }
+
+    fn from_parts(
+        spec: ModelSpec,
+        varmap: VarMap,
+        model: Box<dyn Model>,
+        device: Device,
+    ) -> Result<Net> {
         let mut vars: Vec<(String, Var)> = {
             let data = varmap
                 .data()
@@ -292,6 +322,7 @@ impl Net {
             varmap,
             model,
             vars,
+            device,
         })
     }
 
@@ -339,7 +370,7 @@ impl Net {
 
     /// An independent copy with the same parameters.
     pub fn duplicate(&self) -> Result<Net> {
-        Net::with_parameters(&self.spec, &self.parameters()?)
+        Net::with_parameters_on(&self.spec, &self.parameters()?, &self.device)
     }
 }
 
@@ -424,6 +455,7 @@ pub(crate) fn dropout_mask(
     dims: &[usize],
     p: f32,
     rng: Option<&mut ChaCha8Rng>,
+    device: &Device,
 ) -> candle_core::Result<Option<Tensor>> {
     let Some(rng) = rng else { return Ok(None) };
     if p <= 0.0 {
@@ -444,7 +476,7 @@ pub(crate) fn dropout_mask(
             }
         })
         .collect();
-    Tensor::from_vec(mask, dims, &Device::Cpu).map(Some)
+    Tensor::from_vec(mask, dims, device).map(Some)
 }
 
 #[cfg(test)]
@@ -490,7 +522,9 @@ mod tests {
             let mut b = ChaCha8Rng::seed_from_u64(11);
             // an odd length, so the second call starts mid-block
             for n in [37usize, 300] {
-                let mask = dropout_mask(&[n], p, Some(&mut a)).unwrap().unwrap();
+                let mask = dropout_mask(&[n], p, Some(&mut a), &Device::Cpu)
+                    .unwrap()
+                    .unwrap();
                 let keep = 1.0 - p;
                 let expected: Vec<f32> = (0..n)
                     .map(|_| {
@@ -504,12 +538,17 @@ mod tests {
                 assert_eq!(mask.to_vec1::<f32>().unwrap(), expected);
             }
         }
-        assert!(
-            dropout_mask(&[4], 0.0, Some(&mut ChaCha8Rng::seed_from_u64(0)))
-                .unwrap()
-                .is_none()
-        );
-        assert!(dropout_mask(&[4], 0.5, None).unwrap().is_none());
+        assert!(dropout_mask(
+            &[4],
+            0.0,
+            Some(&mut ChaCha8Rng::seed_from_u64(0)),
+            &Device::Cpu
+        )
+        .unwrap()
+        .is_none());
+        assert!(dropout_mask(&[4], 0.5, None, &Device::Cpu)
+            .unwrap()
+            .is_none());
     }
 
     #[test]

@@ -11,7 +11,6 @@
 //! Federated Cox regression: each site optimises the Cox partial likelihood (Cox 1972,
 //! Breslow ties; [`LossKind::Cox`]) over its own risk sets and the strategy combines the
 //! coefficients, so risk sets never span sites.
-use candle_core::{Device, Tensor};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -490,11 +489,7 @@ pub fn run(
         let (mut risk, mut time, mut event) = (vec![], vec![], vec![]);
         for (k, test) in tests.iter().enumerate() {
             let net = sim.checkpoint_net(kind, k)?;
-            let x = Tensor::from_slice(
-                test.features(),
-                (test.len(), test.n_features()),
-                &Device::Cpu,
-            )?;
+            let x = net.input(test.features(), test.len(), test.n_features())?;
             let r = net.forward(&x, None)?.flatten_all()?.to_vec1::<f32>()?;
             risk.extend(r.into_iter().map(f64::from));
             let (t, e) = test.survival_targets().unwrap_or_default();

@@ -33,17 +33,17 @@ pub use central::pooled_site;
 pub use checkpoint::{CheckpointKind, Checkpoints, GlobalCheckpoint, LocalCheckpoint};
 pub use report::{mean_ci95, RunSummary};
 
-use crate::data::{SiteData, Task};
+use crate::data::SiteData;
 use crate::dp::NoiseRng;
 use crate::error::{EngineError, Result};
-use crate::metrics::{choose_threshold, MetricSummary, ThresholdRule};
+use crate::metrics::{MetricSummary, ThresholdRule};
 use crate::model::{ModelSpec, Net};
 use crate::params::ParameterSet;
 use crate::strategy::{
     Aggregator, ClientStrategy, FitRes, ServerStrategy, Site, SiteSnapshot, StrategyConfig,
     WeightedMean,
 };
-use crate::train::{evaluate_with, predict_scores, EvalOptions, TrainConfig};
+use crate::train::{choose_threshold_on, evaluate_with, EvalOptions, TrainConfig};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SimulationConfig {
@@ -356,10 +356,11 @@ impl Simulation {
         self.test_with_threshold(kind, None)
     }
 
-    /// [`Simulation::test`] with, for binary tasks, each site's decision threshold chosen on
-    /// its own validation data by `rule` (0.5 where the validation labels have one class
-    /// only); the summaries report the threshold used. Multi-label and survival tasks ignore
-    /// `rule`. [`MetricSummary::uniform_mean`] of the result is the uniform mean over sites.
+    /// [`Simulation::test`] with, for binary and multi-label tasks, each site's decision
+    /// threshold chosen on its own validation data by `rule` ([`choose_threshold_on`]; 0.5
+    /// where the validation labels have one class only); the summaries report the threshold
+    /// used. Multi-class and survival tasks have no threshold and ignore `rule`.
+    /// [`MetricSummary::uniform_mean`] of the result is the uniform mean over sites.
     pub fn test_with_threshold(
         &mut self,
         kind: CheckpointKind,
@@ -369,17 +370,10 @@ impl Simulation {
             .map(|k| {
                 let net = self.checkpoint_net(kind, k)?;
                 let site = &self.sites[k];
-                let mut threshold = 0.5;
-                if let Some(rule) = rule {
-                    let binary =
-                        site.data.val.task() == Task::Classification && net.spec().outputs() == 1;
-                    if binary && !site.data.val.is_empty() {
-                        let scores = predict_scores(&net, &site.data.val)?;
-                        if let Some(t) = choose_threshold(&scores, site.data.val.labels(), rule)? {
-                            threshold = t;
-                        }
-                    }
-                }
+                let threshold = match rule {
+                    Some(rule) => choose_threshold_on(&net, &site.data.val, rule)?.unwrap_or(0.5),
+                    None => 0.5,
+                };
                 let opts = EvalOptions {
                     threshold,
                     reference: Some(&site.data.train),

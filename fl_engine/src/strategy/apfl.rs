@@ -42,7 +42,7 @@
 //! Record-level DP is refused: a step makes three coupled updates from one batch (w, v and
 //! alpha, the latter two through the same mixed loss), which the engine's DP-SGD step (one
 //! clipped per-example gradient of the task loss) does not cover.
-use candle_core::{Device, Tensor, Var};
+use candle_core::{Tensor, Var};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
@@ -112,7 +112,7 @@ pub(crate) fn apfl_step(
     let g = out.feature("global").ok_or_else(|| missing("global"))?;
     let l = out.feature("local").ok_or_else(|| missing("local"))?;
     // the mixture rebuilt with alpha as a variable, so backward also gives dL/dalpha
-    let a = Var::from_tensor(&Tensor::new(&[alpha], &Device::Cpu)?)?;
+    let a = Var::from_tensor(&Tensor::new(&[alpha], x.device())?)?;
     let one_minus_a = a.as_tensor().affine(-1.0, 1.0)?;
     let mixed = (l.broadcast_mul(a.as_tensor())? + g.broadcast_mul(&one_minus_a)?)?;
     let global_t = loss.compute(g, y)?;
@@ -328,6 +328,7 @@ mod tests {
     use crate::data::{Dataset, SiteData};
     use crate::model::MlpConfig;
     use crate::train::{Budget, OptimizerConfig, TrainConfig};
+    use candle_core::Device;
     use rand::SeedableRng;
 
     fn linear_twins() -> ModelSpec {

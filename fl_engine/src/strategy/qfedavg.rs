@@ -26,7 +26,6 @@
 //! * `F_k` is floored at 1e-12 so `F_k^(q-1)` stays finite for q < 1.
 //! * Record-level DP is refused: `F_k` is a function of every training record and is sent in
 //!   clear, outside DP-SGD's accounting.
-use candle_core::Tensor;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
@@ -77,12 +76,10 @@ pub(crate) fn dataset_loss(net: &Net, data: &Dataset, loss: &LossKind) -> Result
             "cannot compute a loss on an empty dataset".into(),
         ));
     }
-    let x = Tensor::from_slice(
-        data.features(),
-        (data.len(), data.n_features()),
-        &candle_core::Device::Cpu,
+    let logits = net.forward(
+        &net.input(data.features(), data.len(), data.n_features())?,
+        None,
     )?;
-    let logits = net.forward(&x, None)?;
     let value = loss
         .compute(&logits, data.labels())?
         .to_dtype(candle_core::DType::F32)?

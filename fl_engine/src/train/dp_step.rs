@@ -25,7 +25,6 @@
 //! Everything a step computes besides the new parameters (losses, norms, batch size) is a
 //! function of the records and is *not* privatised: [`DpStepReport`] is for the site's own
 //! diagnostics, and [`train_local`](super::train_local) reports a mean loss of 0 under DP.
-use candle_core::Tensor;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
@@ -147,11 +146,10 @@ fn per_example_gradients(
     rng: &mut ChaCha8Rng,
 ) -> Result<(Vec<f32>, f64)> {
     let data = batch.data;
-    let device = candle_core::Device::Cpu;
     let mut flat = Vec::with_capacity(batch.rows.len() * dim);
     let mut total = 0.0f64;
     for &i in &batch.rows {
-        let x = Tensor::from_slice(data.row(i), (1, data.n_features()), &device)?;
+        let x = net.input(data.row(i), 1, data.n_features())?;
         let logits = net.forward(&x, Some(rng))?;
         let loss_t = loss.example_loss(&logits, data.labels()[i])?;
         let value = scalar(&loss_t)?;

@@ -25,7 +25,9 @@ use super::optim::{Optimizer, OptimizerConfig};
 use crate::data::{Dataset, Task};
 use crate::dp::NoiseRng;
 use crate::error::{EngineError, Result};
-use crate::metrics::{cox_partial_nll, MetricSummary, SurvivalData};
+use crate::metrics::{
+    choose_threshold, cox_partial_nll, MetricSummary, SurvivalData, ThresholdRule,
+};
 use crate::model::{ModelOutput, Net};
 use crate::params::{with_values, with_values_mut, ParameterSet};
 
@@ -138,6 +140,7 @@ pub struct Batcher<'a> {
     batch_size: usize,
     x: Vec<f32>,
     y: Vec<u32>,
+    device: candle_core::Device,
 }
 
 impl<'a> Batcher<'a> {
@@ -156,6 +159,15 @@ impl<'a> Batcher<'a> {
             batch_size,
             x: vec![],
             y: vec![],
+            device: candle_core::Device::Cpu,
+        })
+    }
+
+    /// Batches for `net`: on its device.
+    pub fn for_net(net: &Net, data: &'a Dataset, batch_size: usize) -> Result<Self> {
+        Ok(Self {
+            device: net.device().clone(),
+            ..Self::new(data, batch_size)?
         })
     }
 
@@ -172,7 +184,7 @@ impl<'a> Batcher<'a> {
         let x = Tensor::from_slice(
             &self.x,
             (self.y.len(), self.data.n_features()),
-            &candle_core::Device::Cpu,
+            &self.device,
         )?;
         Ok((x, &self.y))
     }
@@ -356,7 +368,7 @@ pub fn train_local(
         return train_private(net, opt, data, &cfg.loss, dp, steps, terms, rng, noise);
     }
     let steps = steps_in(cfg.budget, data.len(), cfg.batch_size);
-    let mut batcher = Batcher::new(data, cfg.batch_size)?;
+    let mut batcher = Batcher::for_net(net, data, cfg.batch_size)?;
     let mut total = 0.0f64;
     for _ in 0..steps {
         let (x, y) = batcher.next_batch(rng)?;
@@ -375,6 +387,31 @@ pub fn predict_scores(net: &Net, data: &Dataset) -> Result<Vec<f32>> {
         return Ok(vec![]);
     }
     probabilities(&full_forward(net, data)?)
+}
+
+/// The decision threshold `rule` picks for `net` on `data` (a site's validation part) with
+/// [`choose_threshold`]: on the positive-class probabilities of a binary model, and for a
+/// multi-label model one threshold shared by every label, on the (row, label) probabilities
+/// pooled (the labels' metrics are then all read at it, as [`evaluate_with`] reads them).
+/// `None` where the task has no decision threshold (multi-class, survival), where `data` is
+/// empty, or where its labels have one class only.
+pub fn choose_threshold_on(net: &Net, data: &Dataset, rule: ThresholdRule) -> Result<Option<f32>> {
+    if data.is_empty() {
+        return Ok(None);
+    }
+    match data.task() {
+        Task::Classification if net.spec().outputs() == 1 => {
+            choose_threshold(&predict_scores(net, data)?, data.labels(), rule)
+        }
+        Task::MultiLabel { .. } => {
+            let scores = candle_nn::ops::sigmoid(&full_forward(net, data)?)?
+                .flatten_all()?
+                .to_vec1::<f32>()?;
+            let labels = data.label_matrix().unwrap_or_default();
+            choose_threshold(&scores, &labels, rule)
+        }
+        Task::Classification | Task::Survival => Ok(None),
+    }
 }
 
 /// Loss and metrics of `net` on `data` (binary threshold 0.5; survival without the
@@ -474,12 +511,10 @@ fn risks(logits: &Tensor) -> Result<Vec<f64>> {
 }
 
 fn full_forward(net: &Net, data: &Dataset) -> Result<Tensor> {
-    let x = Tensor::from_slice(
-        data.features(),
-        (data.len(), data.n_features()),
-        &candle_core::Device::Cpu,
-    )?;
-    net.forward(&x, None)
+    net.forward(
+        &net.input(data.features(), data.len(), data.n_features())?,
+        None,
+    )
 }
 
 fn probabilities(logits: &Tensor) -> Result<Vec<f32>> {

@@ -1,5 +1,6 @@
 // Draws the console's charts with uPlot from the data the server put in each plot's
-// data attributes, and again whenever htmx swaps in a fresh progress fragment.
+// data attributes, again whenever htmx swaps in a fresh progress fragment, and follows a
+// running study's progress live from its server-sent events.
 (function () {
   "use strict";
 
@@ -72,10 +73,165 @@
     for (var i = 0; i < plots.length; i++) draw(plots[i]);
   }
 
+  // ---- live study progress ------------------------------------------------------------
+  // The study page follows the console's relay of the study's server-sent events
+  // (GET /console/studies/{id}/events): each `round` event is a round attempt exactly as the
+  // rounds view gives it (small-cell rule applied), each `study` event the status, rounds done
+  // and epsilon spent, and `end` says the study is over. While the stream is open, the htmx
+  // poll of the progress fragment is held back; when EventSource is missing or the stream
+  // fails, the poll goes on as the fallback.
+
+  // As the server's templates write a rounded number (a whole one keeps its ".0").
+  function rounded(v, digits) {
+    if (typeof v !== "number") return "\u2014";
+    var f = Math.pow(10, digits);
+    var r = Math.round(v * f) / f;
+    return Number.isInteger(r) ? r.toFixed(1) : String(r);
+  }
+
+  function count(v) {
+    return typeof v === "number" ? String(v) : "withheld";
+  }
+
+  function cell(row, text, colspan) {
+    var td = document.createElement("td");
+    td.textContent = text;
+    if (colspan) td.colSpan = colspan;
+    row.appendChild(td);
+  }
+
+  function Live(box) {
+    this.box = box;
+    this.rounds = {};
+    this.streaming = false;
+    this.ended = false;
+    var seed = box.querySelector(".progress");
+    var initial = [];
+    try { initial = JSON.parse(seed.getAttribute("data-rounds")) || []; } catch (e) { initial = []; }
+    for (var i = 0; i < initial.length; i++) this.keep(initial[i]);
+  }
+
+  Live.prototype.keep = function (round) {
+    this.rounds[round.round + "." + round.attempt] = round;
+  };
+
+  Live.prototype.sorted = function () {
+    var rounds = this.rounds;
+    return Object.keys(rounds).map(function (k) { return rounds[k]; }).sort(function (a, b) {
+      return a.round - b.round || a.attempt - b.attempt;
+    });
+  };
+
+  Live.prototype.find = function (selector) {
+    return this.box.querySelector(selector);
+  };
+
+  // The rounds table and the charts, from every round attempt known so far.
+  Live.prototype.renderRounds = function () {
+    var rounds = this.sorted();
+    var body = this.find("table.rounds tbody");
+    if (body) {
+      var rows = document.createDocumentFragment();
+      rounds.forEach(function (r) {
+        var sites = r.sites || [];
+        if (!sites.length) {
+          var waiting = document.createElement("tr");
+          cell(waiting, String(r.round));
+          cell(waiting, r.phase);
+          cell(waiting, "waiting for " + (r.participants || []).join(", "), 6);
+          rows.appendChild(waiting);
+        }
+        sites.forEach(function (s) {
+          var tr = document.createElement("tr");
+          cell(tr, String(r.round));
+          cell(tr, r.phase);
+          cell(tr, s.data_holder);
+          cell(tr, s.contributed ? "yes" : "no");
+          cell(tr, count(s.samples));
+          cell(tr, count(s.excluded_subjects));
+          cell(tr, rounded(s.train_loss, 4));
+          cell(tr, rounded(r.epsilon_total, 3));
+          rows.appendChild(tr);
+        });
+      });
+      if (!rounds.length) {
+        var none = document.createElement("tr");
+        cell(none, "No round has opened yet.", 8);
+        rows.appendChild(none);
+      }
+      body.replaceChildren(rows);
+    }
+    var aggregated = rounds.filter(function (r) { return r.phase === "aggregated"; });
+    var pick = function (f) { return aggregated.map(function (r) { var v = f(r); return v === undefined ? null : v; }); };
+    var evaluation = function (r) { return r.evaluation || {}; };
+    var chart = JSON.stringify({
+      round: pick(function (r) { return r.round; }),
+      validation_accuracy: pick(function (r) { return evaluation(r).mean_validation_accuracy; }),
+      test_accuracy: pick(function (r) { return evaluation(r).mean_test_accuracy; }),
+      validation_loss: pick(function (r) { return (evaluation(r).mean_validation || {}).loss; }),
+      epsilon: pick(function (r) { return r.epsilon_total; })
+    });
+    var plots = this.box.querySelectorAll(".plot[data-chart]");
+    for (var i = 0; i < plots.length; i++) {
+      if (plots[i].getAttribute("data-chart") === chart) continue;
+      plots[i].setAttribute("data-chart", chart);
+      plots[i].removeAttribute("data-drawn");
+      plots[i].replaceChildren();
+      draw(plots[i]);
+    }
+    var latest = rounds[rounds.length - 1];
+    var where = this.find("#study-latest");
+    if (where && latest) where.textContent = "\u00b7 round " + latest.round + " " + latest.phase;
+  };
+
+  Live.prototype.renderStudy = function (progress) {
+    var status = this.find("#study-status");
+    if (status) {
+      status.textContent = progress.status;
+      status.className = "status status-" + progress.status;
+    }
+    var spent = this.find("#study-epsilon");
+    if (spent) spent.textContent = rounded(progress.epsilon_spent, 3);
+    var model = this.find("#model-link");
+    if (model && progress.status === "completed") model.hidden = false;
+  };
+
+  Live.prototype.connect = function (url) {
+    var live = this;
+    var source = new window.EventSource(url);
+    source.addEventListener("open", function () { live.streaming = true; });
+    source.addEventListener("error", function () {
+      // Reconnecting (the browser does it by itself) or given up: the poll covers the gap.
+      live.streaming = false;
+    });
+    source.addEventListener("round", function (e) {
+      try { live.keep(JSON.parse(e.data)); } catch (err) { return; }
+      live.renderRounds();
+    });
+    source.addEventListener("study", function (e) {
+      try { live.renderStudy(JSON.parse(e.data)); } catch (err) { return; }
+    });
+    source.addEventListener("end", function () {
+      live.ended = true;
+      source.close();
+    });
+    // Hold the fallback poll back while the stream is open, and for good once it has ended.
+    document.addEventListener("htmx:before:request", function (e) {
+      if (e.target === live.box && (live.streaming || live.ended)) e.preventDefault();
+    });
+  };
+
+  function follow() {
+    var box = document.querySelector("#progress[data-events]");
+    if (!box || typeof window.EventSource !== "function") return;
+    new Live(box).connect(box.getAttribute("data-events"));
+  }
+
   function start() {
     drawAll(document);
     new MutationObserver(function () { drawAll(document); })
       .observe(document.body, { childList: true, subtree: true });
+    follow();
   }
 
   if (document.readyState === "loading") {

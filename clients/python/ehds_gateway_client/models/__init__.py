@@ -47,6 +47,12 @@ from .data_category import DataCategory
 from .decision_kind import DecisionKind
 from .decision_request import DecisionRequest
 from .decision_response import DecisionResponse
+from .decision_threshold_type_0 import DecisionThresholdType0
+from .decision_threshold_type_0_rule import DecisionThresholdType0Rule
+from .decision_threshold_type_1 import DecisionThresholdType1
+from .decision_threshold_type_1_rule import DecisionThresholdType1Rule
+from .decision_threshold_type_2 import DecisionThresholdType2
+from .decision_threshold_type_2_rule import DecisionThresholdType2Rule
 from .deny_reason_type_0 import DenyReasonType0
 from .deny_reason_type_0_code import DenyReasonType0Code
 from .deny_reason_type_1 import DenyReasonType1
@@ -306,6 +312,12 @@ __all__ = (
     "DecisionKind",
     "DecisionRequest",
     "DecisionResponse",
+    "DecisionThresholdType0",
+    "DecisionThresholdType0Rule",
+    "DecisionThresholdType1",
+    "DecisionThresholdType1Rule",
+    "DecisionThresholdType2",
+    "DecisionThresholdType2Rule",
     "DenyReasonType0",
     "DenyReasonType0Code",
     "DenyReasonType1",

@@ -28,7 +28,10 @@ T = TypeVar("T", bound="EvaluationView")
 class EvaluationView:
     """ How the holders judged one round's model on their own data. A holder whose validation or
     test part is too small to show (the small-cell rule: fewer examples than the threshold)
-    has that part withheld, and the means are over the parts shown.
+    has that part withheld, and the means are over the parts shown. Where the study chooses
+    each holder's decision threshold on its validation part, the holder's test metrics are read
+    at a value derived from the validation rows: they rest on both parts, and a withheld
+    validation part withholds them too.
 
         Attributes:
             mean_test (EvaluationViewMeanTest):

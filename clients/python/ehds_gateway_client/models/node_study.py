@@ -17,6 +17,9 @@ from ..types import UNSET, Unset
 from typing import cast
 
 if TYPE_CHECKING:
+  from ..models.decision_threshold_type_0 import DecisionThresholdType0
+  from ..models.decision_threshold_type_1 import DecisionThresholdType1
+  from ..models.decision_threshold_type_2 import DecisionThresholdType2
   from ..models.dp_plan import DpPlan
   from ..models.node_study_feature_spec import NodeStudyFeatureSpec
   from ..models.node_study_model import NodeStudyModel
@@ -56,6 +59,7 @@ class NodeStudy:
                 binary label trains a binary classifier (one sigmoid), a two-class softmax
                 (`multiclass` with 2 classes) or one independent sigmoid (`multilabel` with 1 label); a
                 survival label trains a survival model.
+            threshold (DecisionThresholdType0 | DecisionThresholdType1 | DecisionThresholdType2 | None | Unset):
      """
 
     categories: list[DataCategory]
@@ -71,6 +75,7 @@ class NodeStudy:
     dp: DpPlan | None | Unset = UNSET
     secure_aggregation: None | SecureAggregation | Unset = UNSET
     task: StudyTaskType0 | StudyTaskType1 | StudyTaskType2 | StudyTaskType3 | Unset = UNSET
+    threshold: DecisionThresholdType0 | DecisionThresholdType1 | DecisionThresholdType2 | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
 
@@ -78,6 +83,9 @@ class NodeStudy:
 
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.decision_threshold_type_0 import DecisionThresholdType0 # noqa: PLC0415
+        from ..models.decision_threshold_type_1 import DecisionThresholdType1 # noqa: PLC0415
+        from ..models.decision_threshold_type_2 import DecisionThresholdType2 # noqa: PLC0415
         from ..models.dp_plan import DpPlan # noqa: PLC0415
         from ..models.node_study_feature_spec import NodeStudyFeatureSpec # noqa: PLC0415
         from ..models.node_study_model import NodeStudyModel # noqa: PLC0415
@@ -140,6 +148,18 @@ class NodeStudy:
             task = self.task.value
 
 
+        threshold: dict[str, Any] | None | Unset
+        if isinstance(self.threshold, Unset):
+            threshold = UNSET
+        elif isinstance(self.threshold, DecisionThresholdType0):
+            threshold = self.threshold.to_dict()
+        elif isinstance(self.threshold, DecisionThresholdType1):
+            threshold = self.threshold.to_dict()
+        elif isinstance(self.threshold, DecisionThresholdType2):
+            threshold = self.threshold.to_dict()
+        else:
+            threshold = self.threshold
+
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -161,6 +181,8 @@ class NodeStudy:
             field_dict["secure_aggregation"] = secure_aggregation
         if task is not UNSET:
             field_dict["task"] = task
+        if threshold is not UNSET:
+            field_dict["threshold"] = threshold
 
         return field_dict
 
@@ -168,6 +190,9 @@ class NodeStudy:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.decision_threshold_type_0 import DecisionThresholdType0 # noqa: PLC0415
+        from ..models.decision_threshold_type_1 import DecisionThresholdType1 # noqa: PLC0415
+        from ..models.decision_threshold_type_2 import DecisionThresholdType2 # noqa: PLC0415
         from ..models.dp_plan import DpPlan # noqa: PLC0415
         from ..models.node_study_feature_spec import NodeStudyFeatureSpec # noqa: PLC0415
         from ..models.node_study_model import NodeStudyModel # noqa: PLC0415
@@ -307,6 +332,46 @@ class NodeStudy:
         task = _parse_task(d.pop("task", UNSET))
 
 
+        def _parse_threshold(data: object) -> DecisionThresholdType0 | DecisionThresholdType1 | DecisionThresholdType2 | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                componentsschemas_decision_threshold_type_0 = DecisionThresholdType0.from_dict(data)
+
+
+
+                return componentsschemas_decision_threshold_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                componentsschemas_decision_threshold_type_1 = DecisionThresholdType1.from_dict(data)
+
+
+
+                return componentsschemas_decision_threshold_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                componentsschemas_decision_threshold_type_2 = DecisionThresholdType2.from_dict(data)
+
+
+
+                return componentsschemas_decision_threshold_type_2
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(DecisionThresholdType0 | DecisionThresholdType1 | DecisionThresholdType2 | None | Unset, data)
+
+        threshold = _parse_threshold(d.pop("threshold", UNSET))
+
+
         node_study = cls(
             categories=categories,
             feature_spec=feature_spec,
@@ -321,6 +386,7 @@ class NodeStudy:
             dp=dp,
             secure_aggregation=secure_aggregation,
             task=task,
+            threshold=threshold,
         )
 
 

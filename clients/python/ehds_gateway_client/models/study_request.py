@@ -23,6 +23,9 @@ if TYPE_CHECKING:
   from ..models.aggregation_type_3 import AggregationType3
   from ..models.aggregation_type_4 import AggregationType4
   from ..models.aggregation_type_5 import AggregationType5
+  from ..models.decision_threshold_type_0 import DecisionThresholdType0
+  from ..models.decision_threshold_type_1 import DecisionThresholdType1
+  from ..models.decision_threshold_type_2 import DecisionThresholdType2
   from ..models.dp_request import DpRequest
   from ..models.loss_kind_type_0 import LossKindType0
   from ..models.loss_kind_type_1 import LossKindType1
@@ -110,6 +113,7 @@ class StudyRequest:
             secure_aggregation (None | SecureAggregationRequest | Unset):
             seed (int | None | Unset):
             task (None | StudyTaskType0 | StudyTaskType1 | StudyTaskType2 | StudyTaskType3 | Unset):
+            threshold (DecisionThresholdType0 | DecisionThresholdType1 | DecisionThresholdType2 | None | Unset):
             validation_fraction (float | None | Unset): Share of each holder's training rows kept for validation (default
                 0.2).
      """
@@ -138,6 +142,7 @@ class StudyRequest:
     secure_aggregation: None | SecureAggregationRequest | Unset = UNSET
     seed: int | None | Unset = UNSET
     task: None | StudyTaskType0 | StudyTaskType1 | StudyTaskType2 | StudyTaskType3 | Unset = UNSET
+    threshold: DecisionThresholdType0 | DecisionThresholdType1 | DecisionThresholdType2 | None | Unset = UNSET
     validation_fraction: float | None | Unset = UNSET
 
 
@@ -151,6 +156,9 @@ class StudyRequest:
         from ..models.aggregation_type_3 import AggregationType3 # noqa: PLC0415
         from ..models.aggregation_type_4 import AggregationType4 # noqa: PLC0415
         from ..models.aggregation_type_5 import AggregationType5 # noqa: PLC0415
+        from ..models.decision_threshold_type_0 import DecisionThresholdType0 # noqa: PLC0415
+        from ..models.decision_threshold_type_1 import DecisionThresholdType1 # noqa: PLC0415
+        from ..models.decision_threshold_type_2 import DecisionThresholdType2 # noqa: PLC0415
         from ..models.dp_request import DpRequest # noqa: PLC0415
         from ..models.loss_kind_type_0 import LossKindType0 # noqa: PLC0415
         from ..models.loss_kind_type_1 import LossKindType1 # noqa: PLC0415
@@ -372,6 +380,18 @@ class StudyRequest:
         else:
             task = self.task
 
+        threshold: dict[str, Any] | None | Unset
+        if isinstance(self.threshold, Unset):
+            threshold = UNSET
+        elif isinstance(self.threshold, DecisionThresholdType0):
+            threshold = self.threshold.to_dict()
+        elif isinstance(self.threshold, DecisionThresholdType1):
+            threshold = self.threshold.to_dict()
+        elif isinstance(self.threshold, DecisionThresholdType2):
+            threshold = self.threshold.to_dict()
+        else:
+            threshold = self.threshold
+
         validation_fraction: float | None | Unset
         if isinstance(self.validation_fraction, Unset):
             validation_fraction = UNSET
@@ -417,6 +437,8 @@ class StudyRequest:
             field_dict["seed"] = seed
         if task is not UNSET:
             field_dict["task"] = task
+        if threshold is not UNSET:
+            field_dict["threshold"] = threshold
         if validation_fraction is not UNSET:
             field_dict["validation_fraction"] = validation_fraction
 
@@ -432,6 +454,9 @@ class StudyRequest:
         from ..models.aggregation_type_3 import AggregationType3 # noqa: PLC0415
         from ..models.aggregation_type_4 import AggregationType4 # noqa: PLC0415
         from ..models.aggregation_type_5 import AggregationType5 # noqa: PLC0415
+        from ..models.decision_threshold_type_0 import DecisionThresholdType0 # noqa: PLC0415
+        from ..models.decision_threshold_type_1 import DecisionThresholdType1 # noqa: PLC0415
+        from ..models.decision_threshold_type_2 import DecisionThresholdType2 # noqa: PLC0415
         from ..models.dp_request import DpRequest # noqa: PLC0415
         from ..models.loss_kind_type_0 import LossKindType0 # noqa: PLC0415
         from ..models.loss_kind_type_1 import LossKindType1 # noqa: PLC0415
@@ -1064,6 +1089,46 @@ class StudyRequest:
         task = _parse_task(d.pop("task", UNSET))
 
 
+        def _parse_threshold(data: object) -> DecisionThresholdType0 | DecisionThresholdType1 | DecisionThresholdType2 | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                componentsschemas_decision_threshold_type_0 = DecisionThresholdType0.from_dict(data)
+
+
+
+                return componentsschemas_decision_threshold_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                componentsschemas_decision_threshold_type_1 = DecisionThresholdType1.from_dict(data)
+
+
+
+                return componentsschemas_decision_threshold_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                componentsschemas_decision_threshold_type_2 = DecisionThresholdType2.from_dict(data)
+
+
+
+                return componentsschemas_decision_threshold_type_2
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(DecisionThresholdType0 | DecisionThresholdType1 | DecisionThresholdType2 | None | Unset, data)
+
+        threshold = _parse_threshold(d.pop("threshold", UNSET))
+
+
         def _parse_validation_fraction(data: object) -> float | None | Unset:
             if data is None:
                 return data
@@ -1099,6 +1164,7 @@ class StudyRequest:
             secure_aggregation=secure_aggregation,
             seed=seed,
             task=task,
+            threshold=threshold,
             validation_fraction=validation_fraction,
         )
 

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
   from ..models.aggregation_type_3 import AggregationType3
   from ..models.aggregation_type_4 import AggregationType4
   from ..models.aggregation_type_5 import AggregationType5
+  from ..models.decision_threshold_type_0 import DecisionThresholdType0
+  from ..models.decision_threshold_type_1 import DecisionThresholdType1
+  from ..models.decision_threshold_type_2 import DecisionThresholdType2
   from ..models.dp_plan import DpPlan
   from ..models.output_check import OutputCheck
   from ..models.secure_aggregation import SecureAggregation
@@ -85,6 +88,7 @@ class StudySpec:
                 binary label trains a binary classifier (one sigmoid), a two-class softmax
                 (`multiclass` with 2 classes) or one independent sigmoid (`multilabel` with 1 label); a
                 survival label trains a survival model.
+            threshold (DecisionThresholdType0 | DecisionThresholdType1 | DecisionThresholdType2 | None | Unset):
      """
 
     categories: list[DataCategory]
@@ -109,6 +113,7 @@ class StudySpec:
     release: ModelRelease | Unset = UNSET
     secure_aggregation: None | SecureAggregation | Unset = UNSET
     task: StudyTaskType0 | StudyTaskType1 | StudyTaskType2 | StudyTaskType3 | Unset = UNSET
+    threshold: DecisionThresholdType0 | DecisionThresholdType1 | DecisionThresholdType2 | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
 
@@ -122,6 +127,9 @@ class StudySpec:
         from ..models.aggregation_type_3 import AggregationType3 # noqa: PLC0415
         from ..models.aggregation_type_4 import AggregationType4 # noqa: PLC0415
         from ..models.aggregation_type_5 import AggregationType5 # noqa: PLC0415
+        from ..models.decision_threshold_type_0 import DecisionThresholdType0 # noqa: PLC0415
+        from ..models.decision_threshold_type_1 import DecisionThresholdType1 # noqa: PLC0415
+        from ..models.decision_threshold_type_2 import DecisionThresholdType2 # noqa: PLC0415
         from ..models.dp_plan import DpPlan # noqa: PLC0415
         from ..models.output_check import OutputCheck # noqa: PLC0415
         from ..models.secure_aggregation import SecureAggregation # noqa: PLC0415
@@ -221,6 +229,18 @@ class StudySpec:
             task = self.task.value
 
 
+        threshold: dict[str, Any] | None | Unset
+        if isinstance(self.threshold, Unset):
+            threshold = UNSET
+        elif isinstance(self.threshold, DecisionThresholdType0):
+            threshold = self.threshold.to_dict()
+        elif isinstance(self.threshold, DecisionThresholdType1):
+            threshold = self.threshold.to_dict()
+        elif isinstance(self.threshold, DecisionThresholdType2):
+            threshold = self.threshold.to_dict()
+        else:
+            threshold = self.threshold
+
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -253,6 +273,8 @@ class StudySpec:
             field_dict["secure_aggregation"] = secure_aggregation
         if task is not UNSET:
             field_dict["task"] = task
+        if threshold is not UNSET:
+            field_dict["threshold"] = threshold
 
         return field_dict
 
@@ -266,6 +288,9 @@ class StudySpec:
         from ..models.aggregation_type_3 import AggregationType3 # noqa: PLC0415
         from ..models.aggregation_type_4 import AggregationType4 # noqa: PLC0415
         from ..models.aggregation_type_5 import AggregationType5 # noqa: PLC0415
+        from ..models.decision_threshold_type_0 import DecisionThresholdType0 # noqa: PLC0415
+        from ..models.decision_threshold_type_1 import DecisionThresholdType1 # noqa: PLC0415
+        from ..models.decision_threshold_type_2 import DecisionThresholdType2 # noqa: PLC0415
         from ..models.dp_plan import DpPlan # noqa: PLC0415
         from ..models.output_check import OutputCheck # noqa: PLC0415
         from ..models.secure_aggregation import SecureAggregation # noqa: PLC0415
@@ -494,6 +519,46 @@ class StudySpec:
         task = _parse_task(d.pop("task", UNSET))
 
 
+        def _parse_threshold(data: object) -> DecisionThresholdType0 | DecisionThresholdType1 | DecisionThresholdType2 | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                componentsschemas_decision_threshold_type_0 = DecisionThresholdType0.from_dict(data)
+
+
+
+                return componentsschemas_decision_threshold_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                componentsschemas_decision_threshold_type_1 = DecisionThresholdType1.from_dict(data)
+
+
+
+                return componentsschemas_decision_threshold_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                componentsschemas_decision_threshold_type_2 = DecisionThresholdType2.from_dict(data)
+
+
+
+                return componentsschemas_decision_threshold_type_2
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(DecisionThresholdType0 | DecisionThresholdType1 | DecisionThresholdType2 | None | Unset, data)
+
+        threshold = _parse_threshold(d.pop("threshold", UNSET))
+
+
         study_spec = cls(
             categories=categories,
             data_holders=data_holders,
@@ -517,6 +582,7 @@ class StudySpec:
             release=release,
             secure_aggregation=secure_aggregation,
             task=task,
+            threshold=threshold,
         )
 
 

@@ -226,11 +226,7 @@ impl MapObjective<'_> {
 
     /// `mean log-likelihood(theta; data) - R(theta; mu, psi) / N` at the net's parameters.
     fn log_weight(&self, net: &Net, data: &Dataset, loss: &LossKind) -> Result<f64> {
-        let x = candle_core::Tensor::from_slice(
-            data.features(),
-            (data.len(), data.n_features()),
-            &candle_core::Device::Cpu,
-        )?;
+        let x = net.input(data.features(), data.len(), data.n_features())?;
         let nll = loss
             .compute(&net.forward(&x, None)?, data.labels())?
             .to_dtype(candle_core::DType::F64)?

@@ -67,8 +67,9 @@ def sync_detailed(
 
 ) -> Response[Any | Problem]:
     """ The study's progress as server-sent events: `study` (status, rounds done, epsilon spent),
-    `round` (a round attempt as in the rounds view, when it opens and when it closes) and `end`
-    (the study is over). The stream ends after at most 5 minutes; reconnect to go on.
+    `round` (a round attempt as in the rounds view, when it opens, when it closes and when the
+    holders' evaluation of its model arrives) and `end` (the study is over). The stream ends
+    after at most 5 minutes; reconnect to go on.
 
     Args:
         id (str):
@@ -100,8 +101,9 @@ def sync(
 
 ) -> Any | Problem | None:
     """ The study's progress as server-sent events: `study` (status, rounds done, epsilon spent),
-    `round` (a round attempt as in the rounds view, when it opens and when it closes) and `end`
-    (the study is over). The stream ends after at most 5 minutes; reconnect to go on.
+    `round` (a round attempt as in the rounds view, when it opens, when it closes and when the
+    holders' evaluation of its model arrives) and `end` (the study is over). The stream ends
+    after at most 5 minutes; reconnect to go on.
 
     Args:
         id (str):
@@ -128,8 +130,9 @@ async def asyncio_detailed(
 
 ) -> Response[Any | Problem]:
     """ The study's progress as server-sent events: `study` (status, rounds done, epsilon spent),
-    `round` (a round attempt as in the rounds view, when it opens and when it closes) and `end`
-    (the study is over). The stream ends after at most 5 minutes; reconnect to go on.
+    `round` (a round attempt as in the rounds view, when it opens, when it closes and when the
+    holders' evaluation of its model arrives) and `end` (the study is over). The stream ends
+    after at most 5 minutes; reconnect to go on.
 
     Args:
         id (str):
@@ -161,8 +164,9 @@ async def asyncio(
 
 ) -> Any | Problem | None:
     """ The study's progress as server-sent events: `study` (status, rounds done, epsilon spent),
-    `round` (a round attempt as in the rounds view, when it opens and when it closes) and `end`
-    (the study is over). The stream ends after at most 5 minutes; reconnect to go on.
+    `round` (a round attempt as in the rounds view, when it opens, when it closes and when the
+    holders' evaluation of its model arrives) and `end` (the study is over). The stream ends
+    after at most 5 minutes; reconnect to go on.
 
     Args:
         id (str):

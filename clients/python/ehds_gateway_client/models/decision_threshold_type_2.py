@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar, BinaryIO, TextIO, TYPE_CHECKING, Generator
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
+
+from ..models.decision_threshold_type_2_rule import DecisionThresholdType2Rule
+
+
+
+
+
+
+T = TypeVar("T", bound="DecisionThresholdType2")
+
+
+
+@_attrs_define
+class DecisionThresholdType2:
+    """ The threshold that maximises Youden's J = sensitivity + specificity - 1 (equivalently
+    the balanced accuracy) on the holder's validation part.
+
+        Attributes:
+            rule (DecisionThresholdType2Rule):
+     """
+
+    rule: DecisionThresholdType2Rule
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+
+
+
+
+    def to_dict(self) -> dict[str, Any]:
+        rule = self.rule.value
+
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update({
+            "rule": rule,
+        })
+
+        return field_dict
+
+
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        d = dict(src_dict)
+        rule = DecisionThresholdType2Rule(d.pop("rule"))
+
+
+
+
+        decision_threshold_type_2 = cls(
+            rule=rule,
+        )
+
+
+        decision_threshold_type_2.additional_properties = d
+        return decision_threshold_type_2
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties
