@@ -1,8 +1,9 @@
 //! Audit appends with the verifiable log against the hash chain alone, on SQLite and
 //! PostgreSQL in the same run.
 //!
-//! * `chain + tree`: `append_audit` + commit as the gateway does it now: the chained row and,
-//!   in the same transaction, its Merkle leaf and the perfect subtrees it completes;
+//! * `chain + tree`: `append_audit` + commit as the gateway does it now: the chained row
+//!   carrying its Merkle leaf and the perfect subtrees it completes (`tree_nodes`), computed
+//!   from the tree's right edge the store keeps between transactions;
 //! * `chain only`: the append as it was before the tree (head read, sealed row insert, commit),
 //!   run with the same SQL on a second database of the same backend.
 //!

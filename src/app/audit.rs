@@ -74,7 +74,7 @@ pub async fn verify_chain(tx: &mut dyn Tx) -> crate::store::Result<VerifyReport>
 // ---------------------------------------------------------------------------------------------
 // The verifiable log: the audit trail as an RFC 9162 Merkle tree (docs/verifiable-log.md).
 
-/// The Merkle tree hashes of the audit trail as the gateway stores them (`audit_log_tree`), read
+/// The Merkle tree hashes of the audit trail as the gateway stores them (`store::tree`), read
 /// for one computation: `translog`'s proof code asks for perfect subtrees synchronously, so
 /// [`with_stored_tree`] first learns which ones a computation reads (that depends on sizes and
 /// indices only, never on hash values), loads them in one query, then runs it over this.
@@ -184,6 +184,7 @@ pub async fn catch_up_tree(store: &dyn Store) -> anyhow::Result<u64> {
     // complete, instead of reading a size the first is about to change
     tx.take_write_order().await?;
     let mut size = tx.audit_tree_size().await?;
+    let mut edge = crate::store::tree::load_edge(&mut *tx, size).await?;
     let mut appended = 0;
     let mut pages = TrailPages::after(size as i64);
     while let Some(page) = pages.next(&mut *tx).await? {
@@ -194,7 +195,8 @@ pub async fn catch_up_tree(store: &dyn Store) -> anyhow::Result<u64> {
                 size + 1,
                 entry.seq
             );
-            tx.append_audit_leaf(size, leaf_hash(entry)).await?;
+            let nodes = edge.append(leaf_hash(entry));
+            tx.fill_audit_tree_nodes(entry.seq, &nodes).await?;
             size += 1;
             appended += 1;
         }

@@ -6,6 +6,7 @@
 mod postgres;
 mod sql;
 mod sqlite;
+pub(crate) mod tree;
 
 use async_trait::async_trait;
 use serde::Serialize;
@@ -217,7 +218,8 @@ pub trait Tx: Send {
     /// append takes; SQLite: the connection's writer lock is held from `begin`).
     async fn take_write_order(&mut self) -> Result<()>;
 
-    /// Leaves in the audit trail's Merkle tree (`audit_log_tree`; entry `seq` is leaf `seq - 1`).
+    /// Leaves in the audit trail's Merkle tree (entry `seq` is leaf `seq - 1`; its row's
+    /// `tree_nodes` holds the leaf and the subtrees it completes, `store::tree`).
     async fn audit_tree_size(&mut self) -> Result<u64>;
 
     /// The audit entry up to which webhook `endpoint` has been served, if it ever was.
@@ -227,10 +229,9 @@ pub trait Tx: Send {
     /// The stored perfect-subtree hashes among `wanted`, `(level, index)` pairs (see
     /// `translog::SubtreeHashes`); pairs not stored are left out of the answer.
     async fn audit_subtrees(&mut self, wanted: &[(u32, u64)]) -> Result<Vec<(u32, u64, Hash)>>;
-    /// Appends leaf `index`, which must be the next one, and the subtrees it completes.
-    /// `append_audit` does this for its own entry; this is for entries written before the tree
-    /// existed.
-    async fn append_audit_leaf(&mut self, index: u64, leaf: Hash) -> Result<()>;
+    /// Stores the tree hashes that entry `seq`, the next leaf, completes (`translog::Frontier`'s
+    /// append): for entries written before the tree existed. `append_audit` stores its own.
+    async fn fill_audit_tree_nodes(&mut self, seq: i64, nodes: &[Hash]) -> Result<()>;
 
     async fn commit(self: Box<Self>) -> Result<()>;
 }

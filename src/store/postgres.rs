@@ -6,7 +6,7 @@ use anyhow::Context;
 use async_trait::async_trait;
 use sqlx::postgres::{PgPool, PgPoolOptions};
 
-use super::{Result, Store, Tx};
+use super::{tree::TreeEdge, Result, Store, Tx};
 
 /// Key of the transaction-scoped advisory lock that orders audit and registry appends: the
 /// chain needs every writer to see the previous head, and registry versions must be committed
@@ -16,6 +16,7 @@ const WRITE_ORDER_LOCK: i64 = 0x4548_4453; // "EHDS"
 #[derive(Clone)]
 pub struct PgStore {
     pool: PgPool,
+    edge: TreeEdge,
 }
 
 impl PgStore {
@@ -30,7 +31,10 @@ impl PgStore {
             .run(&pool)
             .await
             .context("Failed to migrate PostgreSQL")?;
-        Ok(Self { pool })
+        Ok(Self {
+            pool,
+            edge: TreeEdge::default(),
+        })
     }
 
     pub fn pool(&self) -> &PgPool {
@@ -42,6 +46,7 @@ pub struct PgTx {
     tx: sqlx::Transaction<'static, sqlx::Postgres>,
     ordered: bool,
     observed: crate::observability::TxEvents,
+    edge: TreeEdge,
 }
 
 impl PgTx {
@@ -64,6 +69,7 @@ impl Store for PgStore {
             tx: self.pool.begin().await?,
             ordered: false,
             observed: Default::default(),
+            edge: self.edge.clone(),
         }))
     }
     async fn ping(&self) -> Result<()> {

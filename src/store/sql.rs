@@ -887,12 +887,26 @@ macro_rules! impl_tx {
                         .await?;
                 let (seq, prev) = head.map(|(s, h)| (s + 1, h))
                     .unwrap_or((1, crate::domain::audit::GENESIS_HASH.to_owned()));
+                // The tree's right edge after the head just read: kept from the last append
+                // when that is the head, read from the rows otherwise.
+                let mut edge = match self.edge.after(seq - 1, &prev) {
+                    Some(edge) => edge,
+                    None => {
+                        let size = u64::try_from(seq - 1).map_err(|_| {
+                            crate::store::StoreError::Corrupt("audit sequence below 1".into())
+                        })?;
+                        crate::store::tree::load_edge(&mut *self, size).await?
+                    }
+                };
                 let (e, canonical) = crate::domain::audit::AuditEntry::seal_canonical(
                     event, seq, prev, crate::domain::time::now());
+                // The same entry as a Merkle leaf, with the subtrees it completes, in its row.
+                let nodes = edge.append(translog::hash_leaf(&canonical));
                 sqlx::query(
                     "insert into audit_event (seq, event_id, recorded_at, actor_sub, actor_roles, actor_organisation, \
                      action, outcome, resource_type, resource_id, permit_id, request_id, http_status, detail, \
-                     prev_hash, hash) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+                     prev_hash, hash, tree_nodes) \
+                     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
                 )
                 .bind(e.seq)
                 .bind(e.id)
@@ -910,12 +924,10 @@ macro_rules! impl_tx {
                 .bind(e.detail.to_string())
                 .bind(&e.prev_hash)
                 .bind(&e.hash)
+                .bind(crate::store::tree::encode_nodes(&nodes))
                 .execute(&mut *self.tx)
                 .await?;
-                // The same entry as a Merkle leaf, in the same transaction.
-                let index = u64::try_from(e.seq - 1)
-                    .map_err(|_| crate::store::StoreError::Corrupt("audit sequence below 1".into()))?;
-                self.append_leaf(index, translog::hash_leaf(&canonical)).await?;
+                self.edge.keep(e.seq, &e.hash, edge);
                 self.observed.audit_appended();
                 Ok(e)
             }
@@ -945,48 +957,63 @@ macro_rules! impl_tx {
             }
 
             async fn audit_tree_size(&mut self) -> crate::store::Result<u64> {
-                let last: Option<i64> =
-                    sqlx::query_scalar("select max(idx) from audit_log_tree where level = 0")
-                        .fetch_one(&mut *self.tx)
-                        .await?;
-                Ok(last.map_or(0, |i| i as u64 + 1))
+                // the rows with tree hashes are a prefix of the trail (`fill_audit_tree_nodes`)
+                let last: Option<i64> = sqlx::query_scalar(
+                    "select seq from audit_event where tree_nodes is not null order by seq desc limit 1")
+                    .fetch_optional(&mut *self.tx)
+                    .await?;
+                Ok(last.map_or(0, |s| s as u64))
             }
 
             async fn audit_subtrees(&mut self, wanted: &[(u32, u64)])
                 -> crate::store::Result<Vec<(u32, u64, translog::Hash)>> {
-                let mut found = Vec::with_capacity(wanted.len());
+                let holders = wanted
+                    .iter()
+                    .map(|(level, index)| crate::store::tree::holding_seq(*level, *index))
+                    .collect::<crate::store::Result<Vec<i64>>>()?;
+                let mut seqs = holders.clone();
+                seqs.sort_unstable();
+                seqs.dedup();
+                let mut rows = std::collections::HashMap::with_capacity(seqs.len());
                 // Bounded statements: a proof asks for O(log² n) subtrees.
-                for chunk in wanted.chunks(200) {
+                for chunk in seqs.chunks(200) {
                     let mut q = sqlx::QueryBuilder::<$db>::new(
-                        "select level, idx, hash from audit_log_tree where ");
-                    for (i, (level, index)) in chunk.iter().enumerate() {
-                        if i > 0 {
-                            q.push(" or ");
-                        }
-                        let index = i64::try_from(*index).map_err(|_| {
-                            crate::store::StoreError::Corrupt("tree index beyond 63 bits".into())
-                        })?;
-                        q.push("(level = ").push_bind(*level as i32)
-                            .push(" and idx = ").push_bind(index).push(")");
+                        "select seq, tree_nodes from audit_event where tree_nodes is not null and seq in (");
+                    let mut list = q.separated(", ");
+                    for seq in chunk {
+                        list.push_bind(*seq);
                     }
-                    let rows = q.build().fetch_all(&mut *self.tx).await?;
-                    for r in &rows {
-                        let level: i32 = sqlx::Row::try_get(r, "level")?;
-                        let index: i64 = sqlx::Row::try_get(r, "idx")?;
-                        let hash: Vec<u8> = sqlx::Row::try_get(r, "hash")?;
-                        let hash = translog::Hash::try_from(hash.as_slice()).map_err(|_| {
-                            crate::store::StoreError::Corrupt("a tree hash is not 32 bytes".into())
-                        })?;
-                        found.push((level as u32, index as u64, hash));
+                    q.push(")");
+                    for r in q.build().fetch_all(&mut *self.tx).await? {
+                        let seq: i64 = sqlx::Row::try_get(&r, "seq")?;
+                        let nodes: Vec<u8> = sqlx::Row::try_get(&r, "tree_nodes")?;
+                        rows.insert(seq, nodes);
+                    }
+                }
+                let mut found = Vec::with_capacity(wanted.len());
+                for ((level, index), seq) in wanted.iter().zip(holders) {
+                    if let Some(nodes) = rows.get(&seq) {
+                        let hash = crate::store::tree::node_in_row(seq, nodes, *level)?;
+                        found.push((*level, *index, hash));
                     }
                 }
                 Ok(found)
             }
 
-            async fn append_audit_leaf(&mut self, index: u64, leaf: translog::Hash)
+            async fn fill_audit_tree_nodes(&mut self, seq: i64, nodes: &[translog::Hash])
                 -> crate::store::Result<()> {
                 self.order_writes().await?;
-                self.append_leaf(index, leaf).await
+                let filled = sqlx::query(
+                    "update audit_event set tree_nodes = $1 where seq = $2 and tree_nodes is null")
+                    .bind(crate::store::tree::encode_nodes(nodes))
+                    .bind(seq)
+                    .execute(&mut *self.tx)
+                    .await?;
+                if filled.rows_affected() != 1 {
+                    return Err(crate::store::StoreError::Corrupt(format!(
+                        "audit entry {seq} is missing or already has its tree hashes")));
+                }
+                Ok(())
             }
 
             async fn list_audit(&mut self, f: &crate::store::AuditFilter)
@@ -1019,49 +1046,6 @@ macro_rules! impl_tx {
         }
 
         impl $tx {
-            /// Stores leaf `index` and the perfect subtrees it completes: for each trailing one
-            /// bit of `index`, the node over its left neighbour at that level and the new right
-            /// edge. A missing left neighbour is refused, and the primary key refuses a second
-            /// leaf at an index; an even index has no neighbour to read, which keeps the common
-            /// append at one read (the tree cannot lag the rows: both are written in one
-            /// transaction, and older rows are appended at start-up before any write).
-            async fn append_leaf(&mut self, index: u64, leaf: translog::Hash) -> crate::store::Result<()> {
-                let completes = index.trailing_ones();
-                let wanted: Vec<(u32, u64)> = (0..completes).map(|l| (l, (index >> l) - 1)).collect();
-                let found = if wanted.is_empty() {
-                    Vec::new()
-                } else {
-                    <Self as crate::store::Tx>::audit_subtrees(self, &wanted).await?
-                };
-                let lag = || crate::store::StoreError::Corrupt(format!(
-                    "the audit Merkle tree lacks the subtrees before leaf {index}"));
-                if wanted.iter().any(|w| !found.iter().any(|f| (f.0, f.1) == *w)) {
-                    return Err(lag());
-                }
-                let mut rows = vec![(0u32, index, leaf)];
-                let mut node = leaf;
-                for level in 0..completes {
-                    let left = found
-                        .iter()
-                        .find(|f| (f.0, f.1) == (level, (index >> level) - 1))
-                        .map(|f| f.2)
-                        .ok_or_else(lag)?;
-                    node = translog::hash_children(&left, &node);
-                    rows.push((level + 1, index >> (level + 1), node));
-                }
-                let mut q = sqlx::QueryBuilder::<$db>::new("insert into audit_log_tree (level, idx, hash) ");
-                let mut bad_index = false;
-                q.push_values(&rows, |mut b, (level, idx, hash)| {
-                    let idx = i64::try_from(*idx).unwrap_or_else(|_| { bad_index = true; 0 });
-                    b.push_bind(*level as i32).push_bind(idx).push_bind(hash.to_vec());
-                });
-                if bad_index {
-                    return Err(crate::store::StoreError::Corrupt("tree index beyond 63 bits".into()));
-                }
-                q.build().execute(&mut *self.tx).await?;
-                Ok(())
-            }
-
             async fn sync_data_holders(&mut self, permit: &crate::domain::Permit) -> crate::store::Result<()> {
                 sqlx::query("delete from permit_data_holder where permit_id = $1")
                     .bind(permit.id().0)

@@ -11,12 +11,13 @@ use sqlx::sqlite::{
 };
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
-use super::{Result, Store, Tx};
+use super::{tree::TreeEdge, Result, Store, Tx};
 
 #[derive(Clone)]
 pub struct SqliteStore {
     pool: SqlitePool,
     writer: Arc<Mutex<()>>,
+    edge: TreeEdge,
 }
 
 impl SqliteStore {
@@ -42,6 +43,7 @@ impl SqliteStore {
         Ok(Self {
             pool,
             writer: Arc::new(Mutex::new(())),
+            edge: TreeEdge::default(),
         })
     }
 
@@ -95,6 +97,7 @@ pub struct SqliteTx {
     tx: sqlx::Transaction<'static, sqlx::Sqlite>,
     _writer: OwnedMutexGuard<()>,
     observed: crate::observability::TxEvents,
+    edge: TreeEdge,
 }
 
 impl SqliteTx {
@@ -111,6 +114,7 @@ impl Store for SqliteStore {
             tx: self.pool.begin().await?,
             _writer: guard,
             observed: Default::default(),
+            edge: self.edge.clone(),
         }))
     }
     async fn ping(&self) -> Result<()> {

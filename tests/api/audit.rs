@@ -14,14 +14,16 @@ pub(crate) async fn tamper(app: &TestApp, statements: &[&str]) {
         Backend::Sqlite => {
             let pool = sqlx::SqlitePool::connect(&app.database_url).await.unwrap();
             let mut tx = pool.begin().await.unwrap();
-            sqlx::query("drop trigger audit_event_no_update")
-                .execute(&mut *tx)
-                .await
-                .unwrap();
-            sqlx::query("drop trigger audit_event_no_delete")
-                .execute(&mut *tx)
-                .await
-                .unwrap();
+            for trigger in [
+                "audit_event_no_update",
+                "audit_event_no_delete",
+                "audit_event_tree_once",
+            ] {
+                sqlx::query(&format!("drop trigger {trigger}"))
+                    .execute(&mut *tx)
+                    .await
+                    .unwrap();
+            }
             for s in statements {
                 sqlx::query(s).execute(&mut *tx).await.unwrap();
             }
@@ -128,6 +130,7 @@ async fn the_trail_is_append_only_through_sql(app: TestApp) {
     some_history(&app).await;
     for sql in [
         "update audit_event set action = 'x'",
+        "update audit_event set tree_nodes = null",
         "delete from audit_event",
     ] {
         let result = match app.backend {

@@ -484,3 +484,131 @@ async fn typed_details_write_the_keys_of_the_entries_before_them() {
         }
     }
 }
+
+/// A database whose tree hashes were kept in `audit_log_tree` (migrations 0003-0005) moves them
+/// into the rows they belong to (0006): every entry that had tree rows holds exactly the nodes
+/// its leaf completed, level 0 first; entries without them stay empty for start-up to fill; the
+/// old table is gone. The trail is 13 entries with a tree over the first 11 (sizes with several
+/// trailing one bits), on both backends.
+async fn tree_rows_move_into_the_audit_entries(backend: Backend) {
+    use sqlx::migrate::Migrator;
+    let dir = tempfile::tempdir().unwrap();
+    let folder = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(match backend {
+        Backend::Sqlite => "migrations/sqlite",
+        Backend::Postgres => "migrations/postgres",
+    });
+    // the migrations as a gateway before 0006 had them
+    let before = dir.path().join("before-0006");
+    std::fs::create_dir(&before).unwrap();
+    for entry in std::fs::read_dir(&folder).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap().to_owned();
+        if name.as_str() < "0006" {
+            std::fs::copy(&path, before.join(name)).unwrap();
+        }
+    }
+    let (entries, with_tree) = (13u64, 11u64);
+    let mut tree = translog::MemoryTree::new();
+    for seq in 1..=with_tree {
+        tree.append(&seq.to_be_bytes());
+    }
+    let stored = |seq: u64| -> Vec<u8> {
+        let leaf = seq - 1;
+        (0..=leaf.trailing_ones())
+            .flat_map(|level| {
+                translog::SubtreeHashes::perfect(&tree, level, leaf >> level).unwrap()
+            })
+            .collect()
+    };
+    let insert_entry =
+        "insert into audit_event (seq, event_id, recorded_at, actor_sub, actor_roles, \
+        action, outcome, resource_type, detail, prev_hash, hash) \
+        values ($1, $2, $3, 'someone', '[]', 'permit.read', 'success', 'permit', '{}', 'p', 'h')";
+    let insert_node = "insert into audit_log_tree (level, idx, hash) values ($1, $2, $3)";
+    let nodes: Vec<(i32, i64, Vec<u8>)> = (0..4u32)
+        .flat_map(|level| {
+            let tree = &tree;
+            (0..with_tree >> level).map(move |idx| {
+                let hash = translog::SubtreeHashes::perfect(tree, level, idx).unwrap();
+                (level as i32, idx as i64, hash.to_vec())
+            })
+        })
+        .collect();
+    macro_rules! migrate_and_check {
+        ($pool:expr) => {{
+            let pool = $pool;
+            Migrator::new(before.as_path())
+                .await
+                .unwrap()
+                .run(&pool)
+                .await
+                .unwrap();
+            for seq in 1..=entries as i64 {
+                sqlx::query(insert_entry)
+                    .bind(seq)
+                    .bind(uuid::Uuid::new_v4())
+                    .bind(chrono::Utc::now())
+                    .execute(&pool)
+                    .await
+                    .unwrap();
+            }
+            for (level, idx, hash) in &nodes {
+                sqlx::query(insert_node)
+                    .bind(level)
+                    .bind(idx)
+                    .bind(hash)
+                    .execute(&pool)
+                    .await
+                    .unwrap();
+            }
+            Migrator::new(folder.as_path())
+                .await
+                .unwrap()
+                .run(&pool)
+                .await
+                .unwrap();
+            let rows: Vec<(i64, Option<Vec<u8>>)> =
+                sqlx::query_as("select seq, tree_nodes from audit_event order by seq")
+                    .fetch_all(&pool)
+                    .await
+                    .unwrap();
+            assert_eq!(rows.len() as u64, entries);
+            for (seq, nodes) in rows {
+                let seq = seq as u64;
+                if seq <= with_tree {
+                    assert_eq!(nodes, Some(stored(seq)), "entry {seq}");
+                } else {
+                    assert_eq!(nodes, None, "entry {seq}");
+                }
+            }
+            let gone = sqlx::query("select 1 from audit_log_tree")
+                .fetch_all(&pool)
+                .await;
+            assert!(gone.is_err(), "audit_log_tree is dropped");
+            pool.close().await;
+        }};
+    }
+    match backend {
+        Backend::Sqlite => {
+            let url = format!(
+                "sqlite://{}?mode=rwc",
+                dir.path().join("gateway.db").display()
+            );
+            migrate_and_check!(sqlx::SqlitePool::connect(&url).await.unwrap())
+        }
+        Backend::Postgres => {
+            let url = fresh_postgres_database().await;
+            migrate_and_check!(sqlx::PgPool::connect(&url).await.unwrap())
+        }
+    }
+}
+
+#[tokio::test]
+async fn tree_rows_move_into_the_audit_entries_on_sqlite() {
+    tree_rows_move_into_the_audit_entries(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn tree_rows_move_into_the_audit_entries_on_postgres() {
+    tree_rows_move_into_the_audit_entries(Backend::Postgres).await;
+}

@@ -20,7 +20,7 @@ pub use proof::{
     consistency_proof, inclusion_proof, root_from_inclusion_proof, subtree_root,
     verify_consistency, verify_inclusion, SubtreeHashes,
 };
-pub use tree::MemoryTree;
+pub use tree::{Frontier, MemoryTree};
 
 /// Everything that can go wrong building or checking a proof, a checkpoint or a note.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

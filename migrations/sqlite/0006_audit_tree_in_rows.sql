@@ -1,0 +1,28 @@
+-- The audit tree's hashes move into the rows they belong to (docs/verifiable-log.md): entry
+-- `seq` (leaf `seq - 1`) keeps in `tree_nodes` the hashes its append completes, level 0 (its
+-- leaf hash) first, then one per trailing one bit of `seq - 1`, 32 bytes each. The perfect
+-- subtree at level h, index i is therefore bytes [32h, 32h + 32) of entry ((i + 1) << h).
+-- An append writes one row instead of a row and tree rows, and truncating the trail truncates
+-- its tree with it. Entries that had no tree yet keep NULL until the gateway's start-up fills
+-- them in, in order; filling a NULL is the one change the triggers let through.
+
+alter table audit_event add column tree_nodes blob check (tree_nodes is null or length(tree_nodes) % 32 = 0);
+
+drop trigger audit_event_no_update;
+
+update audit_event set tree_nodes = (
+    select unhex(group_concat(hex(t.hash), '' order by t.level))
+    from audit_log_tree t
+    where ((t.idx + 1) << t.level) = audit_event.seq
+);
+
+create trigger audit_event_no_update before update of
+    seq, event_id, recorded_at, actor_sub, actor_roles, actor_organisation, action, outcome,
+    resource_type, resource_id, permit_id, request_id, http_status, detail, prev_hash, hash
+on audit_event
+begin select raise(abort, 'audit_event is append-only'); end;
+create trigger audit_event_tree_once before update of tree_nodes on audit_event
+when old.tree_nodes is not null
+begin select raise(abort, 'audit_event is append-only'); end;
+
+drop table audit_log_tree;
