@@ -11,7 +11,10 @@ mod helpers;
 use std::{
     path::{Path, PathBuf},
     process::Stdio,
-    sync::Arc,
+    sync::{
+        atomic::{AtomicUsize, Ordering},
+        Arc,
+    },
     time::{Duration, Instant},
 };
 
@@ -91,7 +94,45 @@ impl Nodes {
         key_dir: &Path,
         work: &Path,
         max_tasks: Option<usize>,
-        data: Vec<std::ffi::OsString>,
+        mut data: Vec<std::ffi::OsString>,
+    ) {
+        data.extend(["--dev-key-dir".into(), key_dir.into()]);
+        self.start(org, gateway, work, max_tasks, data, None);
+    }
+
+    /// Starts the node agent of `org` as a hospital runs it outside development mode: with a
+    /// bearer token obtained elsewhere, so that it may reach the gateway through any URL, and
+    /// a policy that accepts FedAvg studies under secure aggregation only, formal DP or not.
+    fn spawn_with_token(&mut self, org: &str, gateway: &str, token: &str, work: &Path) {
+        let policy = work.join(format!("policy-{org}.toml"));
+        std::fs::write(
+            &policy,
+            "[accept]\npermits = [\"*\"]\npurposes = [\"scientific_research\"]\n\
+             categories = [\"ehr_data\"]\nmethods = [\"fedavg\"]\n\
+             [privacy]\nrequire_formal_dp = false\nrequire_secure_aggregation = true\n",
+        )
+        .unwrap();
+        let args = vec![
+            "--fhir".into(),
+            example_federation_dir()
+                .join(format!("{org}.json"))
+                .into_os_string(),
+            "--policy".into(),
+            policy.into_os_string(),
+        ];
+        self.start(org, gateway, work, None, args, Some(token));
+    }
+
+    /// Runs `node run` for `org` against `gateway` with `args` (records, credentials) and,
+    /// if given, a bearer token; state and log go under `work`.
+    fn start(
+        &mut self,
+        org: &str,
+        gateway: &str,
+        work: &Path,
+        max_tasks: Option<usize>,
+        args: Vec<std::ffi::OsString>,
+        token: Option<&str>,
     ) {
         let state = work.join("nodes").join(org);
         std::fs::create_dir_all(&state).unwrap();
@@ -100,11 +141,9 @@ impl Nodes {
         let mut cmd = Command::new(BIN);
         cmd.args(["node", "run", "--gateway", gateway, "--org", org])
             .args(["--poll-wait", "5"])
-            .args(data)
+            .args(args)
             .arg("--state-dir")
             .arg(&state)
-            .arg("--dev-key-dir")
-            .arg(key_dir)
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
@@ -112,6 +151,9 @@ impl Nodes {
             .kill_on_drop(true);
         if let Some(m) = max_tasks {
             cmd.args(["--max-tasks", &m.to_string()]);
+        }
+        if let Some(token) = token {
+            cmd.env("EHDS_NODE_TOKEN", token);
         }
         let child = cmd.spawn().expect("node agent starts");
         self.children.push((org.to_owned(), child));
@@ -2076,6 +2118,83 @@ fn holds(haystack: &[u8], needle: &[u8]) -> bool {
     !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
 }
 
+/// What node `org` trained in round `round` of study `id`, from the state it saved under
+/// `work`: its model after local training, flat.
+fn trained_model(work: &Path, org: &str, id: StudyId, round: u64) -> Vec<f32> {
+    let state = work
+        .join("nodes")
+        .join(org)
+        .join(id.to_string())
+        .join(format!("state-{round}.json"));
+    let saved: Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
+    let trained: fl_engine::ParameterSet =
+        serde_json::from_value(saved["site"]["params"].clone()).unwrap();
+    trained.to_flat()
+}
+
+/// The global model checkpointed after round `round` (0: the initial model), flat; the
+/// store holds one study.
+async fn checkpoint_model(app: &TestApp, round: u64) -> Vec<f32> {
+    let pool = sqlx::sqlite::SqlitePool::connect(&app.database_url)
+        .await
+        .unwrap();
+    let model: Vec<u8> =
+        sqlx::query_scalar("select global_model from study_checkpoint where round = $1")
+            .bind(round as i64)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    pool.close().await;
+    fl_engine::load_safetensors(&model).unwrap().0.to_flat()
+}
+
+/// No row of any table of the gateway's SQLite store holds what a hospital's node sent in
+/// round `round` of study `id`: each node's update is recomputed from what it kept under
+/// `work` (its trained model, and its change to the global model of the round before), and
+/// neither appears as f32 bytes anywhere; every parameter file stored is a global model (none
+/// names a sender, as every update in clear does); no task holds a result; and the relay's
+/// state is gone with the round.
+async fn assert_no_update_stored(app: &TestApp, work: &Path, id: StudyId, round: u64) {
+    let start = checkpoint_model(app, round - 1).await;
+    let stored = every_stored_value(&app.database_url).await;
+    for org in hospitals() {
+        let trained = trained_model(work, org, id, round);
+        assert_eq!(trained.len(), start.len());
+        let bytes: Vec<u8> = trained.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let delta: Vec<u8> = trained
+            .iter()
+            .zip(&start)
+            .flat_map(|(t, s)| (t - s).to_le_bytes())
+            .collect();
+        for (table, value) in &stored {
+            assert!(!holds(value, &bytes), "{org}'s trained model is in {table}");
+            assert!(!holds(value, &delta), "{org}'s update is in {table}");
+        }
+    }
+    for (table, value) in &stored {
+        if let Ok((_, meta)) = fl_engine::load_safetensors(value) {
+            assert_eq!(meta.site, None, "a holder's parameter file is in {table}");
+        }
+    }
+    let pool = sqlx::sqlite::SqlitePool::connect(&app.database_url)
+        .await
+        .unwrap();
+    let with_result: i64 =
+        sqlx::query_scalar("select count(*) from study_task where result is not null")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(with_result, 0);
+    for table in ["secagg_session", "secagg_message"] {
+        let left: i64 = sqlx::query_scalar(&format!("select count(*) from {table}"))
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        assert_eq!(left, 0, "{table} keeps rows after the rounds closed");
+    }
+    pool.close().await;
+}
+
 /// FedAvg under secure aggregation on the four node processes: every round sums the four
 /// masked updates, the model learns, and afterwards no row of any table of the gateway's store
 /// holds a node's update. Each node's last update is recomputed from its own saved state (its
@@ -2122,60 +2241,7 @@ async fn fedavg_under_secure_aggregation_through_node_processes() {
         "three relayed stages a round"
     );
 
-    // the updates of the last round, as each node recomputes them from what it kept: its
-    // trained model, and its change to the global model of the round before
-    let pool = sqlx::sqlite::SqlitePool::connect(&app.database_url)
-        .await
-        .unwrap();
-    let previous: Vec<u8> =
-        sqlx::query_scalar("select global_model from study_checkpoint where round = $1")
-            .bind((rounds - 1) as i64)
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-    let start = fl_engine::load_safetensors(&previous).unwrap().0.to_flat();
-    let stored = every_stored_value(&app.database_url).await;
-    for org in hospitals() {
-        let state = work
-            .path()
-            .join("nodes")
-            .join(org)
-            .join(id.to_string())
-            .join(format!("state-{rounds}.json"));
-        let saved: Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
-        let trained: fl_engine::ParameterSet =
-            serde_json::from_value(saved["site"]["params"].clone()).unwrap();
-        let trained = trained.to_flat();
-        assert_eq!(trained.len(), start.len());
-        let bytes: Vec<u8> = trained.iter().flat_map(|v| v.to_le_bytes()).collect();
-        let delta: Vec<u8> = trained
-            .iter()
-            .zip(&start)
-            .flat_map(|(t, s)| (t - s).to_le_bytes())
-            .collect();
-        for (table, value) in &stored {
-            assert!(!holds(value, &bytes), "{org}'s trained model is in {table}");
-            assert!(!holds(value, &delta), "{org}'s update is in {table}");
-        }
-    }
-    for (table, value) in &stored {
-        if let Ok((_, meta)) = fl_engine::load_safetensors(value) {
-            assert_eq!(meta.site, None, "a holder's parameter file is in {table}");
-        }
-    }
-    let with_result: i64 =
-        sqlx::query_scalar("select count(*) from study_task where result is not null")
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-    assert_eq!(with_result, 0);
-    for table in ["secagg_session", "secagg_message"] {
-        let left: i64 = sqlx::query_scalar(&format!("select count(*) from {table}"))
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-        assert_eq!(left, 0, "{table} keeps rows after the rounds closed");
-    }
+    assert_no_update_stored(&app, work.path(), id, rounds).await;
 }
 
 /// A hospital whose node never runs: each round's key advertisement closes at its deadline
@@ -2288,52 +2354,370 @@ async fn distributed_dp_under_secure_aggregation_through_node_processes() {
         );
     }
 
-    // no holder's update anywhere in the store
-    let pool = sqlx::sqlite::SqlitePool::connect(&app.database_url)
-        .await
-        .unwrap();
-    let previous: Vec<u8> =
-        sqlx::query_scalar("select global_model from study_checkpoint where round = $1")
-            .bind((rounds - 1) as i64)
-            .fetch_one(&pool)
+    assert_no_update_stored(&app, work.path(), id, rounds).await;
+}
+
+/// A hospital's link to the gateway that fails in the middle of a round: an HTTP proxy that
+/// forwards every request of one node to the gateway at `gateway` unchanged, except the node's
+/// secure-aggregation message whose `kind` is `stage` (`share_keys`, `masked_input`, `unmask`),
+/// which it answers 503 as a proxy does when the gateway is out of reach. The node retries that
+/// message until its task's deadline; it never arrives. Returns the proxy's base URL and how
+/// many times it refused the message.
+async fn link_failing_at(gateway: &str, stage: &'static str) -> (String, Arc<AtomicUsize>) {
+    use axum::{
+        body::{Body, Bytes},
+        http::{header, HeaderMap, Method, StatusCode, Uri},
+        response::{IntoResponse, Response},
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let refused = Arc::new(AtomicUsize::new(0));
+    let count = refused.clone();
+    let upstream = gateway.trim_end_matches('/').to_owned();
+    let http = reqwest::Client::new();
+    let forward = move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
+        let (count, upstream, http) = (count.clone(), upstream.clone(), http.clone());
+        async move {
+            if method == Method::POST && uri.path().ends_with("/secagg") {
+                let message: Value = serde_json::from_slice(&body).unwrap_or_default();
+                if message["kind"] == stage {
+                    count.fetch_add(1, Ordering::SeqCst);
+                    return (StatusCode::SERVICE_UNAVAILABLE, "gateway unreachable")
+                        .into_response();
+                }
+            }
+            let path = uri.path_and_query().map_or("/", |p| p.as_str());
+            let mut request = http.request(method, format!("{upstream}{path}")).body(body);
+            for (name, value) in &headers {
+                if name != header::HOST && name != header::CONTENT_LENGTH {
+                    request = request.header(name, value);
+                }
+            }
+            let answer = match request.send().await {
+                Ok(answer) => answer,
+                Err(e) => return (StatusCode::BAD_GATEWAY, e.to_string()).into_response(),
+            };
+            let mut response = Response::builder().status(answer.status());
+            for (name, value) in answer.headers() {
+                if name != header::CONTENT_LENGTH && name != header::TRANSFER_ENCODING {
+                    response = response.header(name, value);
+                }
+            }
+            match answer.bytes().await {
+                Ok(bytes) => response.body(Body::from(bytes)).unwrap(),
+                Err(e) => (StatusCode::BAD_GATEWAY, e.to_string()).into_response(),
+            }
+        }
+    };
+    let app = axum::Router::new().fallback(forward);
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (base, refused)
+}
+
+/// A one-round FedAvg study under secure aggregation (`k = 3`, `t = 2` on the four
+/// hospitals, `min_sites = 3`, one attempt per round) whose `dropped` hospitals' links fail
+/// when their nodes send the message of `stage`; every other request of theirs gets through.
+struct Dropouts {
+    app: TestApp,
+    gw: Gateway,
+    work: tempfile::TempDir,
+    id: StudyId,
+    /// The rounds view once the study ended.
+    view: Value,
+}
+
+impl Dropouts {
+    async fn run(stage: &'static str, dropped: &[&str]) -> Self {
+        let app =
+            TestApp::spawn_with(Backend::Sqlite, |s| s.federation.max_round_attempts = 1).await;
+        let gw = Gateway::new(&app.base, app.dev.clone());
+        let work = tempfile::tempdir().unwrap();
+        let mut nodes = Nodes::new();
+        let mut refused = vec![];
+        for org in hospitals() {
+            if dropped.contains(&org) {
+                let (link, count) = link_failing_at(&app.base, stage).await;
+                nodes.spawn_with_token(org, &link, &app.holder(org), work.path());
+                refused.push((org, count));
+            } else {
+                nodes.spawn(org, &app.base, &app.data_dir, work.path(), None);
+            }
+        }
+        let id = secure_fedavg(&gw, &app, 1, 3).await;
+        let view = gw.wait_until_done(id, 120, &nodes).await;
+        nodes.kill().await;
+        // each dropped node got as far as the stage and tried to send its message
+        for (org, count) in refused {
+            assert!(
+                count.load(Ordering::SeqCst) > 0,
+                "{org} never sent its {stage} message\n{view}\n{}",
+                nodes.logs()
+            );
+        }
+        Self {
+            app,
+            gw,
+            work,
+            id,
+            view,
+        }
+    }
+
+    /// The one attempt at round 1.
+    fn round(&self) -> &Value {
+        let rounds = self.view["rounds"].as_array().unwrap();
+        assert_eq!(rounds.len(), 1, "{}", self.view);
+        &rounds[0]
+    }
+
+    /// How many holders each stage's close relayed to, in order, from the audit trail.
+    async fn stages_closed(&self) -> Vec<(String, u64)> {
+        let mut closed = self
+            .gw
+            .audit(&[
+                ("action", "study.round.secagg"),
+                ("resource_id", &self.id.to_string()),
+            ])
+            .await;
+        closed.sort_by_key(|e| e.seq);
+        closed
+            .iter()
+            .map(|e| {
+                let stage = e.detail["stage"].as_str().unwrap().to_owned();
+                (stage, e.detail["continuing"].as_u64().unwrap())
+            })
+            .collect()
+    }
+
+    /// Which holders' messages of `stage` the relay accepted, from the audit trail.
+    async fn accepted(&self, stage: &str) -> Vec<String> {
+        let mut from: Vec<String> = self
+            .gw
+            .audit(&[("action", "node.task.secagg"), ("outcome", "success")])
             .await
-            .unwrap();
-    let start = fl_engine::load_safetensors(&previous).unwrap().0.to_flat();
-    let stored = every_stored_value(&app.database_url).await;
-    for org in hospitals() {
-        let state = work
+            .into_iter()
+            .filter(|e| e.detail["stage"] == stage)
+            .map(|e| e.actor.organisation.unwrap())
+            .collect();
+        from.sort();
+        from
+    }
+
+    /// The lines of `org`'s node log about the study.
+    fn node_log(&self, org: &str) -> Vec<Value> {
+        let log = self
+            .work
             .path()
             .join("nodes")
             .join(org)
-            .join(id.to_string())
-            .join(format!("state-{rounds}.json"));
-        let saved: Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
-        let trained: fl_engine::ParameterSet =
-            serde_json::from_value(saved["site"]["params"].clone()).unwrap();
-        let trained = trained.to_flat();
-        let bytes: Vec<u8> = trained.iter().flat_map(|v| v.to_le_bytes()).collect();
-        let delta: Vec<u8> = trained
-            .iter()
-            .zip(&start)
-            .flat_map(|(t, s)| (t - s).to_le_bytes())
-            .collect();
-        for (table, value) in &stored {
-            assert!(!holds(value, &bytes), "{org}'s trained model is in {table}");
-            assert!(!holds(value, &delta), "{org}'s update is in {table}");
-        }
+            .join("node-log.jsonl");
+        std::fs::read_to_string(log)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|e| e["study_id"] == self.id.to_string())
+            .collect()
     }
-    for (table, value) in &stored {
-        if let Ok((_, meta)) = fl_engine::load_safetensors(value) {
-            assert_eq!(meta.site, None, "a holder's parameter file is in {table}");
+
+    /// The round aggregated the updates of exactly `contributors` (and the rounds view says
+    /// so), the study completed, and the dropped holders' own logs show their acceptance of
+    /// the task and no refusal: to a node a failed link is a dropout, not a refusal.
+    async fn assert_aggregated(&self, contributors: &[&str], dropped: &[&str]) {
+        assert_eq!(self.view["status"], "completed", "{}", self.view);
+        let round = self.round();
+        assert_eq!(round["phase"], "aggregated", "{round}");
+        for s in round["sites"].as_array().unwrap() {
+            let holder = s["data_holder"].as_str().unwrap();
+            assert_eq!(s["contributed"], contributors.contains(&holder), "{round}");
         }
+        // the new model is the initial one plus the mean of the contributors' updates, as
+        // each recomputes it from what it kept: the masks of every holder, dropped or not,
+        // cancelled out of the sum, and nothing else is in it
+        let start = checkpoint_model(&self.app, 0).await;
+        let model = checkpoint_model(&self.app, 1).await;
+        let mean = |orgs: &[&str]| -> Vec<f64> {
+            let trained: Vec<Vec<f32>> = orgs
+                .iter()
+                .map(|o| trained_model(self.work.path(), o, self.id, 1))
+                .collect();
+            start
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    let sum: f64 = trained.iter().map(|t| f64::from(t[i] - s)).sum();
+                    f64::from(*s) + sum / orgs.len() as f64
+                })
+                .collect()
+        };
+        let close = |a: &[f64]| {
+            a.iter()
+                .zip(&model)
+                .all(|(x, m)| (x - f64::from(*m)).abs() <= 1e-5 * (1.0 + x.abs()))
+        };
+        assert!(
+            close(&mean(contributors)),
+            "{model:?} {:?}",
+            mean(contributors)
+        );
+        if contributors.len() < 4 {
+            // the check tells the two apart
+            assert!(!close(&mean(&hospitals())), "{model:?}");
+        }
+        for org in dropped {
+            let fits: Vec<Value> = self
+                .node_log(org)
+                .into_iter()
+                .filter(|e| e["kind"] == "fit")
+                .collect();
+            assert_eq!(fits.len(), 1, "{org}: {fits:?}");
+            assert_eq!(fits[0]["decision"], "accepted", "{org}: {fits:?}");
+        }
+        assert_no_update_stored(&self.app, self.work.path(), self.id, 1).await;
     }
-    for table in ["secagg_session", "secagg_message"] {
-        let left: i64 = sqlx::query_scalar(&format!("select count(*) from {table}"))
-            .fetch_one(&pool)
+
+    /// The round could not be unmasked: it failed with the protocol's reason, audited with
+    /// it; the study (one attempt per round) failed; the model is still the initial one; and
+    /// nothing of any holder's update is stored, nor the relay's state.
+    async fn assert_failed(&self, reason: &str) {
+        assert_eq!(self.view["status"], "failed", "{}", self.view);
+        let round = self.round();
+        assert_eq!(round["phase"], "failed", "{round}");
+        let why = round["reason"].as_str().unwrap();
+        assert!(why.starts_with(reason), "{why}");
+        let sites = round["sites"].as_array().unwrap();
+        assert!(sites.iter().all(|s| s["contributed"] == false), "{round}");
+        let failed = self
+            .gw
+            .audit(&[
+                ("action", "study.round.fail"),
+                ("resource_id", &self.id.to_string()),
+            ])
+            .await;
+        assert_eq!(failed.len(), 1, "{failed:?}");
+        assert_eq!(failed[0].detail["reason"], why, "{failed:?}");
+        assert_eq!(failed[0].detail["study_status"], "failed", "{failed:?}");
+        let pool = sqlx::sqlite::SqlitePool::connect(&self.app.database_url)
             .await
             .unwrap();
-        assert_eq!(left, 0, "{table} keeps rows after the rounds closed");
+        let checkpoints: Vec<i64> = sqlx::query_scalar("select round from study_checkpoint")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+        pool.close().await;
+        assert_eq!(checkpoints, [0], "no model came of the round");
+        assert_no_update_stored(&self.app, self.work.path(), self.id, 1).await;
     }
+}
+
+/// A hospital whose link fails after it advertised its keys (its ShareKeys message never
+/// arrives): the relay closes ShareKeys at its deadline with the other three, who mask only
+/// among themselves; the round sums exactly their three updates.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secure_aggregation_survives_a_holder_dropping_after_advertising_its_keys() {
+    let dropped = hospitals()[0];
+    let run = Dropouts::run("share_keys", &[dropped]).await;
+    let others: Vec<&str> = hospitals().into_iter().filter(|o| *o != dropped).collect();
+    run.assert_aggregated(&others, &[dropped]).await;
+    assert_eq!(
+        run.stages_closed().await,
+        [
+            ("advertise_keys".into(), 4),
+            ("share_keys".into(), 3),
+            ("masked_input".into(), 3)
+        ]
+    );
+    assert_eq!(run.accepted("share_keys").await, sorted(&others));
+}
+
+/// A hospital whose link fails after ShareKeys (its masked input never arrives): the three
+/// others' inputs hold pairwise masks shared with it, which the relay removes by rebuilding
+/// its mask key from their shares; the round sums exactly their three updates.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secure_aggregation_survives_a_holder_dropping_after_share_keys() {
+    let dropped = hospitals()[1];
+    let run = Dropouts::run("masked_input", &[dropped]).await;
+    let others: Vec<&str> = hospitals().into_iter().filter(|o| *o != dropped).collect();
+    run.assert_aggregated(&others, &[dropped]).await;
+    assert_eq!(
+        run.stages_closed().await,
+        [
+            ("advertise_keys".into(), 4),
+            ("share_keys".into(), 4),
+            ("masked_input".into(), 3)
+        ]
+    );
+    assert_eq!(run.accepted("share_keys").await, sorted(&hospitals()));
+    assert_eq!(run.accepted("masked_input").await, sorted(&others));
+}
+
+/// A hospital whose link fails after its masked input arrived (its unmasking answer never
+/// does): its input is in the sum, and the other three's shares rebuild its self mask; the
+/// round sums all four updates, the dropped holder's included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secure_aggregation_survives_a_holder_dropping_after_its_masked_input() {
+    let dropped = hospitals()[2];
+    let run = Dropouts::run("unmask", &[dropped]).await;
+    let others: Vec<&str> = hospitals().into_iter().filter(|o| *o != dropped).collect();
+    run.assert_aggregated(&hospitals(), &[dropped]).await;
+    assert_eq!(
+        run.stages_closed().await,
+        [
+            ("advertise_keys".into(), 4),
+            ("share_keys".into(), 4),
+            ("masked_input".into(), 4)
+        ]
+    );
+    assert_eq!(run.accepted("masked_input").await, sorted(&hospitals()));
+    assert_eq!(run.accepted("unmasking").await, sorted(&others));
+}
+
+/// Two of four hospitals whose links fail after their masked inputs arrived: each holder's
+/// secrets were shared with its three neighbours at threshold 2, and with two answers only,
+/// no survivor's self mask can be rebuilt. The relay fails the round at its deadline without
+/// a sum, audited with the protocol's reason; no model comes of it and nothing of any
+/// holder's update is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secure_aggregation_fails_a_round_too_few_holders_can_unmask() {
+    let dropped = [hospitals()[0], hospitals()[3]];
+    let run = Dropouts::run("unmask", &dropped).await;
+    run.assert_failed("secure aggregation failed at unmasking: 1 shares of client")
+        .await;
+    assert_eq!(
+        run.stages_closed().await,
+        [
+            ("advertise_keys".into(), 4),
+            ("share_keys".into(), 4),
+            ("masked_input".into(), 4)
+        ]
+    );
+    let answered: Vec<&str> = hospitals()
+        .into_iter()
+        .filter(|o| !dropped.contains(o))
+        .collect();
+    assert_eq!(run.accepted("unmasking").await, sorted(&answered));
+}
+
+/// Three of four hospitals whose links fail after ShareKeys: one masked input arrives, below
+/// the threshold of 2, so the relay fails the round when the inputs are due, before anyone is
+/// asked to unmask; no model comes of it and nothing of any holder's update is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secure_aggregation_fails_a_round_too_few_masked_inputs_reach() {
+    let dropped = &hospitals()[1..];
+    let run = Dropouts::run("masked_input", dropped).await;
+    run.assert_failed("secure aggregation stopped at stage masked_input: round MaskedInputCollection has 1 participants, 2 needed")
+        .await;
+    assert_eq!(
+        run.stages_closed().await,
+        [("advertise_keys".into(), 4), ("share_keys".into(), 4)]
+    );
+    assert_eq!(run.accepted("masked_input").await, [hospitals()[0]]);
+}
+
+/// `orgs` in order, as owned strings.
+fn sorted(orgs: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = orgs.iter().map(|o| o.to_string()).collect();
+    v.sort();
+    v
 }
 
 /// A relay that tampers with what it relays (here the stored key broadcasts, rewritten by a
