@@ -2055,7 +2055,13 @@ async fn plain_mlp_fenda_with_site_private_features() {
 
 /// FedAvg without formal DP under secure aggregation, on the hospitals of a `none_allowed`
 /// permit, with `deadline` seconds per round.
-async fn secure_fedavg(gw: &Gateway, app: &TestApp, rounds: u64, min_sites: usize) -> StudyId {
+async fn secure_fedavg(
+    gw: &Gateway,
+    app: &TestApp,
+    rounds: u64,
+    min_sites: usize,
+    deadline: u64,
+) -> StudyId {
     let (_, issued) = app
         .permit_with(
             &federation_application(&hospitals(), 1.0, "data_holder"),
@@ -2070,7 +2076,7 @@ async fn secure_fedavg(gw: &Gateway, app: &TestApp, rounds: u64, min_sites: usiz
     body["dp"] = json!({"level": "none"});
     body["release"] = json!("last");
     body["min_sites"] = json!(min_sites);
-    body["round_deadline_seconds"] = json!(30);
+    body["round_deadline_seconds"] = json!(deadline);
     body["secure_aggregation"] = json!({});
     gw.submit(&body).await
 }
@@ -2212,7 +2218,7 @@ async fn fedavg_under_secure_aggregation_through_node_processes() {
         nodes.spawn(org, &app.base, &app.data_dir, work.path(), None);
     }
     let rounds = 3;
-    let id = secure_fedavg(&gw, &app, rounds, 4).await;
+    let id = secure_fedavg(&gw, &app, rounds, 4, 30).await;
     let view = gw.wait_until_done(id, 240, &nodes).await;
     nodes.kill().await;
     assert_eq!(view["status"], "completed", "{view}\n{}", nodes.logs());
@@ -2258,7 +2264,7 @@ async fn secure_aggregation_completes_without_an_absent_holder() {
         nodes.spawn(org, &app.base, &app.data_dir, work.path(), None);
     }
     let rounds = 2;
-    let id = secure_fedavg(&gw, &app, rounds, 3).await;
+    let id = secure_fedavg(&gw, &app, rounds, 3, 30).await;
     let view = gw.wait_until_done(id, 240, &nodes).await;
     nodes.kill().await;
     assert_eq!(view["status"], "completed", "{view}\n{}", nodes.logs());
@@ -2443,8 +2449,10 @@ impl Dropouts {
                 nodes.spawn(org, &app.base, &app.data_dir, work.path(), None);
             }
         }
-        let id = secure_fedavg(&gw, &app, 1, 3).await;
-        let view = gw.wait_until_done(id, 120, &nodes).await;
+        let id = // the stages after the first get 10 % of the round each (`stage_deadline`): 4 s here,
+        // so that a node slowed by a loaded machine is not taken for a dropout
+        let id = secure_fedavg(&gw, &app, 1, 3, 40).await;
+        let view = gw.wait_until_done(id, 150, &nodes).await;
         nodes.kill().await;
         // each dropped node got as far as the stage and tried to send its message
         for (org, count) in refused {
@@ -2748,7 +2756,7 @@ async fn nodes_log_a_relay_that_tampers_with_the_keys() {
     for org in hospitals() {
         nodes.spawn(org, &app.base, &app.data_dir, work.path(), None);
     }
-    let id = secure_fedavg(&gw, &app, 1, 3).await;
+    let id = secure_fedavg(&gw, &app, 1, 3, 30).await;
     let log_of = |org: &str| work.path().join("nodes").join(org).join("node-log.jsonl");
     let aborted = |org: &str| -> Option<Value> {
         std::fs::read_to_string(log_of(org))
