@@ -2449,7 +2449,7 @@ impl Dropouts {
                 nodes.spawn(org, &app.base, &app.data_dir, work.path(), None);
             }
         }
-        let id = // the stages after the first get 10 % of the round each (`stage_deadline`): 4 s here,
+        // the stages after the first get 10 % of the round each (`stage_deadline`): 4 s here,
         // so that a node slowed by a loaded machine is not taken for a dropout
         let id = secure_fedavg(&gw, &app, 1, 3, 40).await;
         let view = gw.wait_until_done(id, 150, &nodes).await;
