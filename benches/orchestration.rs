@@ -27,13 +27,32 @@
 //! round loop while a round collects (study, permit, open round, the round's N tasks), and the
 //! reads of a long poll woken by a change that brings it no task (its pending tasks).
 //!
+//! With `--secure` it measures what secure aggregation adds to the whole round: in the same
+//! process, gateway and nodes, it runs a study without it and one with it, alternately
+//! (`--pairs` times each), on an MLP of about `--params` parameters, without DP in both (the
+//! permit allows studies without formal DP). In the secure study a simulated node downloads the
+//! parameters and takes part in the secure aggregation with a zero delta through the node
+//! agent's own `secure_round` (encoding, key agreement, Shamir sharing, masking and unmasking,
+//! each stage posted to and polled from `/v1/node/tasks/{id}/secagg`); its result goes out
+//! after its masked input, as a real node's does. Nothing is trained in either study. The
+//! graph is complete below 100 holders and SecAgg+ with `2⌈log₂ N⌉` neighbours from 100 on
+//! (the secagg bench's rule); the threshold is the study default.
+//!
+//! The simulated nodes run on a tokio runtime of their own (threads named `sim-node`), so that a
+//! sampler thread can split the process's CPU per round between the nodes and the gateway (the
+//! rest of the process).
+//!
 //! Run: `cargo bench -p ehds-gateway --bench orchestration -- [options]`
 //!
 //! * `--backend sqlite|postgres|both` (default both);
-//! * `--nodes 4,100,1000` (default);
-//! * `--rounds R`: rounds per study (default 5);
-//! * `--rounds-large R`: rounds for N >= 1000 (default 4);
-//! * `--timeout S`: give up on a study after S seconds (default 600).
+//! * `--nodes 4,100,1000` (default; 10,100 with `--secure`);
+//! * `--rounds R`: rounds per study (default 5; 3 with `--secure`);
+//! * `--rounds-large R`: rounds for N >= 1000 (default 4; 3 with `--secure`);
+//! * `--timeout S`: give up on a study after S seconds (default 600);
+//! * `--params 10000,1000000`: an MLP of about this many parameters instead of the logistic
+//!   model (default with `--secure`: 10000,1000000);
+//! * `--secure`: each case with and without secure aggregation, alternately;
+//! * `--pairs P`: with `--secure`, studies of each kind per case (default 2).
 //!
 //! `TEST_POSTGRES_URL` names the administrative PostgreSQL URL (default
 //! `postgres://postgres@127.0.0.1:5432/postgres`); a database is created per run and dropped.
@@ -50,7 +69,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use anyhow::{bail, Context};
+use anyhow::{bail, ensure, Context};
 use chrono::{DateTime, Utc};
 use ehds_gateway::{
     auth::dev::DevIssuer,
@@ -63,6 +82,7 @@ use ehds_gateway::{
         time, OrgId, PermitId, StudyId,
     },
     federation::wire::{encode_update, NodeTask, TaskResultBody},
+    node::agent::secure_round,
     startup::Application,
     store::{AuditFilter, Store},
 };
@@ -72,6 +92,12 @@ use serde_json::{json, Value};
 const POLL_WAIT_SECONDS: u64 = 10;
 /// Operations per baseline measurement (after as many again for warm-up, at most).
 const BASELINE_OPS: usize = 300;
+/// How long a simulated node waits for an answer before it retries.
+const NODE_REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
+/// Name prefix of the simulated nodes' runtime threads.
+const NODE_THREADS: &str = "sim-node";
+/// How often the sampler thread reads the CPU counters.
+const CPU_SAMPLE_EVERY: Duration = Duration::from_millis(20);
 const FEATURES: &str = "examples/federation/heart_disease.features.json";
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -95,23 +121,43 @@ struct Config {
     rounds: u64,
     rounds_large: u64,
     timeout: Duration,
+    /// Model sizes to run (an MLP of about this many parameters each); empty: the logistic
+    /// model.
+    params: Vec<usize>,
+    /// Each case with and without secure aggregation, alternately, without DP.
+    secure: bool,
+    /// With `secure`: studies of each kind per case.
+    pairs: u64,
     /// Internal: run exactly one configuration in this process.
     run_one: bool,
 }
 
 const USAGE: &str = "options: --backend sqlite|postgres|both  --nodes 4,100,1000  --rounds R  \
-                     --rounds-large R (N >= 1000)  --timeout SECONDS";
+                     --rounds-large R (N >= 1000)  --timeout SECONDS  --params 10000,1000000  \
+                     --secure  --pairs P";
+
+fn number_list(v: &str, flag: &str) -> anyhow::Result<Vec<usize>> {
+    v.split(',')
+        .map(|n| n.trim().parse::<usize>())
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("{flag} takes a list of numbers; {USAGE}"))
+}
 
 impl Config {
     fn from_args() -> anyhow::Result<Self> {
         let mut cfg = Config {
             backends: vec![Backend::Sqlite, Backend::Postgres],
-            nodes: vec![4, 100, 1000],
-            rounds: 5,
-            rounds_large: 4,
+            nodes: vec![],
+            rounds: 0,
+            rounds_large: 0,
             timeout: Duration::from_secs(600),
+            params: vec![],
+            secure: false,
+            pairs: 2,
             run_one: false,
         };
+        // given or the mode's default
+        let (mut nodes, mut rounds, mut rounds_large, mut params) = (None, None, None, None);
         let mut args = std::env::args().skip(1);
         while let Some(arg) = args.next() {
             // `cargo bench` passes `--bench` to every bench binary.
@@ -141,19 +187,13 @@ impl Config {
                         other => bail!("unknown backend `{other}`; {USAGE}"),
                     }
                 }
-                "--nodes" => {
-                    cfg.nodes = value()?
-                        .split(',')
-                        .map(|n| n.trim().parse::<usize>())
-                        .collect::<Result<_, _>>()
-                        .with_context(|| format!("--nodes takes a list of numbers; {USAGE}"))?;
-                    if cfg.nodes.iter().any(|&n| n == 0 || n > 9999) {
-                        bail!("--nodes must lie in 1-9999");
-                    }
-                }
-                "--rounds" => cfg.rounds = value()?.parse()?,
-                "--rounds-large" => cfg.rounds_large = value()?.parse()?,
+                "--nodes" => nodes = Some(number_list(&value()?, "--nodes")?),
+                "--rounds" => rounds = Some(value()?.parse()?),
+                "--rounds-large" => rounds_large = Some(value()?.parse()?),
                 "--timeout" => cfg.timeout = Duration::from_secs(value()?.parse()?),
+                "--params" => params = Some(number_list(&value()?, "--params")?),
+                "--secure" => cfg.secure = true,
+                "--pairs" => cfg.pairs = value()?.parse()?,
                 "-h" | "--help" => {
                     println!("{USAGE}");
                     std::process::exit(0);
@@ -161,11 +201,32 @@ impl Config {
                 other => bail!("unknown argument `{other}`; {USAGE}"),
             }
         }
+        let secure = cfg.secure;
+        cfg.nodes = nodes.unwrap_or_else(|| match secure {
+            true => vec![10, 100],
+            false => vec![4, 100, 1000],
+        });
+        cfg.rounds = rounds.unwrap_or(if secure { 3 } else { 5 });
+        cfg.rounds_large = rounds_large.unwrap_or(if secure { 3 } else { 4 });
+        cfg.params = params.unwrap_or_else(|| match secure {
+            true => vec![10_000, 1_000_000],
+            false => vec![],
+        });
+        if cfg.nodes.iter().any(|&n| n == 0 || n > 9999) {
+            bail!("--nodes must lie in 1-9999");
+        }
         if cfg.rounds == 0 || cfg.rounds_large == 0 {
             bail!("rounds must be at least 1");
         }
-        if cfg.run_one && (cfg.backends.len() != 1 || cfg.nodes.len() != 1) {
-            bail!("--run-one takes exactly one backend and one federation size");
+        if cfg.params.iter().any(|&p| p < 100) {
+            bail!("--params must be at least 100");
+        }
+        if cfg.secure && (cfg.pairs == 0 || cfg.nodes.iter().any(|&n| n < 3)) {
+            bail!("--secure needs --pairs of at least 1 and at least 3 nodes");
+        }
+        if cfg.run_one && (cfg.backends.len() != 1 || cfg.nodes.len() != 1 || cfg.params.len() > 1)
+        {
+            bail!("--run-one takes exactly one backend, federation size and model size");
         }
         Ok(cfg)
     }
@@ -192,6 +253,85 @@ fn peak_rss_mib() -> Option<f64> {
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib / 1024.0)
+}
+
+/// The CPU counters at one instant: the machine's (busy, total) ticks, this process's, and its
+/// simulated nodes' threads'.
+#[derive(Clone, Copy)]
+struct CpuSample {
+    at: DateTime<Utc>,
+    machine: (u64, u64),
+    process: u64,
+    nodes: u64,
+}
+
+/// A thread that reads the CPU counters every [`CPU_SAMPLE_EVERY`] until finished, so that a
+/// round's CPU can be taken between the samples around its server timestamps.
+struct CpuSampler {
+    samples: Arc<Mutex<Vec<CpuSample>>>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl CpuSampler {
+    fn start() -> Self {
+        let samples: Arc<Mutex<Vec<CpuSample>>> = Default::default();
+        let stop: Arc<std::sync::atomic::AtomicBool> = Default::default();
+        let thread = std::thread::spawn({
+            let (samples, stop) = (samples.clone(), stop.clone());
+            move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let sample = CpuSample {
+                        at: Utc::now(),
+                        machine: cpu::machine_ticks().unwrap_or_default(),
+                        process: cpu::self_ticks(),
+                        nodes: cpu::thread_ticks(NODE_THREADS),
+                    };
+                    if let Ok(mut s) = samples.lock() {
+                        s.push(sample);
+                    }
+                    std::thread::sleep(CPU_SAMPLE_EVERY);
+                }
+            }
+        });
+        Self {
+            samples,
+            stop,
+            thread,
+        }
+    }
+
+    /// The samples so far.
+    fn samples(&self) -> Vec<CpuSample> {
+        self.samples
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn finish(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = self.thread.join();
+    }
+}
+
+/// CPU seconds that the gateway (the process less its node threads) and the simulated nodes
+/// used from `a` to `b`, taken between the last sample before `a` and the first after `b`.
+fn cpu_between(samples: &[CpuSample], a: DateTime<Utc>, b: DateTime<Utc>) -> Option<(f64, f64)> {
+    let from = samples.iter().rev().find(|s| s.at <= a)?;
+    let to = samples.iter().find(|s| s.at >= b)?;
+    let total = to
+        .machine
+        .1
+        .checked_sub(from.machine.1)
+        .filter(|&t| t > 0)?;
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let wall = ms_between(from.at, to.at) / 1e3;
+    // ticks over all ticks, times the CPUs, is cores in use; times the wall time, seconds
+    let seconds = |ticks: u64| ticks as f64 / total as f64 * cpus * wall;
+    let nodes = to.nodes.saturating_sub(from.nodes);
+    let process = to.process.saturating_sub(from.process);
+    Some((seconds(process.saturating_sub(nodes)), seconds(nodes)))
 }
 
 #[path = "common/env.rs"]
@@ -257,41 +397,117 @@ fn application_body(holders: &[String], epsilon: f64) -> anyhow::Result<Applicat
     }))?)
 }
 
-fn study_body(permit: PermitId, holders: &[String], rounds: u64, features: &Value) -> Value {
-    json!({
-        "title": "Orchestration benchmark",
-        "permit_id": permit.to_string(),
-        "purpose": "scientific_research",
-        "categories": ["ehr_data"],
-        "data_holders": holders,
-        "feature_spec": features,
-        "model": {"architecture": "logistic"},
-        "strategy": {"name": "fedavg"},
-        "optimizer": {"name": "sgd", "lr": 0.1},
-        "local_steps": 1,
-        "batch_size": 4,
-        "rounds": rounds,
-        "min_sites": holders.len(),
-        "round_deadline_seconds": 3600,
-        "dp": {"level": "client", "clip_norm": 1.0, "noise_multiplier": 2.0},
-        "seed": 7,
-    })
+/// What the studies of a run ask for.
+struct StudyPlan {
+    /// The logistic model, or an MLP of about this many parameters.
+    params: Option<usize>,
+    /// Without DP, under a permit that allows it (the `--secure` comparison); else client-level
+    /// DP.
+    no_dp: bool,
 }
 
-/// Issues a permit to `uni-a` naming `holders`; returns its id.
+impl StudyPlan {
+    /// An MLP with two hidden layers of width h on `inputs` features and one output has
+    /// h² + (inputs + 3)·h + 1 parameters: the width that comes closest to `params`.
+    fn model(&self, inputs: usize) -> Value {
+        match self.params {
+            None => json!({"architecture": "logistic"}),
+            Some(p) => {
+                let b = (inputs + 3) as f64;
+                let h = ((b * b + 4.0 * (p as f64 - 1.0)).sqrt() - b) / 2.0;
+                let h = (h.round() as usize).max(1);
+                json!({"architecture": "mlp", "hidden": [h, h]})
+            }
+        }
+    }
+
+    /// The study, under secure aggregation with `neighbours` each when given.
+    fn body(
+        &self,
+        permit: PermitId,
+        holders: &[String],
+        rounds: u64,
+        features: &Value,
+        neighbours: Option<u32>,
+    ) -> Value {
+        let inputs = features["features"].as_array().map_or(1, Vec::len);
+        let mut body = json!({
+            "title": "Orchestration benchmark",
+            "permit_id": permit.to_string(),
+            "purpose": "scientific_research",
+            "categories": ["ehr_data"],
+            "data_holders": holders,
+            "feature_spec": features,
+            "model": self.model(inputs),
+            "strategy": {"name": "fedavg"},
+            "optimizer": {"name": "sgd", "lr": 0.1},
+            "local_steps": 1,
+            "batch_size": 4,
+            "rounds": rounds,
+            "min_sites": holders.len(),
+            "round_deadline_seconds": 3600,
+            "dp": if self.no_dp {
+                json!({"level": "none"})
+            } else {
+                json!({"level": "client", "clip_norm": 1.0, "noise_multiplier": 2.0})
+            },
+            "seed": 7,
+        });
+        if let Some(k) = neighbours {
+            body["secure_aggregation"] = json!({ "neighbours": k });
+        }
+        body
+    }
+}
+
+/// The secagg bench's graph for `n` holders: complete below 100, else `2⌈log₂ n⌉` neighbours.
+fn neighbours(n: usize) -> u32 {
+    if n < 100 {
+        n as u32 - 1
+    } else {
+        2 * (n as f64).log2().ceil() as u32
+    }
+}
+
+/// Issues a permit to `uni-a` naming `holders`, allowing studies without formal DP when
+/// `allow_no_dp`; returns its id.
 async fn issue_permit(
     researcher: &GatewayClient,
     officer: &GatewayClient,
+    officer_token: &str,
     holders: &[String],
+    allow_no_dp: bool,
 ) -> anyhow::Result<PermitId> {
     let created = researcher
         .create_application(&application_body(holders, 1000.0)?)
         .await
         .context("application")?;
-    officer
-        .approve_application(created.id)
-        .await
-        .context("decision")
+    if !allow_no_dp {
+        return officer
+            .approve_application(created.id)
+            .await
+            .context("decision");
+    }
+    // the client's approval takes the default terms; this one sets the DP requirement
+    let decided: Value = officer
+        .http()
+        .post(format!(
+            "{}/v1/applications/{}/decision",
+            officer.base_url(),
+            created.id
+        ))
+        .bearer_auth(officer_token)
+        .json(&json!({"decision": "approve", "dp_requirement": "none_allowed"}))
+        .send()
+        .await?
+        .error_for_status()
+        .context("decision")?
+        .json()
+        .await?;
+    let id = decided["permit"]["id"]
+        .as_str()
+        .context("the decision names no permit")?;
+    PermitId::parse(id).map_err(|e| anyhow::anyhow!(e.1))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -373,15 +589,33 @@ impl Node {
     }
 
     /// Fit: downloads the global model and returns it unchanged. Evaluate: counts only.
+    /// Fit under secure aggregation: downloads the global model and sums a zero delta through
+    /// the node agent's own secure round, which also sends the result.
     async fn work(&self, task: &NodeTask) -> Result<(), String> {
-        let parameters = if task.kind == TaskKind::Fit {
+        let fit = task.kind == TaskKind::Fit;
+        let mut body = TaskResultBody {
+            num_examples: self.examples,
+            excluded_subjects: 0,
+            registry_version: task.registry_version,
+            parameters: None,
+            train_loss: fit.then_some(0.69),
+            local_steps: fit.then_some(1),
+            evaluation: None,
+        };
+        if fit {
             self.request();
             let ins = self
                 .gateway
                 .task_parameters(task)
                 .await
                 .map_err(|e| format!("parameters: {e}"))?;
-            Some(
+            if task.study.secure_aggregation.is_some() {
+                let delta = vec![0.0; ins.params.to_flat().len()];
+                return secure_round(&self.gateway, task, &delta, &body)
+                    .await
+                    .map_err(|e| format!("secure aggregation: {e:#}"));
+            }
+            body.parameters = Some(
                 encode_update(
                     &ins.params,
                     &ins.extras,
@@ -390,20 +624,8 @@ impl Node {
                     &self.holder,
                 )
                 .map_err(|e| format!("encoding the update: {e}"))?,
-            )
-        } else {
-            None
-        };
-        let fit = parameters.is_some();
-        let body = TaskResultBody {
-            num_examples: self.examples,
-            excluded_subjects: 0,
-            registry_version: task.registry_version,
-            parameters,
-            train_loss: fit.then_some(0.69),
-            local_steps: fit.then_some(1),
-            evaluation: None,
-        };
+            );
+        }
         self.request();
         // a result the gateway already holds (an earlier attempt got through) is delivered
         self.gateway
@@ -441,6 +663,9 @@ struct RoundTimes {
     downloaded: f64,
     /// The last `node.task.result` of the round recorded.
     uploaded: f64,
+    /// Under secure aggregation, each `study.round.secagg` entry (a stage closed and relayed:
+    /// keys, shares, masked inputs), in order.
+    stages: Vec<f64>,
     /// `study.round.aggregate` recorded: DP aggregation, budget, checkpoint.
     aggregated: f64,
     /// The aggregation transition alone: from the later of `closed_at` and the last result to
@@ -452,29 +677,31 @@ struct RoundTimes {
     counts: [usize; 3],
     /// From this round's start entry to the next round's (absent for the last round).
     cycle: Option<f64>,
+    /// CPU seconds of the gateway and of all simulated nodes from the start entry to the
+    /// aggregate entry (NaN when the samples do not cover it).
+    cpu: (f64, f64),
 }
 
-struct RunResult {
-    backend: Backend,
-    nodes: usize,
+/// One study of a run.
+struct StudyRun {
+    secure: bool,
     rounds: Vec<RoundTimes>,
     study_seconds: f64,
+    /// Average cores during the whole study.
     cpu: CpuUse,
-    baselines: Baselines,
-    wake_ms: f64,
     /// Size of the parameter file a node downloads.
     parameter_bytes: Option<u64>,
-    context_ms: f64,
-    empty_poll_ms: f64,
-    peak_rss_mib: Option<f64>,
+    /// The model's parameters, as the gateway counts them.
+    parameter_count: Option<u64>,
+    /// Node requests counted by the bench (the secure-aggregation exchange is not counted) and
+    /// their retries.
     requests: u64,
     retries: u64,
-    errors: u64,
-    first_error: Option<String>,
-    chain: (u64, bool),
+    /// The process's peak RSS when the study ended.
+    peak_rss_mib: Option<f64>,
 }
 
-impl RunResult {
+impl StudyRun {
     /// Rounds the medians are taken over: all but the first when there are at least three.
     fn measured(&self) -> &[RoundTimes] {
         if self.rounds.len() >= 3 {
@@ -483,8 +710,52 @@ impl RunResult {
             &self.rounds
         }
     }
-    fn med(&self, f: impl Fn(&RoundTimes) -> f64) -> f64 {
-        median(&self.measured().iter().map(f).collect::<Vec<_>>())
+}
+
+/// Store reads timed in-process after the first study (medians, ms).
+struct Reads {
+    /// One wake-up of the round loop while a round collects.
+    wake_ms: f64,
+    /// What every node request reads before its own work.
+    context_ms: f64,
+    /// A long poll woken by a change that brings it no task.
+    empty_poll_ms: f64,
+}
+
+struct RunResult {
+    backend: Backend,
+    nodes: usize,
+    params: Option<usize>,
+    studies: Vec<StudyRun>,
+    baselines: Baselines,
+    /// Absent under `--secure`.
+    reads: Option<Reads>,
+    errors: u64,
+    first_error: Option<String>,
+    /// The study that failed, and why; the run stopped there.
+    failed: Option<String>,
+    chain: (u64, bool),
+}
+
+impl RunResult {
+    /// The measured rounds of every study with (`secure`) or without secure aggregation.
+    fn rounds(&self, secure: bool) -> impl Iterator<Item = &RoundTimes> {
+        self.studies
+            .iter()
+            .filter(move |s| s.secure == secure)
+            .flat_map(StudyRun::measured)
+    }
+    /// The median of `f` over [`Self::rounds`].
+    fn med(&self, secure: bool, f: impl Fn(&RoundTimes) -> f64) -> f64 {
+        median(&self.rounds(secure).map(f).collect::<Vec<_>>())
+    }
+    /// The highest peak RSS at the end of a study of the kind.
+    fn peak_rss(&self, secure: bool) -> Option<f64> {
+        self.studies
+            .iter()
+            .filter(|s| s.secure == secure)
+            .filter_map(|s| s.peak_rss_mib)
+            .reduce(f64::max)
     }
 }
 
@@ -524,7 +795,7 @@ async fn audit_head(store: &dyn Store) -> anyhow::Result<i64> {
 async fn bench_run(
     backend: Backend,
     nodes: usize,
-    rounds: u64,
+    params: Option<usize>,
     cfg: &Config,
     features: &Value,
 ) -> anyhow::Result<RunResult> {
@@ -542,7 +813,7 @@ async fn bench_run(
             (url, Some(name))
         }
     };
-    let result = run(backend, nodes, rounds, cfg, features, dir.path(), url).await;
+    let result = run(backend, nodes, params, cfg, features, dir.path(), url).await;
     if let Some(name) = pg_name {
         if let Err(e) = drop_postgres_database(&name).await {
             eprintln!("could not drop database {name}: {e:#}");
@@ -551,132 +822,41 @@ async fn bench_run(
     result
 }
 
-async fn run(
-    backend: Backend,
-    n: usize,
+/// The gateway of a run as the bench sees it.
+struct Harness<'a> {
+    store: Arc<dyn Store>,
+    researcher: GatewayClient,
+    holders: Vec<String>,
+    permit: PermitId,
+    stats: Arc<NodeStats>,
+    sampler: &'a CpuSampler,
+    cfg: &'a Config,
+    features: &'a Value,
+}
+
+/// Runs one study to its end and reads its rounds from the audit log.
+async fn run_study(
+    h: &Harness<'_>,
+    plan: &StudyPlan,
     rounds: u64,
-    cfg: &Config,
-    features: &Value,
-    data_dir: &Path,
-    database_url: String,
-) -> anyhow::Result<RunResult> {
-    let mut settings = Settings {
-        listen: "127.0.0.1:0".parse()?,
-        data_dir: data_dir.to_path_buf(),
-        database_url: Some(database_url),
-        ..Settings::default()
-    };
-    settings.federation.tick_millis = 20;
-    settings.http.body_limit_bytes = 16 * 1024 * 1024;
-    let audience = settings.auth.audience.clone();
-    let app = Application::build(settings, true).await?;
-    let base = app.base_url().to_owned();
-    let store = app.state().store.clone();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(app.run_until_stopped(async {
-        let _ = stopped.await;
-    }));
-
-    let dev = DevIssuer::load_or_create(data_dir, &base, &audience)?;
-    let mint =
-        |sub: &str, role: &str, org: &str| dev.mint(sub, &[role.to_owned()], Some(org), 3600);
-    let researcher = mint("alice", "researcher", "uni-a")?;
-    let officer = mint("officer-1", "hdab_officer", "hdab-de")?;
-    let client = GatewayClient::builder(&base)
-        .timeout(Duration::from_secs(POLL_WAIT_SECONDS + 30))
-        .build()?;
-    let researcher = client.with_token(researcher);
-    let officer = client.with_token(officer);
-
-    // The baselines, on a small permit of their own so that they do not grow with N.
-    let small = issue_permit(
-        &researcher,
-        &officer,
-        &["hosp-1".to_owned(), "hosp-2".to_owned()],
-    )
-    .await?;
-    let healthz = time_ops(BASELINE_OPS / 3, BASELINE_OPS, || {
-        let client = client.clone();
-        async move { client.healthz().await.context("healthz") }
-    })
-    .await?;
-    let permit_read = time_ops(BASELINE_OPS / 3, BASELINE_OPS, || {
-        let officer = officer.clone();
-        async move {
-            officer.permit(small).await.context("permit read")?;
-            Ok(())
-        }
-    })
-    .await?;
-    let append = time_ops(BASELINE_OPS / 3, BASELINE_OPS, || {
-        let store = store.clone();
-        async move {
-            let mut tx = store.begin().await?;
-            tx.append_audit(
-                NewAuditEvent::success(
-                    &Actor::system(),
-                    // any action: the cost is the append, whatever it records
-                    ehds_gateway::authz::Action::PermitRead,
-                    ehds_gateway::domain::audit::AuditSubject::Permit(small),
-                )
-                .permit(small),
-            )
-            .await?;
-            tx.commit().await?;
-            Ok(())
-        }
-    })
-    .await?;
-    let baselines = Baselines {
-        healthz_ms: median(&healthz),
-        permit_read_ms: median(&permit_read),
-        append_ms: median(&append),
-    };
-
-    // The study's permit and its N nodes.
-    let holders: Vec<String> = (0..n).map(|i| format!("node-{i:04}")).collect();
-    let permit = issue_permit(&researcher, &officer, &holders).await?;
-    let stats = Arc::new(NodeStats::default());
-    let mut node_tasks = Vec::with_capacity(n);
-    for (i, h) in holders.iter().enumerate() {
-        let node = Node {
-            gateway: Node::client(
-                &client,
-                mint(&format!("agent-{h}"), "data_holder", h)?,
-                &stats,
-            ),
-            holder: OrgId::parse(h).map_err(|(_, m)| anyhow::anyhow!(m))?,
-            examples: 100 + (i as u64 % 200),
-            stats: stats.clone(),
-        };
-        node_tasks.push(tokio::spawn(node.run()));
-        // open the connections gradually rather than all in one burst
-        if i % 50 == 49 {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-    let ready_by = Instant::now() + Duration::from_secs(60);
-    while stats.polling.load(Ordering::Relaxed) < n {
-        if Instant::now() > ready_by {
-            bail!("the simulated nodes did not all start polling within 60 s");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    // Every node has a connection and is sending its long poll; give the gateway time to take
-    // them all in (a poll that arrives after the round starts finds its task at once anyway).
-    tokio::time::sleep(Duration::from_millis(200 + n as u64)).await;
-
-    let head = audit_head(store.as_ref()).await?;
+    secure: bool,
+) -> anyhow::Result<(StudyRun, StudyId)> {
+    let (store, stats, n) = (h.store.as_ref(), &h.stats, h.holders.len());
+    let head = audit_head(store).await?;
     let before = (
         stats.requests.load(Ordering::Relaxed),
         stats.retries.load(Ordering::Relaxed),
     );
     let cpu_before = cpu_snapshot();
     let started = Instant::now();
-    let study = researcher
-        .create_study(&study_body(permit, &holders, rounds, features))
-        .await
-        .context("study")?;
+    let body = plan.body(
+        h.permit,
+        &h.holders,
+        rounds,
+        h.features,
+        secure.then(|| neighbours(n)),
+    );
+    let study = h.researcher.create_study(&body).await.context("study")?;
     let study_id = StudyId::parse(study["id"].as_str().context("study has no id")?)
         .map_err(|e| anyhow::anyhow!(e.1))?;
     // Wait for the end, reading the store directly (no HTTP request, no audit entry).
@@ -690,13 +870,10 @@ async fn run(
         if !s.status().is_live() {
             break s;
         }
-        if started.elapsed() > cfg.timeout {
-            for t in &node_tasks {
-                t.abort();
-            }
+        if started.elapsed() > h.cfg.timeout {
             bail!(
                 "the study did not finish within {} s ({} of {rounds} rounds aggregated)",
-                cfg.timeout.as_secs(),
+                h.cfg.timeout.as_secs(),
                 s.rounds_done
             );
         }
@@ -704,9 +881,6 @@ async fn run(
     };
     let study_seconds = started.elapsed().as_secs_f64();
     let cpu = cpu_snapshot().since(&cpu_before);
-    for t in &node_tasks {
-        t.abort();
-    }
     if status.status() != StudyStatus::Completed {
         bail!(
             "the study ended {}: {}",
@@ -722,11 +896,13 @@ async fn run(
         tx.commit().await?;
         r
     };
-    let audit = read_audit(store.as_ref(), head).await?;
+    let audit = read_audit(store, head).await?;
     let parameter_bytes = audit
         .iter()
         .find(|e| e.action == "node.task.parameters")
         .and_then(|e| e.detail["bytes"].as_u64());
+    // the sampler keeps running; what it has so far covers this study
+    let samples = h.sampler.samples();
     let mut measured: Vec<RoundTimes> = Vec::new();
     for r in db_rounds
         .iter()
@@ -766,6 +942,9 @@ async fn run(
             delivered: after(last_at("node.tasks")),
             downloaded: after(last_at("node.task.parameters")),
             uploaded: after(last_at("node.task.result")),
+            stages: of("study.round.secagg")
+                .map(|e| ms_between(start_at, e.recorded_at))
+                .collect(),
             aggregated: ms_between(start_at, aggregated_at),
             aggregation_tx: ms_between(tx_start, aggregated_at),
             audit_entries: in_round.len(),
@@ -777,6 +956,7 @@ async fn run(
                 of("node.task.result").count(),
             ],
             cycle: None,
+            cpu: cpu_between(&samples, start_at, aggregated_at).unwrap_or((f64::NAN, f64::NAN)),
         });
     }
     if measured.len() as u64 != rounds || db_rounds.len() as u64 != rounds {
@@ -786,23 +966,244 @@ async fn run(
             measured.len()
         );
     }
+    let run = StudyRun {
+        secure,
+        rounds: measured,
+        study_seconds,
+        cpu,
+        parameter_bytes,
+        parameter_count: study["parameter_count"].as_u64(),
+        requests: stats.requests.load(Ordering::Relaxed) - before.0,
+        retries: stats.retries.load(Ordering::Relaxed) - before.1,
+        peak_rss_mib: peak_rss_mib(),
+    };
+    Ok((run, study_id))
+}
 
-    // One wake-up of the round loop while a round collects reads the study, the permit, the open
-    // round and all N tasks of the round; timed here on the first round (N fit tasks; the last
-    // round also holds the N evaluation tasks).
-    let first_round_id = db_rounds.first().context("no rounds")?.id;
-    let wake = time_ops(5, 30, || {
+async fn run(
+    backend: Backend,
+    n: usize,
+    params: Option<usize>,
+    cfg: &Config,
+    features: &Value,
+    data_dir: &Path,
+    database_url: String,
+) -> anyhow::Result<RunResult> {
+    let mut settings = Settings {
+        listen: "127.0.0.1:0".parse()?,
+        data_dir: data_dir.to_path_buf(),
+        database_url: Some(database_url),
+        ..Settings::default()
+    };
+    settings.federation.tick_millis = 20;
+    settings.http.body_limit_bytes = 16 * 1024 * 1024;
+    let audience = settings.auth.audience.clone();
+    let app = Application::build(settings, true).await?;
+    let base = app.base_url().to_owned();
+    let store = app.state().store.clone();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(app.run_until_stopped(async {
+        let _ = stopped.await;
+    }));
+
+    let dev = DevIssuer::load_or_create(data_dir, &base, &audience)?;
+    let mint =
+        |sub: &str, role: &str, org: &str| dev.mint(sub, &[role.to_owned()], Some(org), 3600);
+    let researcher = mint("alice", "researcher", "uni-a")?;
+    let officer_token = mint("officer-1", "hdab_officer", "hdab-de")?;
+    let client = |timeout: Duration| -> anyhow::Result<GatewayClient> {
+        Ok(GatewayClient::builder(&base).timeout(timeout).build()?)
+    };
+    let client_of_bench = client(Duration::from_secs(POLL_WAIT_SECONDS + 30))?;
+    let researcher = client_of_bench.with_token(researcher);
+    let officer = client_of_bench.with_token(officer_token.clone());
+
+    // The baselines, on a small permit of their own so that they do not grow with N.
+    let small = issue_permit(
+        &researcher,
+        &officer,
+        &officer_token,
+        &["hosp-1".to_owned(), "hosp-2".to_owned()],
+        false,
+    )
+    .await?;
+    let healthz = time_ops(BASELINE_OPS / 3, BASELINE_OPS, || {
+        let client = client_of_bench.clone();
+        async move { client.healthz().await.context("healthz") }
+    })
+    .await?;
+    let permit_read = time_ops(BASELINE_OPS / 3, BASELINE_OPS, || {
+        let officer = officer.clone();
+        async move {
+            officer.permit(small).await.context("permit read")?;
+            Ok(())
+        }
+    })
+    .await?;
+    let append = time_ops(BASELINE_OPS / 3, BASELINE_OPS, || {
         let store = store.clone();
         async move {
             let mut tx = store.begin().await?;
-            let s = tx.get_study(study_id).await?.context("study")?;
-            tx.get_permit(s.spec.permit_id).await?.context("permit")?;
-            tx.open_round(study_id).await?;
-            let tasks = tx.round_tasks(first_round_id).await?;
-            anyhow::ensure!(tasks.len() >= n, "round has {} tasks", tasks.len());
-            drop(tx);
+            tx.append_audit(
+                NewAuditEvent::success(
+                    &Actor::system(),
+                    // any action: the cost is the append, whatever it records
+                    ehds_gateway::authz::Action::PermitRead,
+                    ehds_gateway::domain::audit::AuditSubject::Permit(small),
+                )
+                .permit(small),
+            )
+            .await?;
+            tx.commit().await?;
             Ok(())
         }
+    })
+    .await?;
+    let baselines = Baselines {
+        healthz_ms: median(&healthz),
+        permit_read_ms: median(&permit_read),
+        append_ms: median(&append),
+    };
+
+    // The study's permit and its N nodes, on a runtime of their own (with their own connection
+    // pool), whose threads live as long as the run so that their CPU can be read.
+    let holders: Vec<String> = (0..n).map(|i| format!("node-{i:04}")).collect();
+    let permit = issue_permit(&researcher, &officer, &officer_token, &holders, cfg.secure).await?;
+    let node_runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(std::thread::available_parallelism().map_or(2, |n| n.get()))
+        .thread_name(NODE_THREADS)
+        .thread_keep_alive(Duration::from_secs(24 * 3600))
+        .enable_all()
+        .build()?;
+    // a secure-aggregation message of a large model can wait minutes for the store's lock; a
+    // shorter timeout would retry it and add to the load
+    let node_client = client(NODE_REQUEST_TIMEOUT)?;
+    let stats = Arc::new(NodeStats::default());
+    let mut node_tasks = Vec::with_capacity(n);
+    for (i, h) in holders.iter().enumerate() {
+        let node = Node {
+            gateway: Node::client(
+                &node_client,
+                mint(&format!("agent-{h}"), "data_holder", h)?,
+                &stats,
+            ),
+            holder: OrgId::parse(h).map_err(|(_, m)| anyhow::anyhow!(m))?,
+            examples: 100 + (i as u64 % 200),
+            stats: stats.clone(),
+        };
+        node_tasks.push(node_runtime.spawn(node.run()));
+        // open the connections gradually rather than all in one burst
+        if i % 50 == 49 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    let ready_by = Instant::now() + Duration::from_secs(60);
+    while stats.polling.load(Ordering::Relaxed) < n {
+        if Instant::now() > ready_by {
+            bail!("the simulated nodes did not all start polling within 60 s");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Every node has a connection and is sending its long poll; give the gateway time to take
+    // them all in (a poll that arrives after the round starts finds its task at once anyway).
+    tokio::time::sleep(Duration::from_millis(200 + n as u64)).await;
+
+    let sampler = CpuSampler::start();
+    let harness = Harness {
+        store: store.clone(),
+        researcher: researcher.clone(),
+        holders: holders.clone(),
+        permit,
+        stats: stats.clone(),
+        sampler: &sampler,
+        cfg,
+        features,
+    };
+    let plan = StudyPlan {
+        params,
+        no_dp: cfg.secure,
+    };
+    let rounds = cfg.rounds_for(n);
+    // without and with secure aggregation, alternately, so that load hits both alike
+    let kinds: Vec<bool> = if cfg.secure {
+        (0..cfg.pairs).flat_map(|_| [false, true]).collect()
+    } else {
+        vec![false]
+    };
+    let mut studies = Vec::with_capacity(kinds.len());
+    let mut first_study = None;
+    // a study that fails ends the run, which still reports the studies before it
+    let mut failed = None;
+    for secure in kinds {
+        match run_study(&harness, &plan, rounds, secure).await {
+            Ok((study, id)) => {
+                first_study.get_or_insert(id);
+                studies.push(study);
+            }
+            Err(e) => {
+                failed = Some(format!("{} study: {e:#}", kind(secure)));
+                break;
+            }
+        }
+    }
+    drop(harness);
+    sampler.finish();
+    for t in &node_tasks {
+        t.abort();
+    }
+    node_runtime.shutdown_background();
+    let reads = match (cfg.secure, first_study, &failed) {
+        (false, Some(id), None) => Some(store_reads(store.as_ref(), id, &holders).await?),
+        _ => None,
+    };
+
+    let chain = verify_chain(store.as_ref()).await?;
+    let first_error = stats.first_error.lock().ok().and_then(|e| e.clone());
+    drop((client_of_bench, node_client, researcher, officer));
+    let _ = stop.send(());
+    let _ = tokio::time::timeout(Duration::from_secs(10), server).await;
+    drop(store);
+
+    Ok(RunResult {
+        backend,
+        nodes: n,
+        params,
+        studies,
+        baselines,
+        reads,
+        errors: stats.errors.load(Ordering::Relaxed),
+        first_error,
+        failed,
+        chain,
+    })
+}
+
+/// Times, in-process, the store reads of the node requests and the round loop on the first
+/// round of `study_id`.
+async fn store_reads(
+    store: &dyn Store,
+    study_id: StudyId,
+    holders: &[String],
+) -> anyhow::Result<Reads> {
+    let n = holders.len();
+    let first_round_id = {
+        let mut tx = store.begin().await?;
+        let r = tx.list_rounds(study_id).await?;
+        tx.commit().await?;
+        r.first().context("no rounds")?.id
+    };
+    // One wake-up of the round loop while a round collects reads the study, the permit, the open
+    // round and all N tasks of the round; timed here on the first round (N fit tasks; the last
+    // round also holds the N evaluation tasks).
+    let wake = time_ops(5, 30, || async move {
+        let mut tx = store.begin().await?;
+        let s = tx.get_study(study_id).await?.context("study")?;
+        tx.get_permit(s.spec.permit_id).await?.context("permit")?;
+        tx.open_round(study_id).await?;
+        let tasks = tx.round_tasks(first_round_id).await?;
+        ensure!(tasks.len() >= n, "round has {} tasks", tasks.len());
+        drop(tx);
+        Ok(())
     })
     .await?;
     // What every node request reads before its own work: its task, the study, the permit and
@@ -813,59 +1214,34 @@ async fn run(
         tx.commit().await?;
         tasks.first().context("round without tasks")?.id
     };
-    let context = time_ops(5, 100, || {
-        let store = store.clone();
-        async move {
-            let mut tx = store.begin().await?;
-            let t = tx.get_task(some_task).await?.context("task")?;
-            let s = tx.get_study(t.study_id).await?.context("study")?;
-            tx.get_permit(s.spec.permit_id).await?.context("permit")?;
-            tx.get_round(t.round_id).await?.context("round")?;
-            drop(tx);
-            Ok(())
-        }
+    let context = time_ops(5, 100, || async move {
+        let mut tx = store.begin().await?;
+        let t = tx.get_task(some_task).await?.context("task")?;
+        let s = tx.get_study(t.study_id).await?.context("study")?;
+        tx.get_permit(s.spec.permit_id).await?.context("permit")?;
+        tx.get_round(t.round_id).await?.context("round")?;
+        drop(tx);
+        Ok(())
     })
     .await?;
     // What a long poll woken by a change that brings it no task reads: its pending tasks
     // (none), in a transaction of its own.
     let idle_holder = OrgId::parse(&holders[0]).map_err(|(_, m)| anyhow::anyhow!(m))?;
     let empty_poll = time_ops(5, 100, || {
-        let (store, holder) = (store.clone(), idle_holder.clone());
+        let holder = idle_holder.clone();
         async move {
             let mut tx = store.begin().await?;
             let pending = tx.pending_tasks_for(&holder, time::now(), 10).await?;
-            anyhow::ensure!(pending.is_empty(), "the node still has tasks");
+            ensure!(pending.is_empty(), "the node still has tasks");
             drop(tx);
             Ok(())
         }
     })
     .await?;
-
-    let chain = verify_chain(store.as_ref()).await?;
-    let peak_rss_mib = peak_rss_mib();
-    let first_error = stats.first_error.lock().ok().and_then(|e| e.clone());
-    drop((client, researcher, officer));
-    let _ = stop.send(());
-    let _ = tokio::time::timeout(Duration::from_secs(10), server).await;
-    drop(store);
-
-    Ok(RunResult {
-        backend,
-        nodes: n,
-        rounds: measured,
-        study_seconds,
-        cpu,
-        baselines,
+    Ok(Reads {
         wake_ms: median(&wake),
-        parameter_bytes,
         context_ms: median(&context),
         empty_poll_ms: median(&empty_poll),
-        peak_rss_mib,
-        requests: stats.requests.load(Ordering::Relaxed) - before.0,
-        retries: stats.retries.load(Ordering::Relaxed) - before.1,
-        errors: stats.errors.load(Ordering::Relaxed),
-        first_error,
-        chain,
     })
 }
 
@@ -890,52 +1266,82 @@ fn f2(v: f64) -> String {
     }
 }
 
+fn kind(secure: bool) -> &'static str {
+    if secure {
+        "secure"
+    } else {
+        "plain"
+    }
+}
+
 fn print_rounds(r: &RunResult) {
     println!(
-        "  {} N={}: study {:.1} s; CPU during the study: self {:.2}, pg {:.2}, other {:.2} cores; \
-         {} node requests, {} retries, {} errors; audit chain {} entries, {}",
+        "  {} N={}: {} node errors; audit chain {} entries, {}",
         r.backend.name(),
         r.nodes,
-        r.study_seconds,
-        r.cpu.this_process,
-        r.cpu.postgres,
-        r.cpu.other,
-        r.requests,
-        r.retries,
         r.errors,
         r.chain.0,
         if r.chain.1 { "intact" } else { "BROKEN" }
     );
-    if let Some(b) = r.parameter_bytes {
-        println!("    parameter file: {b} bytes per download");
-    }
     if let Some(e) = &r.first_error {
         println!("    first node error: {e}");
     }
-    println!(
-        "    round | delivered | parameters | results | aggregated | aggregation tx | to next start | audit entries | tasks/params/results"
-    );
-    for t in &r.rounds {
+    if let Some(e) = &r.failed {
+        println!("    FAILED: {e}");
+    }
+    for s in &r.studies {
         println!(
-            "    {:>5} | {:>9} | {:>10} | {:>7} | {:>10} | {:>14} | {:>13} | {:>13} | {}/{}/{}",
-            t.round,
-            f1(t.delivered),
-            f1(t.downloaded),
-            f1(t.uploaded),
-            f1(t.aggregated),
-            f1(t.aggregation_tx),
-            t.cycle.map_or("-".into(), f1),
-            t.audit_entries,
-            t.counts[0],
-            t.counts[1],
-            t.counts[2]
+            "  {} study: {:.1} s; CPU during the study: self {:.2}, pg {:.2}, other {:.2} cores; \
+             {} node requests{}, {} retries; {} parameters; peak RSS {} MiB",
+            kind(s.secure),
+            s.study_seconds,
+            s.cpu.this_process,
+            s.cpu.postgres,
+            s.cpu.other,
+            s.requests,
+            if s.secure {
+                " besides the secure-aggregation exchange"
+            } else {
+                ""
+            },
+            s.retries,
+            s.parameter_count.map_or("?".into(), |c| c.to_string()),
+            s.peak_rss_mib.map_or("-".into(), |m| format!("{m:.0}")),
         );
+        if let Some(b) = s.parameter_bytes {
+            println!("    parameter file: {b} bytes per download");
+        }
+        println!(
+            "    round | delivered | parameters | results | secagg stages closed | aggregated | aggregation tx | to next start | gateway / nodes CPU s | audit entries | tasks/params/results"
+        );
+        for t in &s.rounds {
+            let stages: Vec<String> = t.stages.iter().map(|&v| f1(v)).collect();
+            println!(
+                "    {:>5} | {:>9} | {:>10} | {:>7} | {:>20} | {:>10} | {:>14} | {:>13} | {:>21} | {:>13} | {}/{}/{}",
+                t.round,
+                f1(t.delivered),
+                f1(t.downloaded),
+                f1(t.uploaded),
+                if stages.is_empty() { "-".into() } else { stages.join(" ") },
+                f1(t.aggregated),
+                f1(t.aggregation_tx),
+                t.cycle.map_or("-".into(), f1),
+                format!("{} / {}", f2(t.cpu.0), f2(t.cpu.1)),
+                t.audit_entries,
+                t.counts[0],
+                t.counts[1],
+                t.counts[2]
+            );
+        }
     }
     println!("    (ms after the round's study.round.start audit entry; server timestamps)");
 }
 
-/// The three result tables: a heading and a column line each; the rows come from the runs.
-const TABLES: [(&str, &str, &str); 3] = [
+/// A result table: a heading and a column line; the rows come from the runs.
+type Table = (&'static str, &'static str, &'static str);
+
+/// The orchestration tables.
+const TABLES: [Table; 3] = [
     (
         "Per round, median over the measured rounds (round 1 skipped when there are >= 3):",
         "| backend | nodes | rounds | round ms | cycle ms | ms per node | audited GET ms | per node, in audited GETs | audit entries per node | peak RSS MiB |",
@@ -953,40 +1359,59 @@ const TABLES: [(&str, &str, &str); 3] = [
     ),
 ];
 
-/// The run's row of each of the [`TABLES`].
-fn table_rows(r: &RunResult) -> [String; 3] {
-    let round = r.med(|t| t.aggregated);
-    let cycles: Vec<f64> = r.measured().iter().filter_map(|t| t.cycle).collect();
-    let gaps: Vec<f64> = r
+/// The `--secure` tables.
+const SECURE_TABLES: [Table; 2] = [
+    (
+        "Whole round without and with secure aggregation, same process (medians over the measured rounds of all studies of each kind; CPU seconds per round from /proc samples between the round's start and aggregate entries):",
+        "| backend | nodes | parameters | plain round ms | secure round ms | secure / plain | gateway CPU s per round, plain / secure | CPU per node ms per round, plain / secure | peak RSS MiB after plain / secure | audited GET ms |",
+        "|---|---:|---:|---:|---:|---:|---|---|---|---:|",
+    ),
+    (
+        "Where the round's time goes (medians, ms after the round's start entry; secure stages: when the relay closed the stage and stored what it relays):",
+        "| backend | nodes | parameters | study | all parameters downloaded | keys relayed | shares relayed | unmasking asked | all results accepted | aggregated |",
+        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|",
+    ),
+];
+
+/// The orchestration run's row of each of the [`TABLES`].
+fn table_rows(r: &RunResult) -> anyhow::Result<Vec<String>> {
+    let (s, reads) = match (r.studies.first(), &r.reads) {
+        (Some(s), Some(reads)) => (s, reads),
+        _ => bail!("an orchestration run has one study and its store reads"),
+    };
+    let med = |f: &dyn Fn(&RoundTimes) -> f64| r.med(false, f);
+    let round = med(&|t| t.aggregated);
+    let cycles: Vec<f64> = s.measured().iter().filter_map(|t| t.cycle).collect();
+    let gaps: Vec<f64> = s
         .measured()
         .iter()
         .filter_map(|t| t.cycle.map(|c| c - t.aggregated))
         .collect();
     let per_node = round / r.nodes as f64;
-    let entries = r.med(|t| t.audit_entries as f64) / r.nodes as f64;
+    let entries = med(&|t| t.audit_entries as f64) / r.nodes as f64;
     let summary = format!(
         "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
         r.backend.name(),
         r.nodes,
-        r.measured().len(),
+        s.measured().len(),
         f1(round),
         f1(median(&cycles)),
         f2(per_node),
         f2(r.baselines.permit_read_ms),
         f1(per_node / r.baselines.permit_read_ms),
         f1(entries),
-        r.peak_rss_mib.map_or("-".into(), |m| format!("{m:.0}")),
+        s.peak_rss_mib.map_or("-".into(), |m| format!("{m:.0}")),
     );
     let phases = format!(
         "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
         r.backend.name(),
         r.nodes,
-        f1(r.med(|t| t.delivered)),
-        f1(r.med(|t| t.downloaded)),
-        f1(r.med(|t| t.uploaded)),
+        f1(med(&|t| t.delivered)),
+        f1(med(&|t| t.downloaded)),
+        f1(med(&|t| t.uploaded)),
         f1(round),
-        f1(r.med(|t| t.aggregated - t.uploaded)),
-        f1(r.med(|t| t.aggregation_tx)),
+        f1(med(&|t| t.aggregated - t.uploaded)),
+        f1(med(&|t| t.aggregation_tx)),
         f1(median(&gaps)),
     );
     let baselines = format!(
@@ -996,17 +1421,58 @@ fn table_rows(r: &RunResult) -> [String; 3] {
         r.baselines.healthz_ms,
         r.baselines.permit_read_ms,
         r.baselines.append_ms,
-        r.context_ms,
-        r.wake_ms,
-        r.empty_poll_ms,
-        r.cpu.this_process,
-        r.cpu.postgres,
-        r.cpu.other,
-        r.requests,
-        r.retries,
+        reads.context_ms,
+        reads.wake_ms,
+        reads.empty_poll_ms,
+        s.cpu.this_process,
+        s.cpu.postgres,
+        s.cpu.other,
+        s.requests,
+        s.retries,
         r.errors
     );
-    [summary, phases, baselines]
+    Ok(vec![summary, phases, baselines])
+}
+
+/// The `--secure` run's rows of the [`SECURE_TABLES`]: one in the first, two in the second.
+fn secure_rows(r: &RunResult) -> Vec<(usize, String)> {
+    let params = r.params.map_or("logistic".into(), |p| p.to_string());
+    let round = |secure| r.med(secure, |t| t.aggregated);
+    let pair = |f: &dyn Fn(bool) -> String| format!("{} / {}", f(false), f(true));
+    let summary = format!(
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        r.backend.name(),
+        r.nodes,
+        params,
+        f1(round(false)),
+        f1(round(true)),
+        f2(round(true) / round(false)),
+        pair(&|s| f2(r.med(s, |t| t.cpu.0))),
+        pair(&|s| f1(r.med(s, |t| t.cpu.1) * 1e3 / r.nodes as f64)),
+        pair(&|s| r.peak_rss(s).map_or("-".into(), |m| format!("{m:.0}"))),
+        f2(r.baselines.permit_read_ms),
+    );
+    let mut rows = vec![(0, summary)];
+    for secure in [false, true] {
+        let stage = |i: usize| f1(r.med(secure, |t| t.stages.get(i).copied().unwrap_or(f64::NAN)));
+        rows.push((
+            1,
+            format!(
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                r.backend.name(),
+                r.nodes,
+                params,
+                kind(secure),
+                f1(r.med(secure, |t| t.downloaded)),
+                stage(0),
+                stage(1),
+                stage(2),
+                f1(r.med(secure, |t| t.uploaded)),
+                f1(round(secure)),
+            ),
+        ));
+    }
+    rows
 }
 
 /// Marks the lines of a run's output that carry its table rows.
@@ -1016,13 +1482,23 @@ const ROW_MARK: &str = "@row";
 async fn run_one(cfg: &Config, features: &Value) -> anyhow::Result<()> {
     let (backend, n) = (cfg.backends[0], cfg.nodes[0]);
     let t = Instant::now();
-    let r = bench_run(backend, n, cfg.rounds_for(n), cfg, features).await?;
+    let r = bench_run(backend, n, cfg.params.first().copied(), cfg, features).await?;
     print_rounds(&r);
     println!("    run took {:.1} s", t.elapsed().as_secs_f64());
-    for (i, row) in table_rows(&r).iter().enumerate() {
+    let rows = if cfg.secure {
+        secure_rows(&r)
+    } else if r.failed.is_none() {
+        table_rows(&r)?.into_iter().enumerate().collect()
+    } else {
+        vec![]
+    };
+    for (i, row) in rows {
         println!("{ROW_MARK}{i} {row}");
     }
-    Ok(())
+    match r.failed {
+        Some(e) => bail!(e),
+        None => Ok(()),
+    }
 }
 
 /// Runs every configuration in a process of its own (so that each has its own peak RSS and
@@ -1030,52 +1506,72 @@ async fn run_one(cfg: &Config, features: &Value) -> anyhow::Result<()> {
 async fn run_all(cfg: &Config) -> anyhow::Result<bool> {
     use tokio::io::AsyncBufReadExt;
     let exe = std::env::current_exe()?;
-    let mut rows: [Vec<String>; 3] = Default::default();
+    let tables: &[Table] = if cfg.secure { &SECURE_TABLES } else { &TABLES };
+    let mut rows: Vec<Vec<String>> = vec![Vec::new(); tables.len()];
     let mut failed = false;
+    let params: Vec<Option<usize>> = if cfg.params.is_empty() {
+        vec![None]
+    } else {
+        cfg.params.iter().copied().map(Some).collect()
+    };
     for backend in cfg.backends.iter().copied() {
         for &n in &cfg.nodes {
-            let mut child = tokio::process::Command::new(&exe)
-                .args([
+            for p in &params {
+                let mut args: Vec<String> = [
                     "--run-one",
                     "--backend",
                     match backend {
                         Backend::Sqlite => "sqlite",
                         Backend::Postgres => "postgres",
                     },
-                    "--nodes",
-                    &n.to_string(),
-                    "--rounds",
-                    &cfg.rounds.to_string(),
-                    "--rounds-large",
-                    &cfg.rounds_large.to_string(),
-                    "--timeout",
-                    &cfg.timeout.as_secs().to_string(),
-                ])
-                .stdout(std::process::Stdio::piped())
-                .kill_on_drop(true)
-                .spawn()?;
-            let stdout = child.stdout.take().context("child has no stdout")?;
-            let mut lines = tokio::io::BufReader::new(stdout).lines();
-            while let Some(line) = lines.next_line().await? {
-                match line
-                    .strip_prefix(ROW_MARK)
-                    .and_then(|rest| rest.split_once(' '))
-                {
-                    Some((i, row)) => {
-                        if let Some(table) = i.parse::<usize>().ok().and_then(|i| rows.get_mut(i)) {
-                            table.push(row.to_owned());
-                        }
-                    }
-                    None => println!("{line}"),
+                ]
+                .map(String::from)
+                .into();
+                for (flag, value) in [
+                    ("--nodes", n.to_string()),
+                    ("--rounds", cfg.rounds.to_string()),
+                    ("--rounds-large", cfg.rounds_large.to_string()),
+                    ("--timeout", cfg.timeout.as_secs().to_string()),
+                    ("--pairs", cfg.pairs.to_string()),
+                ] {
+                    args.extend([flag.to_owned(), value]);
                 }
-            }
-            if !child.wait().await?.success() {
-                println!("  {} N={n}: FAILED (see above)", backend.name());
-                failed = true;
+                if let Some(p) = p {
+                    args.extend(["--params".to_owned(), p.to_string()]);
+                }
+                if cfg.secure {
+                    args.push("--secure".to_owned());
+                }
+                let mut child = tokio::process::Command::new(&exe)
+                    .args(&args)
+                    .stdout(std::process::Stdio::piped())
+                    .kill_on_drop(true)
+                    .spawn()?;
+                let stdout = child.stdout.take().context("child has no stdout")?;
+                let mut lines = tokio::io::BufReader::new(stdout).lines();
+                while let Some(line) = lines.next_line().await? {
+                    match line
+                        .strip_prefix(ROW_MARK)
+                        .and_then(|rest| rest.split_once(' '))
+                    {
+                        Some((i, row)) => {
+                            if let Some(table) =
+                                i.parse::<usize>().ok().and_then(|i| rows.get_mut(i))
+                            {
+                                table.push(row.to_owned());
+                            }
+                        }
+                        None => println!("{line}"),
+                    }
+                }
+                if !child.wait().await?.success() {
+                    println!("  {} N={n}: FAILED (see above)", backend.name());
+                    failed = true;
+                }
             }
         }
     }
-    for ((heading, columns, rule), rows) in TABLES.iter().zip(&rows) {
+    for ((heading, columns, rule), rows) in tables.iter().zip(&rows) {
         println!();
         println!("{heading}");
         println!();
@@ -1108,16 +1604,30 @@ async fn main() -> anyhow::Result<()> {
     }
     println!("orchestration benchmark");
     println!(
-        "  backends {:?}; nodes {:?}; rounds {} ({} for N >= 1000); no training: nodes return \
-         the parameters they receive",
+        "  backends {:?}; nodes {:?}; rounds {} ({} for N >= 1000); model {}; no training: nodes \
+         return the parameters they receive{}",
         cfg.backends.iter().map(|b| b.name()).collect::<Vec<_>>(),
         cfg.nodes,
         cfg.rounds,
-        cfg.rounds_large
+        cfg.rounds_large,
+        if cfg.params.is_empty() {
+            "logistic".to_owned()
+        } else {
+            format!("MLP of about {:?} parameters", cfg.params)
+        },
+        if cfg.secure {
+            format!(
+                "; under secure aggregation they sum a zero delta; {} studies of each kind per \
+                 case, alternately, without DP",
+                cfg.pairs
+            )
+        } else {
+            String::new()
+        }
     );
     println!(
         "  {} CPUs visible; each run in a process of its own, where the gateway and the simulated \
-         nodes share one tokio runtime",
+         nodes run on two tokio runtimes",
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
     println!("  load average (1/5/15 min) at start: {}", loadavg());

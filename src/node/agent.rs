@@ -494,8 +494,9 @@ impl From<secagg::Error> for RelayMisbehaved {
 /// its unmasking shares only if the sum holds as many holders as the noise was planned for.
 /// The protocol's keys live in this call only; a node stopped mid-round has dropped out of
 /// it. The result (counts and evaluation, no update) goes out once the masked input is in,
-/// before the unmasking, so the round never waits for it.
-async fn secure_round(
+/// before the unmasking, so the round never waits for it. Public so that the orchestration
+/// benchmark's simulated nodes run exactly this exchange.
+pub async fn secure_round(
     gateway: &GatewayClient,
     task: &NodeTask,
     delta: &[f32],
