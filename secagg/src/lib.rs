@@ -23,6 +23,7 @@ pub mod encoding;
 mod error;
 mod graph;
 pub mod messages;
+mod packed;
 pub mod server;
 
 pub use client::Client;

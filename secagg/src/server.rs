@@ -50,6 +50,7 @@ pub struct Server {
     /// For each node of `U2`, the nodes whose shares it was sent: its mask partners.
     partners: BTreeMap<ClientId, BTreeSet<ClientId>>,
     /// Running sum of masked inputs; one vector whatever the number of nodes.
+    #[serde(with = "crate::packed")]
     masked_sum: Vec<u64>,
     /// Sent a masked input (`U3`).
     u3: BTreeSet<ClientId>,
