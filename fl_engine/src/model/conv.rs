@@ -657,20 +657,24 @@ mod tests {
     }
 
     /// Output and the input and kernel gradients agree with candle's conv2d, and with the
-    /// off-CPU im2col of slices, for 3x3 and 1x1 kernels, strides 1 and 2, odd and even sizes. (Strided cases are square: candle's own
-    /// conv2d backward gets the input-gradient width wrong for strided non-square inputs.)
+    /// off-CPU im2col of slices, for 3x3 and 1x1 kernels, strides 1 and 2, odd and even
+    /// sizes, one to five images. (Strided cases are square: candle's own conv2d backward
+    /// gets the input-gradient width wrong for strided non-square inputs.)
     #[test]
     fn convolution_matches_candle() {
         let mut rng = ChaCha8Rng::seed_from_u64(3);
-        for (cin, cout, k, stride, h, w) in [
-            (3, 4, 3, 1, 7, 6),
-            (4, 6, 3, 2, 8, 8),
-            (4, 6, 3, 2, 9, 9),
-            (4, 5, 1, 2, 6, 6),
+        for (batch, cin, cout, k, stride, h, w) in [
+            (2, 3, 4, 3, 1, 7, 6),
+            (3, 3, 4, 3, 1, 7, 6),
+            (2, 4, 6, 3, 2, 8, 8),
+            (3, 4, 6, 3, 2, 9, 9),
+            (5, 4, 5, 1, 2, 6, 6),
+            (1, 4, 5, 1, 1, 5, 7),
             // large enough for the images to be split over threads
-            (16, 8, 3, 1, 32, 32),
+            (2, 16, 8, 3, 1, 32, 32),
+            (5, 64, 8, 3, 1, 16, 16),
         ] {
-            let x = random(&mut rng, &[2, cin, h, w]);
+            let x = random(&mut rng, &[batch, cin, h, w]);
             let wt = random(&mut rng, &[cout, cin, k, k]);
             let cfg = Conv2dConfig {
                 padding: k / 2,
@@ -681,7 +685,7 @@ mod tests {
             let up = random(
                 &mut rng,
                 &[
-                    2,
+                    batch,
                     cout,
                     (h + 2 * (k / 2) - k) / stride + 1,
                     (w + 2 * (k / 2) - k) / stride + 1,

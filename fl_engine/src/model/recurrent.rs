@@ -8,14 +8,19 @@
 //! over the projected inputs (`W_hh` products, gates, state update, mask carry) is one custom
 //! op that keeps what backpropagation through time needs and computes the gradients of the
 //! projected inputs, `W_hh` and `b_hh` in one backward sweep (the `W_hh` gradient as a
-//! single product over all steps).
+//! single product over all steps). With more than one rayon thread the batch rows are split
+//! into one part per thread, each running every step forward and backward on its own rows:
+//! rows are independent through time, so the parts never wait on each other.
 //!
 //! The arithmetic follows candle-nn's cells (PyTorch's gate order and formulas: GRU
 //! `h' = z h - (z - 1) n`, LSTM `c' = f c + i g`, `h' = o tanh(c')`) and the backbone's mask
 //! carry `s = s + (new - s) p`; the unfused composition in [`RecurrentLayer::unfused`] is the
 //! reference the tests compare against, and the path off the CPU.
+use std::ops::Range;
+
 use candle_core::{CpuStorage, CustomOp3, DType, Device, Layout, Shape, Tensor};
 use candle_nn::{Linear, VarBuilder};
+use rayon::prelude::*;
 
 use super::backbone::Cell;
 use super::fused::{cpu_slice, matmul_into, Dense};
@@ -98,14 +103,16 @@ impl RecurrentLayer {
         let xp = xp.contiguous()?;
         let (states, saved) = {
             let (xs, xl) = xp.storage_and_layout();
+            let (ws, wl) = w_hh.storage_and_layout();
             let (bs, bl) = b_hh.storage_and_layout();
             forward_kernel(
                 self.cell,
                 dims,
                 cpu_slice(&xs, xl, "projected inputs")?,
-                &w_hh.detach().t()?,
+                cpu_slice(&ws, wl, "weight_hh")?,
                 cpu_slice(&bs, bl, "bias_hh")?,
                 p.as_deref(),
+                &parts(dims),
             )?
         };
         let op = RecurrenceOp {
@@ -226,19 +233,83 @@ fn tanh(x: f32) -> f32 {
     }
 }
 
+/// The batch rows each part of the recurrence runs: one part per rayon thread when there
+/// is enough work. Rows are independent through time, so each part runs every step on its
+/// own rows with no synchronisation between steps.
+fn parts(d: Dims) -> Vec<Range<usize>> {
+    let work = d.batch * d.time * d.gates * d.hidden * d.hidden;
+    let n = if work >= 1 << 20 {
+        rayon::current_num_threads().clamp(1, d.batch.max(1))
+    } else {
+        1
+    };
+    (0..n)
+        .map(|i| d.batch * i / n..d.batch * (i + 1) / n)
+        .collect()
+}
+
+/// A step-major `[time, batch, width]` buffer split into, per part, its rows of each step.
+fn by_part<'a>(
+    buf: &'a mut [f32],
+    d: Dims,
+    width: usize,
+    parts: &[Range<usize>],
+) -> Vec<StepRows<'a>> {
+    let mut out: Vec<StepRows> = parts.iter().map(|_| Vec::new()).collect();
+    if buf.is_empty() {
+        return out;
+    }
+    for step in buf.chunks_exact_mut(d.batch * width) {
+        let mut rest = step;
+        for (o, r) in out.iter_mut().zip(parts) {
+            let (mine, tail) = rest.split_at_mut(r.len() * width);
+            o.push(mine);
+            rest = tail;
+        }
+    }
+    out
+}
+
+/// A batch-major `[batch, ...]` buffer split by parts.
+fn rows_of<'a, T>(buf: &'a mut [T], per_row: usize, parts: &[Range<usize>]) -> Vec<&'a mut [T]> {
+    let mut rest = buf;
+    let mut out = Vec::with_capacity(parts.len());
+    for r in parts {
+        let (mine, tail) = std::mem::take(&mut rest).split_at_mut(r.len() * per_row);
+        out.push(mine);
+        rest = tail;
+    }
+    out
+}
+
+/// One part's rows of a step-major buffer, by step.
+type StepRows<'a> = Vec<&'a mut [f32]>;
+
+/// One part's share of [`Saved`].
+struct SavedRows<'a> {
+    gates: StepRows<'a>,
+    h_prev: StepRows<'a>,
+    aux: StepRows<'a>,
+    tanh_c: StepRows<'a>,
+}
+
 /// Runs the recurrence; returns the states `[batch, time, hidden]` and what the backward
-/// pass needs.
+/// pass needs. `w_hh` is `[gates * hidden, hidden]`, PyTorch's layout.
 fn forward_kernel(
     cell: Cell,
     d: Dims,
     xp: &[f32],
-    w_hh_t: &Tensor,
+    w_hh: &[f32],
     b_hh: &[f32],
     present: Option<&[f32]>,
+    parts: &[Range<usize>],
 ) -> candle_core::Result<(Vec<f32>, Saved)> {
     let (b, t, h) = (d.batch, d.time, d.hidden);
     let g = d.gates * h;
     let lstm = cell == Cell::Lstm;
+    // a transposed view: the matrix kernel packs it at every step into its blocked layout,
+    // which measured faster than reading a contiguous `W_hh^T` unpacked
+    let w_t = Tensor::from_slice(w_hh, (g, h), &Device::Cpu)?.t()?;
     let mut states = vec![0f32; b * t * h];
     let mut saved = Saved {
         gates: vec![0f32; t * b * g],
@@ -246,26 +317,73 @@ fn forward_kernel(
         aux: vec![0f32; t * b * h],
         tanh_c: if lstm { vec![0f32; t * b * h] } else { vec![] },
     };
+    let work: Vec<_> = rows_of(&mut states, t * h, parts)
+        .into_iter()
+        .zip(by_part(&mut saved.gates, d, g, parts))
+        .zip(by_part(&mut saved.h_prev, d, h, parts))
+        .zip(by_part(&mut saved.aux, d, h, parts))
+        .zip(by_part(&mut saved.tanh_c, d, h, parts))
+        .zip(parts)
+        .map(|(((((states, gates), h_prev), aux), tanh_c), rows)| {
+            let rows = rows.clone();
+            let saved = SavedRows {
+                gates,
+                h_prev,
+                aux,
+                tanh_c,
+            };
+            (rows, states, saved)
+        })
+        .collect();
+    let run = |(rows, states, saved): (Range<usize>, &mut [f32], SavedRows)| {
+        let xp = &xp[rows.start * t * g..rows.end * t * g];
+        let present = present.map(|p| &p[rows.start * t..rows.end * t]);
+        forward_rows(cell, d, rows.len(), xp, &w_t, b_hh, present, states, saved)
+    };
+    if work.len() > 1 {
+        work.into_par_iter().try_for_each(run)?;
+    } else {
+        work.into_iter().try_for_each(run)?;
+    }
+    Ok((states, saved))
+}
+
+/// The recurrence over `b` batch rows (all steps): `xp [b, time, g]`, `w_t [hidden, g]`.
+#[allow(clippy::too_many_arguments)]
+fn forward_rows(
+    cell: Cell,
+    d: Dims,
+    b: usize,
+    xp: &[f32],
+    w_t: &Tensor,
+    b_hh: &[f32],
+    present: Option<&[f32]>,
+    states: &mut [f32],
+    mut saved: SavedRows,
+) -> candle_core::Result<()> {
+    let (t, h) = (d.time, d.hidden);
+    let g = d.gates * h;
+    let lstm = cell == Cell::Lstm;
     let mut hs = vec![0f32; b * h];
     let mut cs = vec![0f32; if lstm { b * h } else { 0 }];
     let mut hh = vec![0f32; b * g];
     for s in 0..t {
         // `h W_hh^T + b_hh`, in candle's order: the product, then the bias
         let h_t = Tensor::from_slice(&hs, (b, h), &Device::Cpu)?;
-        matmul_into(&mut hh, false, &h_t, w_hh_t)?;
+        matmul_into(&mut hh, false, &h_t, w_t)?;
         for row in hh.chunks_exact_mut(g) {
             row.iter_mut().zip(b_hh).for_each(|(v, b)| *v += b);
         }
-        saved.h_prev[s * b * h..(s + 1) * b * h].copy_from_slice(&hs);
+        saved.h_prev[s].copy_from_slice(&hs);
         if lstm {
-            saved.aux[s * b * h..(s + 1) * b * h].copy_from_slice(&cs);
+            saved.aux[s].copy_from_slice(&cs);
         }
         for bi in 0..b {
             let x = &xp[(bi * t + s) * g..(bi * t + s + 1) * g];
             let hh = &hh[bi * g..(bi + 1) * g];
             let p = present.map(|p| p[bi * t + s]);
-            let at = (s * b + bi) * h;
-            let gate = &mut saved.gates[(s * b + bi) * g..(s * b + bi + 1) * g];
+            let at = bi * h;
+            let gate = &mut saved.gates[s][bi * g..(bi + 1) * g];
             let hrow = &mut hs[bi * h..(bi + 1) * h];
             for j in 0..h {
                 let hp = hrow[j];
@@ -285,7 +403,7 @@ fn forward_kernel(
                     gate[h + j] = f;
                     gate[2 * h + j] = gg;
                     gate[3 * h + j] = o;
-                    saved.tanh_c[at + j] = tc;
+                    saved.tanh_c[s][at + j] = tc;
                     o * tc
                 } else {
                     let r = sigmoid(x[j] + hh[j]);
@@ -295,7 +413,7 @@ fn forward_kernel(
                     gate[j] = r;
                     gate[h + j] = z;
                     gate[2 * h + j] = n;
-                    saved.aux[at + j] = hn;
+                    saved.aux[s][at + j] = hn;
                     z * hp - (z - 1.0) * n
                 };
                 hrow[j] = match p {
@@ -306,7 +424,7 @@ fn forward_kernel(
             states[(bi * t + s) * h..(bi * t + s + 1) * h].copy_from_slice(hrow);
         }
     }
-    Ok((states, saved))
+    Ok(())
 }
 
 /// Gradients of the projected inputs `[batch, time, gates * hidden]`, `W_hh` and `b_hh` from
@@ -318,38 +436,82 @@ fn backward_kernel(
     w_hh: &Tensor,
     present: Option<&[f32]>,
     d_states: &[f32],
+    parts: &[Range<usize>],
 ) -> candle_core::Result<(Vec<f32>, Tensor, Vec<f32>)> {
     let (b, t, h) = (d.batch, d.time, d.hidden);
     let g = d.gates * h;
-    let lstm = cell == Cell::Lstm;
-    let mut dh = vec![0f32; b * h];
-    let mut dc = vec![0f32; if lstm { b * h } else { 0 }];
     // gradient of `W_hh h + b_hh` per step, `[time, batch, gates * hidden]`
     let mut dhh = vec![0f32; t * b * g];
     let mut dxp = vec![0f32; b * t * g];
+    let work: Vec<_> = rows_of(&mut dxp, t * g, parts)
+        .into_iter()
+        .zip(by_part(&mut dhh, d, g, parts))
+        .zip(parts)
+        .map(|((dxp, dhh), rows)| (rows.clone(), dxp, dhh))
+        .collect();
+    let run = |(rows, dxp, dhh): (Range<usize>, &mut [f32], StepRows)| {
+        backward_rows(cell, d, rows, saved, w_hh, present, d_states, dxp, dhh)
+    };
+    if work.len() > 1 {
+        work.into_par_iter().try_for_each(run)?;
+    } else {
+        work.into_iter().try_for_each(run)?;
+    }
+    let mut db = vec![0f32; g];
+    for row in dhh.chunks_exact(g) {
+        db.iter_mut().zip(row).for_each(|(s, v)| *s += v);
+    }
+    // every step's `W_hh` gradient in one product: `dhh^T h_prev` over `[time * batch]` rows
+    let dhh = Tensor::from_vec(dhh, (t * b, g), &Device::Cpu)?;
+    let h_prev = Tensor::from_slice(&saved.h_prev, (t * b, h), &Device::Cpu)?;
+    let dw = dhh.t()?.matmul(&h_prev)?;
+    Ok((dxp, dw, db))
+}
+
+/// Backpropagation through time over the batch rows `rows`: their projected-input
+/// gradient `dxp [rows, time, g]` and their `W_hh h + b_hh` gradient of each step.
+#[allow(clippy::too_many_arguments)]
+fn backward_rows(
+    cell: Cell,
+    d: Dims,
+    rows: Range<usize>,
+    saved: &Saved,
+    w_hh: &Tensor,
+    present: Option<&[f32]>,
+    d_states: &[f32],
+    dxp: &mut [f32],
+    mut dhh: StepRows,
+) -> candle_core::Result<()> {
+    let (b, t, h) = (d.batch, d.time, d.hidden);
+    let g = d.gates * h;
+    let lstm = cell == Cell::Lstm;
+    let nb = rows.len();
+    let mut dh = vec![0f32; nb * h];
+    let mut dc = vec![0f32; if lstm { nb * h } else { 0 }];
     for s in (0..t).rev() {
-        for bi in 0..b {
+        let dhh = &mut *dhh[s];
+        for (li, bi) in rows.clone().enumerate() {
             let ds = &d_states[(bi * t + s) * h..(bi * t + s + 1) * h];
             let p = present.map_or(1.0, |p| p[bi * t + s]);
             let at = (s * b + bi) * h;
             let gate = &saved.gates[(s * b + bi) * g..(s * b + bi + 1) * g];
-            let dhh = &mut dhh[(s * b + bi) * g..(s * b + bi + 1) * g];
-            let dx = &mut dxp[(bi * t + s) * g..(bi * t + s + 1) * g];
+            let dhh = &mut dhh[li * g..(li + 1) * g];
+            let dx = &mut dxp[(li * t + s) * g..(li * t + s + 1) * g];
             for j in 0..h {
-                let dh_j = dh[bi * h + j] + ds[j];
+                let dh_j = dh[li * h + j] + ds[j];
                 // s = s_prev + (new - s_prev) p
                 let dnew = dh_j * p;
                 let kept = dh_j * (1.0 - p);
                 if lstm {
                     let (i, f, gg, o) = (gate[j], gate[h + j], gate[2 * h + j], gate[3 * h + j]);
                     let (cp, tc) = (saved.aux[at + j], saved.tanh_c[at + j]);
-                    let dc_j = dc[bi * h + j];
+                    let dc_j = dc[li * h + j];
                     let dnc = dc_j * p + dnew * o * (1.0 - tc * tc);
                     let d_i = dnc * gg * i * (1.0 - i);
                     let d_f = dnc * cp * f * (1.0 - f);
                     let d_g = dnc * i * (1.0 - gg * gg);
                     let d_o = dnew * tc * o * (1.0 - o);
-                    dc[bi * h + j] = dc_j * (1.0 - p) + dnc * f;
+                    dc[li * h + j] = dc_j * (1.0 - p) + dnc * f;
                     dx[j] = d_i;
                     dx[h + j] = d_f;
                     dx[2 * h + j] = d_g;
@@ -358,7 +520,7 @@ fn backward_kernel(
                     dhh[h + j] = d_f;
                     dhh[2 * h + j] = d_g;
                     dhh[3 * h + j] = d_o;
-                    dh[bi * h + j] = kept;
+                    dh[li * h + j] = kept;
                 } else {
                     let (r, z, n) = (gate[j], gate[h + j], gate[2 * h + j]);
                     let (hp, hn) = (saved.h_prev[at + j], saved.aux[at + j]);
@@ -372,23 +534,15 @@ fn backward_kernel(
                     dhh[j] = d_r;
                     dhh[h + j] = d_z;
                     dhh[2 * h + j] = dn * r;
-                    dh[bi * h + j] = kept + dnew * z;
+                    dh[li * h + j] = kept + dnew * z;
                 }
             }
         }
         // the state entering the step also feeds `W_hh h`
-        let step = Tensor::from_slice(&dhh[s * b * g..(s + 1) * b * g], (b, g), &Device::Cpu)?;
+        let step = Tensor::from_slice(dhh, (nb, g), &Device::Cpu)?;
         matmul_into(&mut dh, true, &step, w_hh)?;
     }
-    let mut db = vec![0f32; g];
-    for row in dhh.chunks_exact(g) {
-        db.iter_mut().zip(row).for_each(|(s, v)| *s += v);
-    }
-    // every step's `W_hh` gradient in one product: `dhh^T h_prev` over `[time * batch]` rows
-    let dhh = Tensor::from_vec(dhh, (t * b, g), &Device::Cpu)?;
-    let h_prev = Tensor::from_slice(&saved.h_prev, (t * b, h), &Device::Cpu)?;
-    let dw = dhh.t()?.matmul(&h_prev)?;
-    Ok((dxp, dw, db))
+    Ok(())
 }
 
 /// The recurrence as one graph node over `(projected inputs, W_hh, b_hh)`, run beforehand.
@@ -440,6 +594,7 @@ impl CustomOp3 for RecurrenceOp {
                 &w_hh.detach(),
                 self.present.as_deref(),
                 cpu_slice(&gs, gl, "state gradient")?,
+                &parts(d),
             )?
         };
         let g = d.gates * d.hidden;
@@ -477,6 +632,64 @@ mod tests {
             (0.0, 0.0),
         ] {
             assert_eq!(tanh(x), want);
+        }
+    }
+
+    /// The recurrence split over batch rows (uneven parts, run on a three-thread pool)
+    /// gives the states, saved activations and gradients of one part over all rows.
+    #[test]
+    fn split_recurrence_matches_one_part() {
+        let (b, t, h) = (7, 6, 8);
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        for cell in [Cell::Gru, Cell::Lstm] {
+            for masked in [false, true] {
+                let d = Dims {
+                    batch: b,
+                    time: t,
+                    hidden: h,
+                    gates: gate_count(cell),
+                };
+                let g = d.gates * h;
+                let xp = random(&mut rng, b * t * g);
+                let w = random(&mut rng, g * h);
+                let bias = random(&mut rng, g);
+                let p: Vec<f32> = (0..b * t).map(|k| f32::from(k % 4 != 2)).collect();
+                let p = masked.then_some(&p[..]);
+                let d_states = random(&mut rng, b * t * h);
+                let w_hh = Tensor::from_slice(&w, (g, h), &Device::Cpu).unwrap();
+                let run = |parts: &[Range<usize>]| {
+                    let (states, saved) =
+                        forward_kernel(cell, d, &xp, &w, &bias, p, parts).unwrap();
+                    let (dxp, dw, db) =
+                        backward_kernel(cell, d, &saved, &w_hh, p, &d_states, parts).unwrap();
+                    let dw = dw.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+                    [
+                        states,
+                        saved.gates,
+                        saved.h_prev,
+                        saved.aux,
+                        saved.tanh_c,
+                        dxp,
+                        dw,
+                        db,
+                    ]
+                };
+                let one = run(std::slice::from_ref(&(0..b)));
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(3)
+                    .build()
+                    .unwrap();
+                let split = pool.install(|| run(&[0..2, 2..3, 3..7]));
+                for (k, (a, r)) in split.iter().zip(&one).enumerate() {
+                    assert_eq!(a.len(), r.len());
+                    for (x, y) in a.iter().zip(r) {
+                        assert!(
+                            (x - y).abs() <= 1e-6 * (1.0 + y.abs()),
+                            "{cell:?} masked {masked} array {k}: {x} vs {y}"
+                        );
+                    }
+                }
+            }
         }
     }
 
