@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use rand_chacha::ChaCha20Rng;
 use rand_core::{Rng, SeedableRng};
 use secagg::ddg::mechanism::{DdgParams, DdgPlan};
-use secagg::{Client, ClientId, RoundConfig, Server, SessionId};
+use secagg::{Client, ClientId, MaskedSum, RoundConfig, Server, SessionId};
 
 struct Case {
     n: u32,
@@ -72,6 +72,7 @@ fn run(case: &Case, drop: f64) {
         })
         .collect();
     let mut server = Server::new(cfg.clone()).unwrap();
+    let mut sum = MaskedSum::zero(&cfg);
     let mut node = vec![Duration::ZERO; case.n as usize];
     let mut srv = Duration::ZERO;
     let timed = |acc: &mut Duration, f: &mut dyn FnMut()| {
@@ -116,7 +117,9 @@ fn run(case: &Case, drop: f64) {
             out = Some(clients[i].masked_input(&m, &x).unwrap())
         });
         timed(&mut srv, &mut || {
-            server.receive_masked_input(out.take().unwrap()).unwrap()
+            server
+                .receive_masked_input(&out.take().unwrap(), &mut sum)
+                .unwrap()
         });
     }
     let mut reqs = None;
@@ -134,7 +137,9 @@ fn run(case: &Case, drop: f64) {
         });
     }
     let mut agg = None;
-    timed(&mut srv, &mut || agg = Some(server.finish().unwrap()));
+    timed(&mut srv, &mut || {
+        agg = Some(server.finish(std::mem::replace(&mut sum, MaskedSum::zero(&cfg))).unwrap())
+    });
     let agg = agg.unwrap();
 
     // Baseline in the same run: the server adds the same vectors as they arrive, in the ring

@@ -70,6 +70,8 @@ pub enum Error {
     VectorLength { expected: usize, got: usize },
     #[error("entry {index} lies outside the ring Z_2^{bits}")]
     OutOfRing { index: usize, bits: u32 },
+    #[error("the stored sum of masked inputs does not fit the session: {0}")]
+    BadSum(String),
     #[error("this client aborted the round earlier")]
     Aborted,
     #[error("encoding: {0}")]

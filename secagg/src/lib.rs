@@ -25,6 +25,7 @@ mod graph;
 pub mod messages;
 mod packed;
 pub mod server;
+mod sum;
 
 pub use client::Client;
 pub use config::{ClientId, RoundConfig, SessionId};
@@ -32,6 +33,7 @@ pub use crypto::rng_from_os;
 pub use error::{Error, Round};
 pub use graph::Graph;
 pub use server::{Aggregate, Server};
+pub use sum::MaskedSum;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 

@@ -63,6 +63,9 @@ pub struct SharesRelay {
 pub struct MaskedInput {
     pub session: SessionId,
     pub from: ClientId,
+    /// Packed on the wire (`crate::packed`): a JSON array of 64-bit ring elements is about
+    /// 20 characters an entry to write and parse, the packed form under 11 bytes.
+    #[serde(with = "crate::packed")]
     pub masked: Vec<u64>,
 }
 

@@ -11,6 +11,7 @@ use crate::config::{ClientId, RoundConfig, SessionId};
 use crate::error::{Error, Round};
 use crate::messages::*;
 use crate::server::{Aggregate, Server};
+use crate::sum::MaskedSum;
 
 fn config(n: u32, t: u32, k: u32, len: usize) -> RoundConfig {
     RoundConfig {
@@ -73,6 +74,7 @@ fn run(cfg: &RoundConfig, drops: &Drops) -> Result<Aggregate, Error> {
     let mut cs = clients(cfg);
     let xs = inputs(cfg);
     let mut server = Server::new(cfg.clone())?;
+    let mut sum = MaskedSum::zero(cfg);
     for c in cs.iter_mut().filter(|c| drops.active(c.id(), 1)) {
         server.receive_advertise(c.advertise_keys()?)?;
     }
@@ -102,7 +104,7 @@ fn run(cfg: &RoundConfig, drops: &Drops) -> Result<Aggregate, Error> {
         let c = &mut cs[m.to.0 as usize - 1];
         if drops.active(c.id(), 3) {
             let x = &xs[c.id().0 as usize - 1];
-            server.receive_masked_input(c.masked_input(&m, x)?)?;
+            server.receive_masked_input(&c.masked_input(&m, x)?, &mut sum)?;
         }
     }
     assert_eq!(server.awaiting(), silent(admitted, 3));
@@ -115,7 +117,7 @@ fn run(cfg: &RoundConfig, drops: &Drops) -> Result<Aggregate, Error> {
         }
     }
     assert_eq!(server.awaiting(), silent(admitted, 4));
-    let agg = server.finish()?;
+    let agg = server.finish(sum)?;
     assert!(server.awaiting().is_empty());
     assert_eq!(agg.sum, sum_of(cfg, &xs, &agg.contributors), "unmasked sum");
     Ok(agg)
@@ -292,7 +294,7 @@ fn server_refuses_wrong_session_round_replay_duplicate_and_strangers() {
         masked: vec![0; 4],
     };
     assert_eq!(
-        server.receive_masked_input(early),
+        server.receive_masked_input(&early, &mut MaskedSum::zero(&cfg)),
         Err(Error::WrongRound {
             expected: Round::AdvertiseKeys,
             got: Round::MaskedInputCollection
@@ -495,22 +497,31 @@ fn inputs_outside_the_ring_or_of_the_wrong_length_are_refused_without_aborting()
     let mut wrong = m.clone();
     wrong.masked.push(0);
     wrong.from = ClientId(2);
+    let mut sum = MaskedSum::zero(&cfg);
     assert_eq!(
-        server.receive_masked_input(wrong),
+        server.receive_masked_input(&wrong, &mut sum),
         Err(Error::VectorLength {
             expected: 4,
             got: 5
         })
     );
-    server.receive_masked_input(m.clone()).unwrap();
+    server.receive_masked_input(&m, &mut sum).unwrap();
     assert_eq!(
-        server.receive_masked_input(m),
+        server.receive_masked_input(&m, &mut sum),
         Err(Error::Replayed {
             client: ClientId(1),
             round: Round::MaskedInputCollection
         })
     );
     assert_eq!(cfg.vector_len, 4);
+    // A sum of another length (a stored sum that does not belong to the session) is refused.
+    let other = cs[1].masked_input(&relays[1], &[1, 2, 3, 4]).unwrap();
+    let short = MaskedSum::zero(&config(5, 3, 4, 3));
+    assert!(matches!(
+        server.receive_masked_input(&other, &mut short.clone()),
+        Err(Error::BadSum(_))
+    ));
+    server.receive_masked_input(&other, &mut sum).unwrap();
 }
 
 #[test]
@@ -521,6 +532,7 @@ fn an_altered_revealed_share_is_detected() {
     let mut cs = clients(&cfg);
     let xs = inputs(&cfg);
     let mut server = Server::new(cfg.clone()).unwrap();
+    let mut sum = MaskedSum::zero(&cfg);
     for c in cs.iter_mut() {
         server
             .receive_advertise(c.advertise_keys().unwrap())
@@ -535,7 +547,7 @@ fn an_altered_revealed_share_is_detected() {
     for m in server.close_share_keys().unwrap() {
         let c = &mut cs[m.to.0 as usize - 1];
         server
-            .receive_masked_input(c.masked_input(&m, &xs[m.to.0 as usize - 1]).unwrap())
+            .receive_masked_input(&c.masked_input(&m, &xs[m.to.0 as usize - 1]).unwrap(), &mut sum)
             .unwrap();
     }
     for m in server.close_masked_input().unwrap() {
@@ -547,7 +559,7 @@ fn an_altered_revealed_share_is_detected() {
         server.receive_unmask(r).unwrap();
     }
     assert!(matches!(
-        server.finish(),
+        server.finish(sum),
         Err(Error::InconsistentShares { .. })
     ));
 }
@@ -566,17 +578,12 @@ fn number_arrays(v: &serde_json::Value, out: &mut Vec<Vec<u64>>) {
     }
 }
 
-/// A serialised server with its running sum, stored packed (`crate::packed`), as a plain array
-/// of numbers, so that the scans below see every number the state holds.
-fn with_plain_sum(mut state: serde_json::Value) -> serde_json::Value {
-    #[derive(serde::Deserialize)]
-    struct Sum(#[serde(with = "crate::packed")] Vec<u64>);
-    assert!(
-        state["masked_sum"]["le"].is_string(),
-        "the sum is stored packed"
-    );
-    let Sum(sum) = serde_json::from_value(state["masked_sum"].take()).unwrap();
-    state["masked_sum"] = serde_json::json!(sum);
+/// What a relay stores: the server's serialised state, and beside it the running sum (here as
+/// a plain array of numbers under `masked_sum`, so that the scans below see every number).
+fn stored(server: &Server, sum: &MaskedSum) -> serde_json::Value {
+    let mut state = serde_json::to_value(server).unwrap();
+    assert!(state.get("masked_sum").is_none(), "the sum is kept apart");
+    state["masked_sum"] = serde_json::json!(sum.words());
     state
 }
 
@@ -590,36 +597,37 @@ fn the_server_state_never_holds_an_input_a_secret_or_a_plain_share() {
     let mut cs = clients(&cfg);
     let xs = inputs(&cfg);
     let mut server = Server::new(cfg.clone()).unwrap();
+    let mut sum = MaskedSum::zero(&cfg);
     let mut snapshots = Vec::new();
-    let mut snap = |s: &Server| snapshots.push(with_plain_sum(serde_json::to_value(s).unwrap()));
+    let mut snap = |s: &Server, sum: &MaskedSum| snapshots.push(stored(s, sum));
 
     for c in cs.iter_mut() {
         server
             .receive_advertise(c.advertise_keys().unwrap())
             .unwrap();
     }
-    snap(&server);
+    snap(&server, &sum);
     for m in server.close_advertise().unwrap() {
         let c = &mut cs[m.to.0 as usize - 1];
         server
             .receive_share_keys(c.share_keys(&m).unwrap())
             .unwrap();
     }
-    snap(&server);
+    snap(&server, &sum);
     let relays = server.close_share_keys().unwrap();
     // Node 6 drops after ShareKeys: its mask key gets rebuilt, its self mask never.
     for m in relays.iter().filter(|m| m.to != ClientId(6)) {
         let c = &mut cs[m.to.0 as usize - 1];
         server
-            .receive_masked_input(c.masked_input(m, &xs[m.to.0 as usize - 1]).unwrap())
+            .receive_masked_input(&c.masked_input(m, &xs[m.to.0 as usize - 1]).unwrap(), &mut sum)
             .unwrap();
-        snap(&server);
+        snap(&server, &sum);
     }
     for m in server.close_masked_input().unwrap() {
         let c = &mut cs[m.to.0 as usize - 1];
         server.receive_unmask(c.unmask(&m).unwrap()).unwrap();
     }
-    snap(&server);
+    snap(&server, &sum);
 
     // What the nodes hold secret: their inputs, their key material and the plain shares.
     let mut secrets: Vec<Vec<u64>> = Vec::new();
@@ -689,7 +697,7 @@ fn the_server_state_never_holds_an_input_a_secret_or_a_plain_share() {
         same <= 1,
         "{same} entries of a single masked input equal the input"
     );
-    let agg = server.finish().unwrap();
+    let agg = server.finish(sum).unwrap();
     assert_eq!(agg.sum, sum_of(&cfg, &xs, &agg.contributors));
 }
 
@@ -711,18 +719,65 @@ fn server_state_survives_a_serde_round_trip_mid_protocol() {
         let msg: ShareKeys = serde_json::from_str(&serde_json::to_string(&msg).unwrap()).unwrap();
         server.receive_share_keys(msg).unwrap();
     }
+    let mut sum = MaskedSum::zero(&cfg);
     for m in server.close_share_keys().unwrap() {
         let c = &mut cs[m.to.0 as usize - 1];
-        server
-            .receive_masked_input(c.masked_input(&m, &xs[m.to.0 as usize - 1]).unwrap())
-            .unwrap();
+        let msg = c.masked_input(&m, &xs[m.to.0 as usize - 1]).unwrap();
+        let msg: MaskedInput =
+            serde_json::from_str(&serde_json::to_string(&msg).unwrap()).unwrap();
+        server.receive_masked_input(&msg, &mut sum).unwrap();
     }
     let mut server: Server =
         serde_json::from_str(&serde_json::to_string(&server).unwrap()).unwrap();
+    let sum = MaskedSum::from_bytes(&cfg, &sum.to_bytes(&cfg)).unwrap();
     for m in server.close_masked_input().unwrap() {
         let c = &mut cs[m.to.0 as usize - 1];
         server.receive_unmask(c.unmask(&m).unwrap()).unwrap();
     }
-    let agg = server.finish().unwrap();
+    let agg = server.finish(sum).unwrap();
     assert_eq!(agg.sum, sum_of(&cfg, &xs, &agg.contributors));
+}
+
+/// State serialised while the server still kept the running sum in it (packed, or earlier as
+/// a plain array) resumes: the sum is handed over once and the round finishes exactly.
+#[test]
+fn state_that_still_holds_the_sum_hands_it_over() {
+    for packed in [true, false] {
+        let Setup {
+            cfg,
+            mut cs,
+            mut server,
+            keys,
+        } = after_advertise(5, 3);
+        let xs = inputs(&cfg);
+        for m in &keys {
+            let c = &mut cs[m.to.0 as usize - 1];
+            server.receive_share_keys(c.share_keys(m).unwrap()).unwrap();
+        }
+        let mut sum = MaskedSum::zero(&cfg);
+        for m in server.close_share_keys().unwrap() {
+            let c = &mut cs[m.to.0 as usize - 1];
+            let msg = c.masked_input(&m, &xs[m.to.0 as usize - 1]).unwrap();
+            server.receive_masked_input(&msg, &mut sum).unwrap();
+        }
+        let mut old = serde_json::to_value(&server).unwrap();
+        old["masked_sum"] = if packed {
+            #[derive(serde::Serialize)]
+            struct Packed(#[serde(with = "crate::packed")] Vec<u64>);
+            serde_json::to_value(Packed(sum.words().to_vec())).unwrap()
+        } else {
+            serde_json::json!(sum.words())
+        };
+        let mut server: Server = serde_json::from_value(old).unwrap();
+        let carried = server.take_carried_sum().expect("the old state's sum");
+        assert_eq!(carried, sum);
+        assert!(server.take_carried_sum().is_none(), "handed over once");
+        assert!(serde_json::to_value(&server).unwrap().get("masked_sum").is_none());
+        for m in server.close_masked_input().unwrap() {
+            let c = &mut cs[m.to.0 as usize - 1];
+            server.receive_unmask(c.unmask(&m).unwrap()).unwrap();
+        }
+        let agg = server.finish(carried).unwrap();
+        assert_eq!(agg.sum, sum_of(&cfg, &xs, &agg.contributors));
+    }
 }

@@ -2,8 +2,11 @@
 //! routes ciphertexts it cannot read, and in the end removes the masks of the sum.
 //!
 //! Its whole state is serde, so a gateway can keep it in its store between requests. That
-//! state holds public keys, share ciphertexts awaiting relay, the running sum of masked
-//! inputs and, at the end, the shares the survivors reveal — never an individual input.
+//! state holds public keys, share ciphertexts awaiting relay and, at the end, the shares the
+//! survivors reveal — never an individual input. The running sum of the masked inputs, the
+//! only part as large as the model, is a [`MaskedSum`] of its own that the caller keeps and
+//! hands to the two calls that use it ([`Server::receive_masked_input`], [`Server::finish`]),
+//! so that the small state every message and poll reads stays small.
 //!
 //! `receive_*` refusals change nothing. `close_*` with too few participants also changes
 //! nothing: the caller may wait for stragglers or abandon the session.
@@ -17,6 +20,7 @@ use crate::config::{ClientId, RoundConfig, SessionId};
 use crate::crypto::{self, Bytes32, SHARE_PLAINTEXT_LEN};
 use crate::error::{Error, Round};
 use crate::graph::Graph;
+use crate::sum::MaskedSum;
 use crate::messages::{
     AdvertiseKeys, EncryptedShare, Fingerprint, KeysBroadcast, MaskedInput, PeerKeys, ShareKeys,
     SharesRelay, UnmaskRequest, UnmaskResponse,
@@ -49,9 +53,15 @@ pub struct Server {
     u2: BTreeSet<ClientId>,
     /// For each node of `U2`, the nodes whose shares it was sent: its mask partners.
     partners: BTreeMap<ClientId, BTreeSet<ClientId>>,
-    /// Running sum of masked inputs; one vector whatever the number of nodes.
-    #[serde(with = "crate::packed")]
-    masked_sum: Vec<u64>,
+    /// The running sum as state serialised before it was kept apart carried it: read once,
+    /// then handed over by [`Server::take_carried_sum`]; never written.
+    #[serde(
+        default,
+        rename = "masked_sum",
+        skip_serializing,
+        deserialize_with = "carried_sum"
+    )]
+    carried_sum: Option<Vec<u64>>,
     /// Sent a masked input (`U3`).
     u3: BTreeSet<ClientId>,
     /// Round Unmasking: revealed shares per responder (`U4`).
@@ -64,7 +74,7 @@ impl Server {
     pub fn new(config: RoundConfig) -> Result<Self, Error> {
         config.validate()?;
         Ok(Self {
-            masked_sum: vec![0; config.vector_len],
+            carried_sum: None,
             config,
             round: Round::AdvertiseKeys,
             graph: OnceLock::new(),
@@ -307,7 +317,18 @@ impl Server {
         Ok(out)
     }
 
-    pub fn receive_masked_input(&mut self, msg: MaskedInput) -> Result<(), Error> {
+    /// State serialised before the sum was kept apart holds the running sum itself: this
+    /// hands it over, once, as the session's [`MaskedSum`].
+    pub fn take_carried_sum(&mut self) -> Option<MaskedSum> {
+        self.carried_sum.take().map(MaskedSum::from_words)
+    }
+
+    /// Adds the masked input to `sum`, the session's running sum, which the caller keeps.
+    pub fn receive_masked_input(
+        &mut self,
+        msg: &MaskedInput,
+        sum: &mut MaskedSum,
+    ) -> Result<(), Error> {
         let fp = msg.fingerprint();
         self.admit(
             Round::MaskedInputCollection,
@@ -329,9 +350,8 @@ impl Server {
                 bits: self.config.modulus_bits,
             });
         }
-        for (acc, v) in self.masked_sum.iter_mut().zip(&msg.masked) {
-            *acc = acc.wrapping_add(*v) & ring;
-        }
+        self.check_sum(sum)?;
+        sum.add(&msg.masked, ring);
         self.record(Round::MaskedInputCollection, msg.from, fp);
         self.u3.insert(msg.from);
         Ok(())
@@ -393,8 +413,9 @@ impl Server {
     }
 
     /// Ends Unmasking: rebuilds each survivor's self-mask seed and each dropped node's mask
-    /// key from at least `t` shares, removes those masks and returns the sum.
-    pub fn finish(&mut self) -> Result<Aggregate, Error> {
+    /// key from at least `t` shares, removes those masks from `sum`, the running sum of the
+    /// masked inputs, and returns the unmasked sum.
+    pub fn finish(&mut self, sum: MaskedSum) -> Result<Aggregate, Error> {
         self.at(Round::Unmasking)?;
         self.enough(Round::Unmasking, self.responses.len())?;
         let t = self.config.threshold as usize;
@@ -438,7 +459,8 @@ impl Server {
                 pair_seeds.push((crypto::pairwise_seed(&session, &shared, *u, *v), *u < *v));
             }
         }
-        let mut sum = std::mem::take(&mut self.masked_sum);
+        self.check_sum(&sum)?;
+        let mut sum = sum.into_words();
         for seed in &self_seeds {
             crypto::apply_mask(&mut sum, seed, true, ring);
         }
@@ -452,6 +474,17 @@ impl Server {
         })
     }
 
+    fn check_sum(&self, sum: &MaskedSum) -> Result<(), Error> {
+        if sum.len() != self.config.vector_len {
+            return Err(Error::BadSum(format!(
+                "{} entries, {} expected",
+                sum.len(),
+                self.config.vector_len
+            )));
+        }
+        Ok(())
+    }
+
     fn at(&self, round: Round) -> Result<(), Error> {
         if self.round != round {
             return Err(Error::WrongRound {
@@ -461,4 +494,8 @@ impl Server {
         }
         Ok(())
     }
+}
+
+fn carried_sum<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<u64>>, D::Error> {
+    crate::packed::deserialize(d).map(Some)
 }

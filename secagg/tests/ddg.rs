@@ -5,7 +5,7 @@ use rand_chacha::ChaCha20Rng;
 use rand_core::{Rng, SeedableRng};
 use secagg::ddg::accounting;
 use secagg::ddg::mechanism::{DdgParams, DdgPlan};
-use secagg::{Client, ClientId, RoundConfig, Server, SessionId};
+use secagg::{Client, ClientId, MaskedSum, RoundConfig, Server, SessionId};
 
 fn params(dim: usize, n: u32, bits: u32) -> DdgParams {
     DdgParams {
@@ -120,18 +120,19 @@ fn a_secure_aggregation_round_of_dp_encoded_updates_decodes_to_the_noisy_sum() {
             .unwrap();
     }
     let mut noise_rng = ChaCha20Rng::seed_from_u64(77);
+    let mut sum = MaskedSum::zero(server.config());
     for m in server.close_share_keys().unwrap() {
         let i = m.to.0 as usize - 1;
         let encoded = plan.encode(&updates[i], &mut noise_rng).unwrap();
         server
-            .receive_masked_input(clients[i].masked_input(&m, &encoded).unwrap())
+            .receive_masked_input(&clients[i].masked_input(&m, &encoded).unwrap(), &mut sum)
             .unwrap();
     }
     for m in server.close_masked_input().unwrap() {
         let c = &mut clients[m.to.0 as usize - 1];
         server.receive_unmask(c.unmask(&m).unwrap()).unwrap();
     }
-    let agg = server.finish().unwrap();
+    let agg = server.finish(sum).unwrap();
     plan.check_survivors(agg.contributors.len()).unwrap();
     let decoded = plan.decode(&agg.sum).unwrap();
 

@@ -499,12 +499,24 @@ pub async fn secagg_submit(
     if message.from() != client {
         return Err(TaskError::SecaggSender);
     }
-    let mut server = relay_state(tx.lock_secagg_session(round.id).await?)?;
+    let mut server = sa::lock_relay(tx, round.id)
+        .await
+        .map_err(TaskError::Internal)?;
     let stage = message.stage();
     match message {
         NodeMessage::AdvertiseKeys(m) => server.receive_advertise(m),
         NodeMessage::ShareKeys(m) => server.receive_share_keys(m),
-        NodeMessage::MaskedInput(m) => server.receive_masked_input(m),
+        NodeMessage::MaskedInput(m) => {
+            let mut sum = sa::masked_sum(tx, round.id, &server)
+                .await
+                .map_err(TaskError::Internal)?;
+            server
+                .receive_masked_input(&m, &mut sum)
+                .map_err(TaskError::Secagg)?;
+            tx.update_secagg_sum(round.id, &sum.to_bytes(server.config()))
+                .await?;
+            Ok(())
+        }
         NodeMessage::Unmask(m) => server.receive_unmask(m),
     }
     .map_err(TaskError::Secagg)?;

@@ -485,12 +485,7 @@ async fn collect_secure(
     now: Timestamp,
 ) -> anyhow::Result<Step> {
     use secagg::Round as Stage;
-    let state = tx
-        .lock_secagg_session(round.id)
-        .await?
-        .context("a round under secure aggregation has no relay state")?;
-    let mut server: secagg::Server =
-        serde_json::from_slice(&state).context("the stored relay state is invalid")?;
+    let mut server = sa::lock_relay(tx.as_mut(), round.id).await?;
     let stage = server.round();
     if !server.awaiting().is_empty() && now < sa::stage_deadline(&round, stage) {
         return Ok(Step::Waiting);
@@ -511,7 +506,8 @@ async fn collect_secure(
             .close_masked_input()
             .map(|m| m.into_iter().map(Relayed::Unmask).collect()),
         Stage::Unmasking => {
-            let sum = match server.finish() {
+            let masked = sa::masked_sum(tx.as_mut(), round.id, &server).await?;
+            let sum = match server.finish(masked) {
                 Ok(sum) => sum,
                 Err(e) => {
                     let reason = format!("secure aggregation failed at unmasking: {e}");

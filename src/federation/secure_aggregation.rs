@@ -12,11 +12,12 @@ use secagg::{
         AdvertiseKeys, KeysBroadcast, MaskedInput, ShareKeys, SharesRelay, UnmaskRequest,
         UnmaskResponse,
     },
-    ClientId, Round as Stage, RoundConfig, SessionId,
+    ClientId, MaskedSum, Round as Stage, RoundConfig, Server, SessionId,
 };
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::store::Tx;
 use crate::domain::{
     study::{DpPlan, Round, SecureAggregation},
     OrgId, RoundId,
@@ -94,6 +95,41 @@ pub fn session_config(
     Ok(config)
 }
 
+/// The relay of round attempt `round`, locked until the transaction ends (messages of several
+/// holders and the round loop change it one after the other). The running sum of the masked
+/// inputs is not part of it: [`masked_sum`] loads that where it is used. A state written before
+/// the sum had a column of its own (migration 0007) still carries it; it moves to the column
+/// here, before anything rewrites the state without it.
+pub async fn lock_relay(tx: &mut dyn Tx, round: RoundId) -> anyhow::Result<Server> {
+    use anyhow::Context;
+    let state = tx
+        .lock_secagg_session(round)
+        .await?
+        .context("a round under secure aggregation has no relay state")?;
+    let mut server: Server =
+        serde_json::from_slice(&state).context("the stored relay state is invalid")?;
+    if let Some(carried) = server.take_carried_sum() {
+        if tx.secagg_sum(round).await?.is_none() {
+            tx.update_secagg_sum(round, &carried.to_bytes(server.config()))
+                .await?;
+        }
+    }
+    Ok(server)
+}
+
+/// The running sum of the masked inputs of the round `server` relays, zero before the first
+/// one. Only under [`lock_relay`]'s lock.
+pub async fn masked_sum(
+    tx: &mut dyn Tx,
+    round: RoundId,
+    server: &Server,
+) -> anyhow::Result<MaskedSum> {
+    Ok(match tx.secagg_sum(round).await? {
+        Some(bytes) => MaskedSum::from_bytes(server.config(), &bytes)?,
+        None => MaskedSum::zero(server.config()),
+    })
+}
+
 /// The stable name of a protocol stage.
 pub fn stage_name(stage: Stage) -> &'static str {
     match stage {
@@ -147,6 +183,7 @@ pub fn refusal_code(e: &secagg::Error) -> &'static str {
         E::Config(_) => "secagg_invalid_config",
         E::Encoding(_) => "secagg_encoding",
         E::Dp(_) => "secagg_distributed_dp",
+        E::BadSum(_) => "secagg_stored_sum_invalid",
     }
 }
 
@@ -178,7 +215,9 @@ pub enum Relayed {
 pub enum NodeMessage {
     AdvertiseKeys(AdvertiseKeys),
     ShareKeys(ShareKeys),
-    /// The update masked in `Z_{2^64}`: entries as JSON integers.
+    /// The update masked in the session's ring: `masked` is `{"len", "width", "le"}`, the
+    /// entries as little-endian words of `width` bytes, base64 (a plain JSON array of
+    /// integers is read too).
     MaskedInput(MaskedInput),
     Unmask(UnmaskResponse),
 }

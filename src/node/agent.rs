@@ -595,6 +595,10 @@ async fn relayed<T>(
     stage: secagg::Round,
     pick: impl Fn(Relayed) -> Option<T>,
 ) -> anyhow::Result<T> {
+    // Small rounds close a stage within a poll or two; in a large one (many holders, a large
+    // model) a stage takes seconds, and every holder's poll costs the gateway a transaction,
+    // so the wait grows to at most 2 s.
+    let mut wait = Duration::from_millis(200);
     loop {
         let view = gateway.secagg_view(task.task_id).await?;
         if let Some(message) = view.relayed.and_then(&pick) {
@@ -606,6 +610,7 @@ async fn relayed<T>(
                 view.stage
             );
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        tokio::time::sleep(wait).await;
+        wait = (wait * 3 / 2).min(Duration::from_secs(2));
     }
 }

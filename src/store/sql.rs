@@ -812,6 +812,26 @@ macro_rules! impl_tx {
                 if done.rows_affected() == 1 { Ok(()) } else { Err(crate::store::StoreError::Conflict) }
             }
 
+            async fn secagg_sum(&mut self, round: crate::domain::RoundId)
+                -> crate::store::Result<Option<Vec<u8>>> {
+                let found: Option<Option<Vec<u8>>> =
+                    sqlx::query_scalar("select masked_sum from secagg_session where round_id = $1")
+                        .bind(round.0)
+                        .fetch_optional(&mut *self.tx)
+                        .await?;
+                Ok(found.flatten())
+            }
+
+            async fn update_secagg_sum(&mut self, round: crate::domain::RoundId, sum: &[u8])
+                -> crate::store::Result<()> {
+                let done = sqlx::query("update secagg_session set masked_sum = $2 where round_id = $1")
+                    .bind(round.0)
+                    .bind(sum)
+                    .execute(&mut *self.tx)
+                    .await?;
+                if done.rows_affected() == 1 { Ok(()) } else { Err(crate::store::StoreError::Conflict) }
+            }
+
             async fn insert_secagg_messages(&mut self, round: crate::domain::RoundId, kind: &str,
                 messages: &[(u32, Vec<u8>)]) -> crate::store::Result<()> {
                 for (client, message) in messages {

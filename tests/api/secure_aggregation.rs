@@ -428,6 +428,10 @@ async fn a_secure_round_survives_a_dropout_and_reveals_only_the_mean(app: TestAp
         let r = h.result(None).await;
         assert_eq!(r.status, 200, "{}", r.text);
     }
+    // a gateway upgraded mid-round finds the running sum inside the relay's state, where
+    // releases before migration 0007 kept it: it must still unmask the right sum
+    let moved = sum_as_stored_before_its_column(&app).await;
+    assert!(moved.iter().any(|&x| x != 0), "three masked inputs are in");
     // the masked-input stage closes at its deadline with three of four
     for i in 0..3 {
         let Relayed::Unmask(request) = holders[i].relayed("masked_input").await else {
@@ -504,6 +508,48 @@ async fn a_secure_round_survives_a_dropout_and_reveals_only_the_mean(app: TestAp
 }
 
 both_backends!(a_secure_round_survives_a_dropout_and_reveals_only_the_mean);
+
+/// Rewrites the one open relay of `app`'s store as releases before migration 0007 wrote it:
+/// the running sum of the masked inputs as a JSON array inside the state, the column empty.
+/// Returns that sum.
+async fn sum_as_stored_before_its_column(app: &TestApp) -> Vec<u64> {
+    fn rewrite(state: &[u8], sum: &[u8]) -> (Vec<u8>, Vec<u64>) {
+        let mut state: Value = serde_json::from_slice(state).unwrap();
+        assert!(state.get("masked_sum").is_none(), "{state}");
+        // without distributed DP the ring is Z_2^64: eight bytes an entry
+        let words: Vec<u64> = sum
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        state["masked_sum"] = json!(words);
+        (serde_json::to_vec(&state).unwrap(), words)
+    }
+    const WRITE: &str =
+        "update secagg_session set state = $1, masked_sum = null where row_version > 0";
+    macro_rules! on {
+        ($pool:ty) => {{
+            let pool = <$pool>::connect(&app.database_url).await.unwrap();
+            let mut tx = pool.begin().await.unwrap();
+            // the row is locked first, so the round loop cannot interleave
+            let rows: Vec<(Vec<u8>, Vec<u8>)> = sqlx::query_as::<_, (Vec<u8>, Vec<u8>)>(
+                "update secagg_session set row_version = row_version + 1 returning state, masked_sum",
+            )
+            .fetch_all(&mut *tx)
+            .await
+            .unwrap();
+            assert_eq!(rows.len(), 1, "one open relay");
+            let (state, words) = rewrite(&rows[0].0, &rows[0].1);
+            sqlx::query(WRITE).bind(state).execute(&mut *tx).await.unwrap();
+            tx.commit().await.unwrap();
+            pool.close().await;
+            words
+        }};
+    }
+    match app.backend {
+        Backend::Sqlite => on!(sqlx::SqlitePool),
+        Backend::Postgres => on!(sqlx::PgPool),
+    }
+}
 
 // 3. The HDAB's decision can require secure aggregation: a study without it is refused under
 // such a permit (audited, nothing stored), one with it is accepted.
