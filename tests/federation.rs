@@ -1613,6 +1613,91 @@ async fn qfedavg_without_formal_dp_under_a_none_allowed_permit() {
     assert_eq!(entry.detail["digest"], model.digest);
 }
 
+/// FLTrust with a root holder on the four node processes, without formal DP: every round the
+/// root holder's update `g0` weighs the other three (trust ReLU(cos(g_i, g0)), each rescaled
+/// to ||g0||, trust-weighted mean). Each round's checkpoint is recomputed from what every node
+/// trained (its saved state) and the model of the round before, with FLTrust written out here
+/// rather than taken from the engine, and so is the number of updates each round's view says
+/// got no trust.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fltrust_with_a_root_holder_through_node_processes() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let gw = Gateway::new(&app.base, app.dev.clone());
+    let (_, issued) = app
+        .permit_with(
+            &federation_application(&hospitals(), 1.0, "data_holder"),
+            &json!({"decision": "approve", "dp_requirement": "none_allowed"}),
+        )
+        .await;
+    let permit = PermitId::parse(issued["id"].as_str().unwrap()).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let mut nodes = Nodes::new();
+    for org in hospitals() {
+        nodes.spawn(org, &app.base, &app.data_dir, work.path(), None);
+    }
+    let root = hospitals()[0];
+    // each node keeps the state of its last two rounds: two rounds can both be recomputed
+    let rounds = 2;
+    let mut body = ditto_study(permit, rounds);
+    body["strategy"] = json!({"name": "fedavg"});
+    body["optimizer"] = json!({"name": "sgd", "lr": 0.5});
+    body["local_steps"] = json!(10);
+    body["dp"] = json!({"level": "none"});
+    body["release"] = json!("last");
+    body["aggregation"] = json!({"rule": "fltrust", "root_holder": root});
+    let id = gw.submit(&body).await;
+    let view = gw.wait_until_done(id, 240, &nodes).await;
+    nodes.kill().await;
+    assert_eq!(view["status"], "completed", "{view}\n{}", nodes.logs());
+    let aggregated = aggregated_once_each(&view, rounds);
+    for r in &aggregated {
+        let sites = r["sites"].as_array().unwrap();
+        assert!(sites.iter().all(|s| s["contributed"] == true), "{r}");
+        let round = r["round"].as_u64().unwrap();
+        let start = checkpoint_model(&app, round - 1).await;
+        let update = |org: &str| -> Vec<f64> {
+            trained_model(work.path(), org, id, round)
+                .iter()
+                .zip(&start)
+                .map(|(t, s)| f64::from(t - s))
+                .collect()
+        };
+        let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+        let g0 = update(root);
+        let mut combined = vec![0f64; g0.len()];
+        let (mut total, mut untrusted) = (0.0, 0);
+        for org in hospitals().into_iter().filter(|o| *o != root) {
+            let g = update(org);
+            let dot: f64 = g.iter().zip(&g0).map(|(a, b)| a * b).sum();
+            let trust = (dot / (norm(&g) * norm(&g0))).max(0.0);
+            for (c, v) in combined.iter_mut().zip(&g) {
+                *c += trust * norm(&g0) / norm(&g) * v;
+            }
+            total += trust;
+            untrusted += usize::from(trust == 0.0);
+        }
+        // no update agreeing with the root holder's: the model stays where it was
+        let expected: Vec<f64> = start
+            .iter()
+            .zip(&combined)
+            .map(|(w, c)| f64::from(*w) + if total > 0.0 { c / total } else { 0.0 })
+            .collect();
+        let got = checkpoint_model(&app, round).await;
+        for (k, (g, e)) in got.iter().zip(&expected).enumerate() {
+            assert!(
+                (f64::from(*g) - e).abs() <= 1e-5 * e.abs().max(1.0),
+                "round {round}, value {k}: {g} vs {e}"
+            );
+        }
+        assert_eq!(r["untrusted_updates"], untrusted, "{r}");
+    }
+    // the released model is the last checkpoint, and it moved from the initial one
+    let model = gw.model(id).await;
+    let (params, _) = fl_engine::load_safetensors(&model.bytes).expect("a valid parameter file");
+    assert_eq!(params.to_flat(), checkpoint_model(&app, rounds).await);
+    assert_ne!(params.to_flat(), checkpoint_model(&app, 0).await);
+}
+
 // ---------------------------------------------------------------------------------------------
 // FedMAP and FedMode through real nodes, and FedMAP's tiers 2 and 3 on a hospital's own node.
 

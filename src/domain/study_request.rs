@@ -246,7 +246,8 @@ pub struct StudyRequest {
     /// How each round's updates are combined: `{"rule": "mean"}` (default), or a
     /// Byzantine-robust rule: `{"rule": "krum", "f": 1}`, `{"rule": "multi_krum", "f": 1,
     /// "m": 3}`, `{"rule": "median"}`, `{"rule": "trimmed_mean", "per_side": 1}`,
-    /// `{"rule": "bulyan", "f": 1}`.
+    /// `{"rule": "bulyan", "f": 1}`, `{"rule": "fltrust", "root_holder": "<holder>"}` (one of
+    /// the study's data holders; not under client-level DP).
     pub aggregation: Option<Aggregation>,
     pub seed: Option<u64>,
     /// Share of each holder's training rows kept for validation (default 0.2).
@@ -1130,16 +1131,17 @@ pub fn parse_study(
         1,
         7 * 24 * 3600,
     );
-    let aggregation = req.aggregation.unwrap_or_default();
+    let aggregation = req.aggregation.clone().unwrap_or_default();
     check_aggregation(
         &mut e,
-        aggregation,
+        &aggregation,
         &strategy,
         req.min_sites,
-        data_holders.len(),
+        &data_holders,
+        &req.dp.level,
     );
     let secure_aggregation =
-        parse_secure_aggregation(&mut e, req, data_holders.len(), &strategy, aggregation);
+        parse_secure_aggregation(&mut e, req, data_holders.len(), &strategy, &aggregation);
     let validation_fraction = req.validation_fraction.unwrap_or(0.2);
     if !(validation_fraction > 0.0 && validation_fraction <= 0.5) {
         e.push(
@@ -1319,7 +1321,7 @@ fn parse_secure_aggregation(
     req: &StudyRequest,
     holders: usize,
     strategy: &Option<StrategyConfig>,
-    aggregation: Aggregation,
+    aggregation: &Aggregation,
 ) -> Option<SecureAggregation> {
     let r = req.secure_aggregation?;
     let field = "secure_aggregation";
@@ -1336,7 +1338,7 @@ fn parse_secure_aggregation(
             );
         }
     }
-    if aggregation != Aggregation::Mean {
+    if *aggregation != Aggregation::Mean {
         e.push(
             "aggregation",
             "aggregation_incompatible_with_secure_aggregation",
@@ -1421,15 +1423,18 @@ fn parse_no_formal_dp(e: &mut Errors, d: &DpRequest, delta: f64) -> Option<DpPla
 }
 
 /// A robust rule must cover everything the method's server learns from a holder, and run on
-/// every number of updates a round may aggregate (`min_sites` to every holder).
+/// every number of updates a round may aggregate (`min_sites` to every holder). FLTrust's root
+/// holder must be one of the study's holders, and its rule is refused under client-level DP
+/// (`dp_level` as requested).
 fn check_aggregation(
     e: &mut Errors,
-    aggregation: Aggregation,
+    aggregation: &Aggregation,
     strategy: &Option<StrategyConfig>,
     min_sites: usize,
-    holders: usize,
+    data_holders: &[OrgId],
+    dp_level: &str,
 ) {
-    if aggregation == Aggregation::Mean {
+    if *aggregation == Aggregation::Mean {
         return;
     }
     if let Some(s) = strategy {
@@ -1445,7 +1450,29 @@ fn check_aggregation(
             );
         }
     }
-    let rule = match aggregation.robust_rule() {
+    if let Some(root) = aggregation.root_holder() {
+        if !data_holders.contains(root) {
+            e.push(
+                "aggregation.root_holder",
+                "root_holder_not_a_study_holder",
+                format!(
+                    "the root holder `{root}` is not one of the study's data holders: FLTrust's \
+                     root update comes from a holder that trains under the permit like the others"
+                ),
+            );
+        }
+        if dp_level == "client" {
+            e.push(
+                "dp.level",
+                "fltrust_refuses_client_dp",
+                "FLTrust weighs and rescales every update by its root holder's update, which \
+                 client-level DP does not privatise: the model would carry what that one \
+                 unprivatised update gives away. Use record-level DP (the root holder's update \
+                 is then privatised like every other) or another rule",
+            );
+        }
+    }
+    let rule = match aggregation.robust_rule(None) {
         Ok(Some(rule)) => rule,
         Ok(None) => return,
         Err(err) => {
@@ -1453,18 +1480,24 @@ fn check_aggregation(
             return;
         }
     };
+    let holders = data_holders.len();
     let lowest = min_sites.max(1);
     for n in lowest..=holders.max(lowest) {
-        if let Err(why) = rule.sensitivity(n, 1.0) {
-            e.push(
-                "aggregation",
-                "aggregation_needs_more_sites",
-                format!(
+        if let Err(why) = rule.sensitivity(aggregation.combined(n), 1.0) {
+            let detail = match aggregation.root_holder() {
+                Some(_) => format!(
+                    "fltrust combines the updates of the holders other than its root holder, \
+                     and a round of {n} holders leaves {}; a round aggregates between \
+                     min_sites = {min_sites} and {holders} holders: {why}",
+                    aggregation.combined(n)
+                ),
+                None => format!(
                     "{} cannot combine {n} updates, and a round aggregates between min_sites = \
                      {min_sites} and {holders} of them: {why}",
                     aggregation.name()
                 ),
-            );
+            };
+            e.push("aggregation", "aggregation_needs_more_sites", detail);
             return;
         }
     }

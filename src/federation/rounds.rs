@@ -6,7 +6,8 @@
 //!                  └─ refused ───────────────────────────────────> study stopped
 //! collecting ──── all results, or deadline with quorum ─────────> aggregated (DP, budget
 //!             │                                                   spent, model checkpointed)
-//!             ├── deadline without quorum ──────────────────────> failed (next attempt)
+//!             ├── deadline without quorum (or, under FLTrust, ──> failed (next attempt)
+//!             │   without the root holder's update)
 //!             └── permit revoked / expired / suspended ─────────> discarded
 //! last round aggregated ── evaluation tasks ── all back or deadline ─> study completed
 //! ```
@@ -663,7 +664,111 @@ async fn aggregate(
         .await?
         .context("a running study has no checkpoint")?;
     let (global, _) = load_safetensors(&checkpoint.global)?;
-    let rule = spec.aggregation.robust_rule()?;
+    // FLTrust weighs every update against its root holder's: without it nothing can be
+    // combined (no other rule stands in), so the round fails like one that missed its quorum
+    if let Some(root) = spec.aggregation.root_holder() {
+        let sent = tasks
+            .iter()
+            .any(|t| &t.data_holder == root && t.status == TaskStatus::Completed);
+        if !sent {
+            let reason = format!(
+                "the root holder {root} sent no update by the deadline: FLTrust has no root \
+                 update to weigh the round's other updates by"
+            );
+            return fail_round(fed, tx, study, round, reason, now).await;
+        }
+    }
+    let mut results = Vec::new();
+    let mut root_update: Option<Vec<f32>> = None;
+    let mut sites = Vec::new();
+    // A holder's training loss is computed on its records without noise: under either DP level
+    // it would disclose what the study's epsilon does not cover, so it is only kept (and shown)
+    // for studies without formal DP. The aggregation still receives it.
+    let publish_train_loss = spec.dp.level == DpLevel::NoFormalDp;
+    // under secure aggregation a holder contributed when its masked input is in the sum
+    let in_sum: Option<Vec<OrgId>> = secure.as_ref().map(|a| {
+        a.contributors
+            .iter()
+            .filter_map(|c| round.participants.get((c.0 as usize).checked_sub(1)?))
+            .cloned()
+            .collect()
+    });
+    let (mut contributors, mut samples) = (0usize, 0u64);
+    for t in &tasks {
+        let rep = t.report.clone().unwrap_or_default();
+        let contributed = match &in_sum {
+            Some(holders) => holders.contains(&t.data_holder),
+            None => t.status == TaskStatus::Completed,
+        };
+        if contributed {
+            contributors += 1;
+            samples += rep.num_examples;
+        }
+        sites.push(SiteContribution {
+            data_holder: t.data_holder.clone(),
+            samples: rep.num_examples,
+            excluded_subjects: rep.excluded_subjects,
+            train_loss: rep.train_loss.filter(|_| publish_train_loss),
+            contributed,
+        });
+        if !contributed || secure.is_some() {
+            continue;
+        }
+        let bytes = tx
+            .task_result(t.id)
+            .await?
+            .context("a completed task has no result")?;
+        let (all, _) = load_safetensors(&bytes)?;
+        let (params, extras) = split_extras(&all)?;
+        if spec.aggregation.root_holder() == Some(&t.data_holder) {
+            // FLTrust's root update g0 = w_root - w, as the engine's server-trained one; it
+            // weighs the others and is not itself combined
+            global
+                .check_compatible(&params)
+                .and_then(|()| params.ensure_finite())
+                .map_err(|e| e.for_site(t.data_holder.as_str()))?;
+            root_update = Some(
+                params
+                    .to_flat()
+                    .iter()
+                    .zip(global.to_flat())
+                    .map(|(w, g)| w - g)
+                    .collect(),
+            );
+            continue;
+        }
+        results.push(FitRes {
+            site: t.data_holder.to_string(),
+            num_examples: usize::try_from(rep.num_examples)?,
+            params,
+            extras,
+            report: TrainReport {
+                steps: rep.local_steps.unwrap_or(0) as usize,
+                mean_loss: rep.train_loss.unwrap_or(0.0),
+            },
+        });
+    }
+    if let Some(sum) = &secure {
+        results.push(secure_mean(
+            &global,
+            sum,
+            &spec.dp,
+            round.participants.len(),
+            samples,
+        )?);
+    }
+    if spec.aggregation.root_holder().is_some() {
+        // both refused at submission: FLTrust's root update is not covered by central noise
+        anyhow::ensure!(
+            spec.dp.level != DpLevel::Client && secure.is_none(),
+            "FLTrust runs without client-level DP and secure aggregation"
+        );
+        anyhow::ensure!(
+            root_update.is_some(),
+            "FLTrust aggregates only with its root holder's update"
+        );
+    }
+    let rule = spec.aggregation.robust_rule(root_update)?;
     let aggregator: Box<dyn Aggregator> = match spec.dp.level {
         // the sum is already the only thing revealed: its mean enters as one result
         // (under distributed DP the holders' noise is in it: none is added here)
@@ -718,67 +823,6 @@ async fn aggregate(
     };
     let mut server = spec.strategy.server(round.participants.len(), aggregator)?;
     server.load_state(checkpoint.server_state.clone())?;
-    let mut results = Vec::new();
-    let mut sites = Vec::new();
-    // A holder's training loss is computed on its records without noise: under either DP level
-    // it would disclose what the study's epsilon does not cover, so it is only kept (and shown)
-    // for studies without formal DP. The aggregation still receives it.
-    let publish_train_loss = spec.dp.level == DpLevel::NoFormalDp;
-    // under secure aggregation a holder contributed when its masked input is in the sum
-    let in_sum: Option<Vec<OrgId>> = secure.as_ref().map(|a| {
-        a.contributors
-            .iter()
-            .filter_map(|c| round.participants.get((c.0 as usize).checked_sub(1)?))
-            .cloned()
-            .collect()
-    });
-    let (mut contributors, mut samples) = (0usize, 0u64);
-    for t in &tasks {
-        let rep = t.report.clone().unwrap_or_default();
-        let contributed = match &in_sum {
-            Some(holders) => holders.contains(&t.data_holder),
-            None => t.status == TaskStatus::Completed,
-        };
-        if contributed {
-            contributors += 1;
-            samples += rep.num_examples;
-        }
-        sites.push(SiteContribution {
-            data_holder: t.data_holder.clone(),
-            samples: rep.num_examples,
-            excluded_subjects: rep.excluded_subjects,
-            train_loss: rep.train_loss.filter(|_| publish_train_loss),
-            contributed,
-        });
-        if !contributed || secure.is_some() {
-            continue;
-        }
-        let bytes = tx
-            .task_result(t.id)
-            .await?
-            .context("a completed task has no result")?;
-        let (all, _) = load_safetensors(&bytes)?;
-        let (params, extras) = split_extras(&all)?;
-        results.push(FitRes {
-            site: t.data_holder.to_string(),
-            num_examples: usize::try_from(rep.num_examples)?,
-            params,
-            extras,
-            report: TrainReport {
-                steps: rep.local_steps.unwrap_or(0) as usize,
-                mean_loss: rep.train_loss.unwrap_or(0.0),
-            },
-        });
-    }
-    if let Some(sum) = &secure {
-        results.push(secure_mean(
-            &global,
-            sum,
-            &spec.dp,
-            round.participants.len(),
-            samples,
-        )?);
-    }
     let failures = tasks.len() - contributors;
     let aggregated = server.aggregate_fit(round.round, &global, &results, failures)?;
     // the noise scale is public; the clip count and the per-site norms stay here
@@ -798,6 +842,19 @@ async fn aggregate(
             ),
             _ => None,
         },
+    };
+    // FLTrust: how many updates got no trust, a count only (never whose, nor the scores);
+    // client-level DP, which would not cover it, is refused for FLTrust at submission
+    let untrusted_updates = match aggregated
+        .as_ref()
+        .and_then(|a| a.metrics.aggregator.as_ref())
+    {
+        Some(AggregatorReport::Robust(r))
+            if spec.aggregation.root_holder().is_some() && spec.dp.level != DpLevel::Client =>
+        {
+            Some(r.trust.iter().filter(|t| **t == 0.0).count())
+        }
+        _ => None,
     };
     let next = aggregated.map_or(global, |a| a.params);
 
@@ -849,6 +906,7 @@ async fn aggregate(
     round.summary = RoundSummary {
         sites,
         noise_std_on_mean,
+        untrusted_updates,
     };
     tx.close_round(&round).await?;
     tx.close_pending_tasks(round.id, TaskStatus::Expired)

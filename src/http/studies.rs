@@ -351,6 +351,9 @@ pub struct RoundView {
     pub excluded_subjects: Option<u64>,
     pub sites: Vec<SiteContributionView>,
     pub noise_std_on_mean: Option<f64>,
+    /// FLTrust: how many of the combined updates got trust 0 and did not move the model (a
+    /// count of holders, never which ones; `null` for the other rules).
+    pub untrusted_updates: Option<usize>,
     /// The holders' evaluation of the model this round produced (aggregated rounds only).
     pub evaluation: Option<EvaluationView>,
 }
@@ -416,6 +419,7 @@ fn round_view(
         samples: samples.total,
         excluded_subjects: excluded.total,
         noise_std_on_mean: r.summary.noise_std_on_mean,
+        untrusted_updates: r.summary.untrusted_updates,
         sites,
         evaluation,
     }

@@ -1538,6 +1538,18 @@ async fn small_counts_are_withheld_from_the_researcher_postgres() {
 /// switzerland (the outlier) by 100; returns how far round 2's global model moved from the
 /// initial one, per value (min, max).
 async fn shift_after_an_outlier(app: &TestApp, permit: &str, aggregation: Value) -> (f32, f32) {
+    let (lo, hi, _) = shift_after(app, permit, aggregation, 100.0).await;
+    (lo, hi)
+}
+
+/// `shift_after_an_outlier` with switzerland moving every value by `outlier`; also returns
+/// the study's id.
+async fn shift_after(
+    app: &TestApp,
+    permit: &str,
+    aggregation: Value,
+    outlier: f32,
+) -> (f32, f32, String) {
     let body = with(
         study_body(permit, &THREE),
         &[
@@ -1551,7 +1563,7 @@ async fn shift_after_an_outlier(app: &TestApp, permit: &str, aggregation: Value)
     for (org, delta) in [
         ("cleveland", 0.01),
         ("hungarian", 0.02),
-        ("switzerland", 100.0),
+        ("switzerland", outlier),
     ] {
         let node = Node::new(app, org);
         let t = node.task(&id, 1, TaskKind::Fit).await;
@@ -1573,7 +1585,7 @@ async fn shift_after_an_outlier(app: &TestApp, permit: &str, aggregation: Value)
         .collect();
     let lo = moved.iter().copied().fold(f32::INFINITY, f32::min);
     let hi = moved.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    (lo, hi)
+    (lo, hi, id)
 }
 
 // 2c. Byzantine-robust aggregation is a study option; a rule must cover the method and run on
@@ -1637,7 +1649,7 @@ async fn robust_aggregation_resists_an_outlier_holder(app: TestApp) {
         "strategy_bypasses_robust_aggregation",
     )
     .await;
-    // FLTrust needs a root data set the gateway does not hold: not a rule on offer
+    // FLTrust names the holder of its root data set
     let r = app
         .post(
             "/v1/studies",
@@ -1645,7 +1657,13 @@ async fn robust_aggregation_resists_an_outlier_holder(app: TestApp) {
             &with(base, &[("aggregation", json!({"rule": "fltrust"}))]),
         )
         .await;
-    assert!(r.status.is_client_error(), "{}", r.text);
+    assert_eq!(
+        (r.status.as_u16(), r.code()),
+        (422, "invalid_body"),
+        "{}",
+        r.text
+    );
+    assert!(r.text.contains("root_holder"), "{}", r.text);
     assert_eq!(studies_listed(&app).await, 0, "nothing was stored");
 
     // the coordinate-wise median of 0.01, 0.02 and 100 is 0.02
@@ -1670,6 +1688,139 @@ async fn robust_aggregation_resists_an_outlier_holder(app: TestApp) {
     );
 }
 both_backends!(robust_aggregation_resists_an_outlier_holder);
+
+// 2d. FLTrust with a root holder: one of the study's holders whose update is each round's root
+// update; refused where it cannot be sound (another holder, too few others, client-level DP,
+// secure aggregation); a round without the root holder's update fails.
+async fn fltrust_weighs_updates_by_the_root_holder_s(app: TestApp) {
+    let (_, permit) = app
+        .permit_with(
+            &federation_application(&THREE, 50.0, "record"),
+            &json!({"decision": "approve", "dp_requirement": "none_allowed"}),
+        )
+        .await;
+    let permit = permit["id"].as_str().unwrap().to_owned();
+    let alice = app.researcher();
+    let fltrust = |root: &str| json!({"rule": "fltrust", "root_holder": root});
+    let base = with(
+        study_body(&permit, &THREE),
+        &[
+            ("dp", json!({"level": "none"})),
+            ("aggregation", fltrust("cleveland")),
+        ],
+    );
+    // the root holder must be one of the study's holders
+    refused_on(
+        &app,
+        &alice,
+        &with(base.clone(), &[("aggregation", fltrust("va"))]),
+        "aggregation.root_holder",
+        "root_holder_not_a_study_holder",
+    )
+    .await;
+    // a round of min_sites = 1 could hold the root holder's update alone: nothing to combine
+    let r = refused_on(
+        &app,
+        &alice,
+        &with(base.clone(), &[("min_sites", json!(1))]),
+        "aggregation",
+        "aggregation_needs_more_sites",
+    )
+    .await;
+    assert!(r.text.contains("other than its root holder"), "{}", r.text);
+    // the trust scores and the rescaling read the root holder's unprivatised update
+    let r = refused_on(
+        &app,
+        &alice,
+        &with(
+            base.clone(),
+            &[(
+                "dp",
+                json!({"level": "client", "clip_norm": 1.0, "noise_multiplier": 2.0}),
+            )],
+        ),
+        "dp.level",
+        "fltrust_refuses_client_dp",
+    )
+    .await;
+    assert!(r.text.contains("unprivatised"), "{}", r.text);
+    // like every robust rule it reads each update, which secure aggregation never shows
+    refused_on(
+        &app,
+        &alice,
+        &with(base.clone(), &[("secure_aggregation", json!({}))]),
+        "aggregation",
+        "aggregation_incompatible_with_secure_aggregation",
+    )
+    .await;
+
+    // accepted under record-level DP (the root update is privatised like every other)
+    let record = with(
+        base.clone(),
+        &[(
+            "dp",
+            json!({"level": "record", "clip_norm": 1.0, "noise_multiplier": 1.0,
+                   "sampling_rate": 0.1}),
+        )],
+    );
+    let id = app.submit_study(&record).await;
+    let r = app.get(&format!("/v1/studies/{id}"), &alice).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(
+        r.body["spec"]["aggregation"],
+        fltrust("cleveland"),
+        "{}",
+        r.text
+    );
+
+    // cleveland (the root) moves every value by 0.01, hungarian by 0.02 (trust 1, rescaled to
+    // the root's norm: 0.01), switzerland by -100 (opposite: trust 0): the model moves by 0.01
+    let (lo, hi, id) = shift_after(&app, &permit, fltrust("cleveland"), -100.0).await;
+    assert!(
+        (lo - 0.01).abs() < 1e-4 && (hi - 0.01).abs() < 1e-4,
+        "{lo} {hi}"
+    );
+    let view = wait_round(&app, &id, 1, 1, "aggregated").await;
+    let round = the_round(&view, 1, 1);
+    assert_eq!(round["untrusted_updates"], 1, "{round}");
+    // which holder it was is not shown
+    assert!(
+        !round.to_string().contains("trust\":["),
+        "no per-holder trust: {round}"
+    );
+    // the root update itself is not one of the combined: with switzerland as the root,
+    // cleveland (0.01) and hungarian (0.02) both point away from it and get no trust, and the
+    // model stays where it was
+    let (lo, hi, _) = shift_after(&app, &permit, fltrust("switzerland"), -100.0).await;
+    assert_eq!((lo, hi), (0.0, 0.0));
+
+    // a round without the root holder's update fails, audited with the reason, and opens again
+    let quorum = with(
+        base,
+        &[
+            ("aggregation", fltrust("switzerland")),
+            ("min_sites", json!(2)),
+            ("round_deadline_seconds", json!(3)),
+        ],
+    );
+    let id = app.submit_study(&quorum).await;
+    for org in ["cleveland", "hungarian"] {
+        let node = Node::new(&app, org);
+        let t = node.task(&id, 1, TaskKind::Fit).await;
+        node.answer(&t, 50).await;
+    }
+    let view = wait_round(&app, &id, 1, 1, "failed").await;
+    let first = the_round(&view, 1, 1);
+    let reason = first["reason"].as_str().unwrap();
+    assert!(reason.contains("root holder switzerland"), "{first}");
+    let failed = app
+        .audit(&format!("action=study.round.fail&resource_id={id}"))
+        .await;
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0]["outcome"], "failure");
+    assert_eq!(failed[0]["detail"]["reason"], reason);
+}
+both_backends!(fltrust_weighs_updates_by_the_root_holder_s);
 
 // 3. A silent node: the deadline aggregates with the quorum, or fails the attempt without it.
 async fn deadline_aggregates_with_quorum_or_fails_the_attempt(app: TestApp) {

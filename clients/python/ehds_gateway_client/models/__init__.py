@@ -13,6 +13,8 @@ from .aggregation_type_4 import AggregationType4
 from .aggregation_type_4_rule import AggregationType4Rule
 from .aggregation_type_5 import AggregationType5
 from .aggregation_type_5_rule import AggregationType5Rule
+from .aggregation_type_6 import AggregationType6
+from .aggregation_type_6_rule import AggregationType6Rule
 from .amend_request import AmendRequest
 from .apfl_config import ApflConfig
 from .applicant_request import ApplicantRequest
@@ -278,6 +280,8 @@ __all__ = (
     "AggregationType4Rule",
     "AggregationType5",
     "AggregationType5Rule",
+    "AggregationType6",
+    "AggregationType6Rule",
     "AmendRequest",
     "ApflConfig",
     "ApplicantRequest",

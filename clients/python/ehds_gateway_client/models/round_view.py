@@ -47,6 +47,9 @@ class RoundView:
             noise_std_on_mean (float | None | Unset):
             reason (None | str | Unset):
             samples (int | None | Unset): Over the contributing holders; `null` where it would give back a withheld count.
+            untrusted_updates (int | None | Unset): FLTrust: how many of the combined updates got trust 0 and did not move
+                the model (a
+                count of holders, never which ones; `null` for the other rules).
      """
 
     attempt: int
@@ -66,6 +69,7 @@ class RoundView:
     noise_std_on_mean: float | None | Unset = UNSET
     reason: None | str | Unset = UNSET
     samples: int | None | Unset = UNSET
+    untrusted_updates: int | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
 
@@ -152,6 +156,12 @@ class RoundView:
         else:
             samples = self.samples
 
+        untrusted_updates: int | None | Unset
+        if isinstance(self.untrusted_updates, Unset):
+            untrusted_updates = UNSET
+        else:
+            untrusted_updates = self.untrusted_updates
+
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -182,6 +192,8 @@ class RoundView:
             field_dict["reason"] = reason
         if samples is not UNSET:
             field_dict["samples"] = samples
+        if untrusted_updates is not UNSET:
+            field_dict["untrusted_updates"] = untrusted_updates
 
         return field_dict
 
@@ -331,6 +343,16 @@ class RoundView:
         samples = _parse_samples(d.pop("samples", UNSET))
 
 
+        def _parse_untrusted_updates(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        untrusted_updates = _parse_untrusted_updates(d.pop("untrusted_updates", UNSET))
+
+
         round_view = cls(
             attempt=attempt,
             deadline=deadline,
@@ -349,6 +371,7 @@ class RoundView:
             noise_std_on_mean=noise_std_on_mean,
             reason=reason,
             samples=samples,
+            untrusted_updates=untrusted_updates,
         )
 
 

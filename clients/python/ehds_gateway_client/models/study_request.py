@@ -23,6 +23,7 @@ if TYPE_CHECKING:
   from ..models.aggregation_type_3 import AggregationType3
   from ..models.aggregation_type_4 import AggregationType4
   from ..models.aggregation_type_5 import AggregationType5
+  from ..models.aggregation_type_6 import AggregationType6
   from ..models.decision_threshold_type_0 import DecisionThresholdType0
   from ..models.decision_threshold_type_1 import DecisionThresholdType1
   from ..models.decision_threshold_type_2 import DecisionThresholdType2
@@ -103,7 +104,7 @@ class StudyRequest:
                 method's defaults.
             title (str):
             aggregation (AggregationType0 | AggregationType1 | AggregationType2 | AggregationType3 | AggregationType4 |
-                AggregationType5 | None | Unset):
+                AggregationType5 | AggregationType6 | None | Unset):
             local_epochs (int | None | Unset):
             local_steps (int | None | Unset): Local work per round: steps or epochs (exactly one).
             loss (LossKindType0 | LossKindType1 | LossKindType2 | LossKindType3 | LossKindType4 | None | Unset):
@@ -132,7 +133,7 @@ class StudyRequest:
     rounds: int
     strategy: StrategyConfigApfl | StrategyConfigDitto | StrategyConfigFedadagrad | StrategyConfigFedadam | StrategyConfigFedavg | StrategyConfigFeddecorr | StrategyConfigFeddyn | StrategyConfigFedexp | StrategyConfigFedlc | StrategyConfigFedlesam | StrategyConfigFedmap | StrategyConfigFedmode | StrategyConfigFednova | StrategyConfigFedper | StrategyConfigFedprox | StrategyConfigFedsam | StrategyConfigFedspeed | StrategyConfigFedyogi | StrategyConfigFendaFl | StrategyConfigHpfl | StrategyConfigMoon | StrategyConfigPerfcl | StrategyConfigPerFedavg | StrategyConfigPfedme | StrategyConfigQfedavg | StrategyConfigScaffold | StrategyConfigSilo
     title: str
-    aggregation: AggregationType0 | AggregationType1 | AggregationType2 | AggregationType3 | AggregationType4 | AggregationType5 | None | Unset = UNSET
+    aggregation: AggregationType0 | AggregationType1 | AggregationType2 | AggregationType3 | AggregationType4 | AggregationType5 | AggregationType6 | None | Unset = UNSET
     local_epochs: int | None | Unset = UNSET
     local_steps: int | None | Unset = UNSET
     loss: LossKindType0 | LossKindType1 | LossKindType2 | LossKindType3 | LossKindType4 | None | Unset = UNSET
@@ -156,6 +157,7 @@ class StudyRequest:
         from ..models.aggregation_type_3 import AggregationType3 # noqa: PLC0415
         from ..models.aggregation_type_4 import AggregationType4 # noqa: PLC0415
         from ..models.aggregation_type_5 import AggregationType5 # noqa: PLC0415
+        from ..models.aggregation_type_6 import AggregationType6 # noqa: PLC0415
         from ..models.decision_threshold_type_0 import DecisionThresholdType0 # noqa: PLC0415
         from ..models.decision_threshold_type_1 import DecisionThresholdType1 # noqa: PLC0415
         from ..models.decision_threshold_type_2 import DecisionThresholdType2 # noqa: PLC0415
@@ -299,6 +301,8 @@ class StudyRequest:
         elif isinstance(self.aggregation, AggregationType4):
             aggregation = self.aggregation.to_dict()
         elif isinstance(self.aggregation, AggregationType5):
+            aggregation = self.aggregation.to_dict()
+        elif isinstance(self.aggregation, AggregationType6):
             aggregation = self.aggregation.to_dict()
         else:
             aggregation = self.aggregation
@@ -454,6 +458,7 @@ class StudyRequest:
         from ..models.aggregation_type_3 import AggregationType3 # noqa: PLC0415
         from ..models.aggregation_type_4 import AggregationType4 # noqa: PLC0415
         from ..models.aggregation_type_5 import AggregationType5 # noqa: PLC0415
+        from ..models.aggregation_type_6 import AggregationType6 # noqa: PLC0415
         from ..models.decision_threshold_type_0 import DecisionThresholdType0 # noqa: PLC0415
         from ..models.decision_threshold_type_1 import DecisionThresholdType1 # noqa: PLC0415
         from ..models.decision_threshold_type_2 import DecisionThresholdType2 # noqa: PLC0415
@@ -809,7 +814,7 @@ class StudyRequest:
 
         title = d.pop("title")
 
-        def _parse_aggregation(data: object) -> AggregationType0 | AggregationType1 | AggregationType2 | AggregationType3 | AggregationType4 | AggregationType5 | None | Unset:
+        def _parse_aggregation(data: object) -> AggregationType0 | AggregationType1 | AggregationType2 | AggregationType3 | AggregationType4 | AggregationType5 | AggregationType6 | None | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
@@ -874,7 +879,17 @@ class StudyRequest:
                 return componentsschemas_aggregation_type_5
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
-            return cast(AggregationType0 | AggregationType1 | AggregationType2 | AggregationType3 | AggregationType4 | AggregationType5 | None | Unset, data)
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                componentsschemas_aggregation_type_6 = AggregationType6.from_dict(data)
+
+
+
+                return componentsschemas_aggregation_type_6
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(AggregationType0 | AggregationType1 | AggregationType2 | AggregationType3 | AggregationType4 | AggregationType5 | AggregationType6 | None | Unset, data)
 
         aggregation = _parse_aggregation(d.pop("aggregation", UNSET))
 

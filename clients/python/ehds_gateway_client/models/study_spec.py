@@ -25,6 +25,7 @@ if TYPE_CHECKING:
   from ..models.aggregation_type_3 import AggregationType3
   from ..models.aggregation_type_4 import AggregationType4
   from ..models.aggregation_type_5 import AggregationType5
+  from ..models.aggregation_type_6 import AggregationType6
   from ..models.decision_threshold_type_0 import DecisionThresholdType0
   from ..models.decision_threshold_type_1 import DecisionThresholdType1
   from ..models.decision_threshold_type_2 import DecisionThresholdType2
@@ -71,14 +72,18 @@ class StudySpec:
             train (StudySpecTrain):
             validation_fraction (float):
             aggregation (AggregationType0 | AggregationType1 | AggregationType2 | AggregationType3 | AggregationType4 |
-                AggregationType5 | Unset): How the gateway combines the holders' updates each round. `mean` is the method's own
+                AggregationType5 | AggregationType6 | Unset): How the gateway combines the holders' updates each round. `mean`
+                is the method's own
                 averaging (DP-FedAvg under client-level DP, an equal-weight mean under record-level DP, the
                 example-weighted mean without formal DP). The Byzantine-robust rules (fl_engine's
                 `strategy::robust`) count holders, not examples, so a holder cannot buy influence by
                 reporting a large sample count; under client-level DP each runs on updates clipped to the
-                plan's norm, with Gaussian noise scaled to the rule's replace-one sensitivity. FLTrust is
-                not offered: it needs a clean root data set at the aggregator, and the gateway holds no
-                patient data.
+                plan's norm, with Gaussian noise scaled to the rule's replace-one sensitivity. FLTrust needs
+                a clean root data set; the gateway holds no patient data, so the study names one of its own
+                holders as the root holder (e.g. a node of the HDAB that holds a reference data set it
+                curates), whose update is each round's root update. It is not offered under client-level
+                DP: the trust scores and the norm every update is rescaled to come from the root holder's
+                unprivatised update, which the client-level noise does not cover.
             parameter_count (int | None | Unset): Trainable values of the model (`ModelSpec::parameter_count`).
             release (ModelRelease | Unset): Which global model a completed study releases (FL4Health's checkpointing
                 protocol).
@@ -108,7 +113,7 @@ class StudySpec:
     title: str
     train: StudySpecTrain
     validation_fraction: float
-    aggregation: AggregationType0 | AggregationType1 | AggregationType2 | AggregationType3 | AggregationType4 | AggregationType5 | Unset = UNSET
+    aggregation: AggregationType0 | AggregationType1 | AggregationType2 | AggregationType3 | AggregationType4 | AggregationType5 | AggregationType6 | Unset = UNSET
     parameter_count: int | None | Unset = UNSET
     release: ModelRelease | Unset = UNSET
     secure_aggregation: None | SecureAggregation | Unset = UNSET
@@ -127,6 +132,7 @@ class StudySpec:
         from ..models.aggregation_type_3 import AggregationType3 # noqa: PLC0415
         from ..models.aggregation_type_4 import AggregationType4 # noqa: PLC0415
         from ..models.aggregation_type_5 import AggregationType5 # noqa: PLC0415
+        from ..models.aggregation_type_6 import AggregationType6 # noqa: PLC0415
         from ..models.decision_threshold_type_0 import DecisionThresholdType0 # noqa: PLC0415
         from ..models.decision_threshold_type_1 import DecisionThresholdType1 # noqa: PLC0415
         from ..models.decision_threshold_type_2 import DecisionThresholdType2 # noqa: PLC0415
@@ -192,6 +198,8 @@ class StudySpec:
         elif isinstance(self.aggregation, AggregationType3):
             aggregation = self.aggregation.to_dict()
         elif isinstance(self.aggregation, AggregationType4):
+            aggregation = self.aggregation.to_dict()
+        elif isinstance(self.aggregation, AggregationType5):
             aggregation = self.aggregation.to_dict()
         else:
             aggregation = self.aggregation.to_dict()
@@ -288,6 +296,7 @@ class StudySpec:
         from ..models.aggregation_type_3 import AggregationType3 # noqa: PLC0415
         from ..models.aggregation_type_4 import AggregationType4 # noqa: PLC0415
         from ..models.aggregation_type_5 import AggregationType5 # noqa: PLC0415
+        from ..models.aggregation_type_6 import AggregationType6 # noqa: PLC0415
         from ..models.decision_threshold_type_0 import DecisionThresholdType0 # noqa: PLC0415
         from ..models.decision_threshold_type_1 import DecisionThresholdType1 # noqa: PLC0415
         from ..models.decision_threshold_type_2 import DecisionThresholdType2 # noqa: PLC0415
@@ -371,7 +380,7 @@ class StudySpec:
 
         validation_fraction = d.pop("validation_fraction")
 
-        def _parse_aggregation(data: object) -> AggregationType0 | AggregationType1 | AggregationType2 | AggregationType3 | AggregationType4 | AggregationType5 | Unset:
+        def _parse_aggregation(data: object) -> AggregationType0 | AggregationType1 | AggregationType2 | AggregationType3 | AggregationType4 | AggregationType5 | AggregationType6 | Unset:
             if isinstance(data, Unset):
                 return data
             try:
@@ -424,13 +433,23 @@ class StudySpec:
                 return componentsschemas_aggregation_type_4
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                componentsschemas_aggregation_type_5 = AggregationType5.from_dict(data)
+
+
+
+                return componentsschemas_aggregation_type_5
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
             if not isinstance(data, dict):
                 raise TypeError()
-            componentsschemas_aggregation_type_5 = AggregationType5.from_dict(data)
+            componentsschemas_aggregation_type_6 = AggregationType6.from_dict(data)
 
 
 
-            return componentsschemas_aggregation_type_5
+            return componentsschemas_aggregation_type_6
 
         aggregation = _parse_aggregation(d.pop("aggregation", UNSET))
 

@@ -1,8 +1,7 @@
 //! FLTrust (Cao, Fang, Liu, Gong 2021, "FLTrust: Byzantine-robust Federated Learning via Trust
 //! Bootstrapping", NDSS 2021, arXiv:2012.13995).
 //!
-//! The server holds a small clean root dataset. Every round it trains its own copy of the
-//! current global model on it and takes the root update `g_0 = w_root - w`; then
+//! A clean root dataset gives a root update `g_0` every round; then
 //!
 //! ```text
 //! TS_i  = ReLU(cos(g_i, g_0))                    trust score of site i
@@ -10,31 +9,44 @@
 //! out   = sum_i TS_i g_i' / sum_i TS_i           (all TS_i = 0: out = 0, the model stays put)
 //! ```
 //!
+//! Where `g_0` comes from is the only difference between the two ways to build the rule; the
+//! combination above is one function ([`fltrust_combine`]) for both:
+//! * [`FlTrust::new`]: the server holds the root dataset and trains its own copy of the current
+//!   global model on it, `g_0 = w_root - w` (the paper's setting);
+//! * [`FlTrust::supplied`]: `g_0` is handed in before each aggregation
+//!   ([`FlTrust::set_root_update`]), e.g. the update of one participant trusted to hold the
+//!   clean root data (a reference data set curated by whoever runs the federation). That
+//!   participant's update is `g_0` only; it is not one of the combined updates.
+//!
 //! The paper's global step `w <- w + alpha out` is left to the strategy (FedAvg: alpha = 1,
 //! FedOpt: its server optimiser).
 //!
 //! Choices the paper leaves open:
-//! * The root update is trained with [`train_local`] from the global model, with the model
-//!   spec, [`TrainConfig`] (optimiser, budget, batch size, loss) and shared [`Selector`] the
-//!   study supplies; a fresh optimiser every round (the paper uses plain SGD). Its ChaCha8
-//!   stream is seeded from `SHA-256(tag || seed || canonical bytes of the global model)`, so the
-//!   root update is a deterministic function of (seed, global model) and a resumed study replays
-//!   it bit for bit without any aggregator state. Parameters outside the shared selector (a
-//!   personalised model's local parts) are freshly initialised from that seed each round.
+//! * The server-held root update is trained with [`train_local`] from the global model, with
+//!   the model spec, [`TrainConfig`] (optimiser, budget, batch size, loss) and shared
+//!   [`Selector`] the study supplies; a fresh optimiser every round (the paper uses plain SGD).
+//!   Its ChaCha8 stream is seeded from `SHA-256(tag || seed || canonical bytes of the global
+//!   model)`, so the root update is a deterministic function of (seed, global model) and a
+//!   resumed study replays it bit for bit without any aggregator state. Parameters outside the
+//!   shared selector (a personalised model's local parts) are freshly initialised from that
+//!   seed each round.
 //! * A site update of norm 0 has no direction: its trust is 0. A root update of norm 0 makes
 //!   every trust 0, hence a zero update. When every trust is 0 the output is the zero update
 //!   (the paper divides by sum TS_i without treating 0; keeping the model is the only choice
 //!   that cannot be steered by the sites).
 //! * Sample counts are ignored (see the module documentation); record-level DP does not apply
 //!   to the server's own root data and is refused in its training configuration.
-//! * The server must call [`Aggregator::begin_round`] with the global model before every
-//!   [`Aggregator::aggregate`]; the root update is used once and aggregating without a fresh
-//!   one is an error, so a stale root update can never weight a later round.
+//! * A root update is used once: the server must call [`Aggregator::begin_round`] with the
+//!   global model (server-held root) or [`FlTrust::set_root_update`] (supplied root) before
+//!   every [`Aggregator::aggregate`], and aggregating without a fresh one is an error, so a
+//!   stale root update can never weight a later round.
 //!
 //! Sensitivity under [`DpRobust`](super::DpRobust): the root update is clipped to C as well,
 //! so every `g_i'` has norm `min(||g_0||, C) <= C` and the output, a convex combination of
 //! them (or 0), lies in the C-ball: replace-one sensitivity 2C. The trust scores are
-//! scale-invariant, so clipping the site updates does not change them.
+//! scale-invariant, so clipping the site updates does not change them. A supplied root update
+//! is taken as given: the bound holds, but `g_0` itself (through the trust scores and the
+//! norm the output is rescaled to) is not covered by the noise.
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use sha2::{Digest, Sha256};
@@ -47,26 +59,38 @@ use crate::params::{ParameterSet, Selector};
 use crate::strategy::{Aggregator, AggregatorKind, AggregatorReport};
 use crate::train::{train_local, Optimizer, TrainConfig};
 
-/// FLTrust with a server-held root dataset.
+/// FLTrust, with a server-held root dataset ([`FlTrust::new`]) or a root update supplied each
+/// round ([`FlTrust::supplied`]).
 pub struct FlTrust {
+    /// The server's root dataset and how it trains on it; `None`: the root update is supplied.
+    trainer: Option<RootTrainer>,
+    /// This round's root update, set by `begin_round` (server-held root) or `set_root_update`
+    /// (supplied), and consumed by `aggregate`.
+    pending: Option<Vec<f32>>,
+    last: Option<RobustReport>,
+}
+
+/// What the server trains its root update with.
+struct RootTrainer {
     root: Dataset,
     model: ModelSpec,
     train: TrainConfig,
     shared: Selector,
     seed: u64,
-    /// This round's root update, set by `begin_round` and consumed by `aggregate`.
-    pending: Option<Vec<f32>>,
-    last: Option<RobustReport>,
 }
 
 impl std::fmt::Debug for FlTrust {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FlTrust")
-            .field("root_rows", &self.root.len())
-            .field("model", &self.model)
-            .field("train", &self.train)
-            .field("shared", &self.shared)
-            .finish_non_exhaustive()
+        let mut d = f.debug_struct("FlTrust");
+        match &self.trainer {
+            Some(t) => d
+                .field("root_rows", &t.root.len())
+                .field("model", &t.model)
+                .field("train", &t.train)
+                .field("shared", &t.shared),
+            None => d.field("root", &"supplied"),
+        };
+        d.finish_non_exhaustive()
     }
 }
 
@@ -102,39 +126,78 @@ impl FlTrust {
             ));
         }
         Ok(Self {
-            root,
-            model,
-            train,
-            shared,
-            seed,
+            trainer: Some(RootTrainer {
+                root,
+                model,
+                train,
+                shared,
+                seed,
+            }),
             pending: None,
             last: None,
         })
+    }
+
+    /// FLTrust whose root update is supplied from outside before each aggregation
+    /// ([`set_root_update`](Self::set_root_update)) instead of trained by the server.
+    pub fn supplied() -> Self {
+        Self {
+            trainer: None,
+            pending: None,
+            last: None,
+        }
+    }
+
+    /// Gives a [`supplied`](Self::supplied) rule the next aggregation's root update `g0` (a
+    /// flat update in the same order as the site updates). Refused for a rule that trains its
+    /// own root update, and for an empty or non-finite `g0`.
+    pub fn set_root_update(&mut self, g0: Vec<f32>) -> Result<()> {
+        if self.trainer.is_some() {
+            return Err(EngineError::InvalidConfig(
+                "this FLTrust trains its root update on the server's root dataset".into(),
+            ));
+        }
+        if g0.is_empty() {
+            return Err(EngineError::InvalidConfig(
+                "the FLTrust root update has no coordinates".into(),
+            ));
+        }
+        if g0.iter().any(|v| !v.is_finite()) {
+            return Err(EngineError::NonFinite("FLTrust root update".into()));
+        }
+        self.pending = Some(g0);
+        Ok(())
     }
 
     pub fn last_report(&self) -> Option<&RobustReport> {
         self.last.as_ref()
     }
 
-    /// The root update `g_0` for `global` (the shared parameters), trained deterministically.
+    /// The root update `g_0` for `global` (the shared parameters), trained deterministically
+    /// on the server's root dataset; an error for a rule whose root update is supplied.
     pub fn root_update(&self, global: &ParameterSet) -> Result<Vec<f32>> {
+        let t = self.trainer.as_ref().ok_or_else(|| {
+            EngineError::InvalidConfig(
+                "this FLTrust holds no root dataset: its root update is supplied".into(),
+            )
+        })?;
         let mut h = Sha256::new();
         h.update(b"fl_engine/robust/fltrust-root");
-        h.update(self.seed.to_le_bytes());
+        h.update(t.seed.to_le_bytes());
         h.update(global.canonical_bytes());
         let digest = h.finalize();
         let mut first = [0u8; 8];
         first.copy_from_slice(&digest[..8]);
         let seed = u64::from_le_bytes(first);
-        let net = Net::new(&self.model, seed)?;
+        let net = Net::new(&t.model, seed)?;
         net.parameters()?
-            .select(&self.shared)
+            .select(&t.shared)
             .check_compatible(global)?;
         net.load(global)?;
-        let mut opt = Optimizer::new(self.train.optimizer.clone())?;
+        let mut opt = Optimizer::new(t.train.optimizer.clone())?;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        train_local(&net, &mut opt, &self.root, &self.train, &[], &mut rng, None)?;
-        let trained = net.parameters()?.select(&self.shared);
+        train_local(&net, &mut opt, &t.root, &t.train, &[], &mut rng, None)?;
+        let trained = net.parameters()?.select(&t.shared);
         trained.ensure_finite()?;
         let g0: Vec<f32> = trained
             .to_flat()
@@ -211,6 +274,17 @@ impl Aggregator for FlTrust {
     }
 
     fn begin_round(&mut self, global: &ParameterSet) -> Result<()> {
+        if self.trainer.is_none() {
+            // supplied: the root update must be one of this global model's updates
+            let expected = global.to_flat().len();
+            return match &self.pending {
+                Some(g0) if g0.len() != expected => Err(EngineError::LengthMismatch {
+                    expected,
+                    found: g0.len(),
+                }),
+                _ => Ok(()),
+            };
+        }
         self.pending = None;
         self.pending = Some(self.root_update(global)?);
         Ok(())
@@ -230,11 +304,15 @@ impl RobustRule for FlTrust {
         clip: Option<f64>,
     ) -> Result<(Vec<f64>, RobustReport)> {
         let g0 = self.pending.take().ok_or_else(|| {
-            EngineError::InvalidConfig(
+            EngineError::InvalidConfig(if self.trainer.is_some() {
                 "FLTrust needs this round's global model: the server must call \
                  Aggregator::begin_round before aggregate"
-                    .into(),
-            )
+                    .into()
+            } else {
+                "FLTrust needs this round's root update: FlTrust::set_root_update must be \
+                 called before aggregate"
+                    .into()
+            })
         })?;
         fltrust_combine(updates, &g0, clip)
     }
@@ -339,6 +417,46 @@ mod tests {
         }
         // consumed: a second aggregate without begin_round is refused
         assert!(agg.aggregate(&[&g0], &[1.0]).is_err());
+    }
+
+    #[test]
+    fn a_supplied_root_update_gives_what_the_server_trained_one_gives() {
+        let (data, spec, train) = root();
+        let global = Net::new(&spec, 1).unwrap().parameters().unwrap();
+        let mut trained = FlTrust::new(data, spec, train, Selector::All, 5).unwrap();
+        let g0 = trained.root_update(&global).unwrap();
+        // one update along g0, one at an angle, one against it (trust 0)
+        let along: Vec<f32> = g0.iter().map(|v| 3.0 * v).collect();
+        let skew: Vec<f32> = g0
+            .iter()
+            .enumerate()
+            .map(|(i, v)| v + if i % 2 == 0 { 0.05 } else { -0.02 })
+            .collect();
+        let against: Vec<f32> = g0.iter().map(|v| -v).collect();
+        let updates: [&[f32]; 3] = [&along, &skew, &against];
+        let weights = [1.0, 5.0, 9.0];
+        trained.begin_round(&global).unwrap();
+        let a = trained.aggregate(&updates, &weights).unwrap();
+        let mut supplied = FlTrust::supplied();
+        supplied.set_root_update(g0.clone()).unwrap();
+        supplied.begin_round(&global).unwrap();
+        let b = supplied.aggregate(&updates, &weights).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(trained.last_report(), supplied.last_report());
+        let r = supplied.last_report().unwrap();
+        assert_eq!(r.selected, vec![0, 1]);
+        assert_eq!(r.trust[2], 0.0);
+        // used once: a second aggregation needs a fresh root update
+        supplied.begin_round(&global).unwrap();
+        assert!(supplied.aggregate(&updates, &weights).is_err());
+        // the root update must match the global model, and be finite
+        supplied.set_root_update(vec![1.0]).unwrap();
+        assert!(supplied.begin_round(&global).is_err());
+        assert!(supplied.set_root_update(vec![f32::NAN; g0.len()]).is_err());
+        assert!(supplied.set_root_update(vec![]).is_err());
+        // a rule that trains its own root update takes none from outside, and vice versa
+        assert!(trained.set_root_update(g0).is_err());
+        assert!(FlTrust::supplied().root_update(&global).is_err());
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! | [`CoordinateMedian`] (Yin et al. 2018) | `median.rs` | n >= 1 | per-coordinate median |
 //! | [`TrimmedMean`] (Yin et al. 2018) | `trimmed_mean.rs` | n > 2b | per-coordinate mean without the b lowest and b highest |
 //! | [`Bulyan`] (El Mhamdi et al. 2018) | `bulyan.rs` | n >= 4f + 3 | repeated Krum, then a trimmed mean around the median |
-//! | [`FlTrust`] (Cao et al. 2021) | `fltrust.rs` | a server root dataset | trust-weighted mean of updates rescaled to the root update's norm |
+//! | [`FlTrust`] (Cao et al. 2021) | `fltrust.rs` | a root update: trained on a server root dataset, or supplied each round | trust-weighted mean of updates rescaled to the root update's norm |
 //! | [`UniformMean`] | this file | n >= 1 | plain mean (the non-robust reference, e.g. under DP) |
 //!
 //! **Sample weights are ignored** by every rule here: the weights `n_k` are counts the sites
