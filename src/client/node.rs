@@ -60,10 +60,18 @@ impl GatewayClient {
         }
     }
 
-    /// Where the secure aggregation of a task's round stands for this holder.
-    pub async fn secagg_view(&self, task: TaskId) -> Result<SecaggView, ClientError> {
-        self.send_json(Call::get(format!("/v1/node/tasks/{task}/secagg")))
-            .await
+    /// Where the secure aggregation of a task's round stands for this holder; with
+    /// `wait_seconds`, the gateway holds the answer until the holder is awaited or the stage
+    /// moves on (long poll).
+    pub async fn secagg_view(
+        &self,
+        task: TaskId,
+        wait_seconds: u64,
+    ) -> Result<SecaggView, ClientError> {
+        self.send_json(Call::get(format!(
+            "/v1/node/tasks/{task}/secagg?wait={wait_seconds}"
+        )))
+        .await
     }
 
     /// Hands a protocol message to the gateway's relay. A message the relay already holds

@@ -34,6 +34,9 @@ pub struct Federation {
     pub tasks_changed: Arc<Notify>,
     /// Woken when something the round loop waits for happens (a result, a permit change).
     pub wake: Arc<Notify>,
+    /// Woken when the round loop moves a secure aggregation on (a stage closed, the round
+    /// aggregated or failed), so that holders waiting on `GET …/secagg?wait=` answer at once.
+    pub secagg_changed: Arc<Notify>,
 }
 
 impl Federation {
@@ -50,6 +53,7 @@ impl Federation {
             vault,
             tasks_changed: Arc::new(Notify::new()),
             wake: Arc::new(Notify::new()),
+            secagg_changed: Arc::new(Notify::new()),
         }
     }
 

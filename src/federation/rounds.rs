@@ -400,7 +400,11 @@ async fn collect(
     now: Timestamp,
 ) -> anyhow::Result<Step> {
     if study.spec.secure_aggregation.is_some() {
-        return collect_secure(fed, tx, study, permit, round, now).await;
+        let step = collect_secure(fed, tx, study, permit, round, now).await?;
+        if matches!(step, Step::Progressed) {
+            fed.secagg_changed.notify_waiters();
+        }
+        return Ok(step);
     }
     let tasks: Vec<Task> = tx
         .round_tasks(round.id)

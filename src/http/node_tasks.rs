@@ -305,23 +305,57 @@ pub async fn result(
     Ok(Json(json!({ "task_id": id, "status": "completed" })))
 }
 
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SecaggViewParams {
+    /// Seconds to hold the request while the caller has nothing to do: it is not awaited in
+    /// the current stage and the stage has not moved on (long poll; capped by the gateway).
+    pub wait: Option<u64>,
+}
+
 /// Where the secure aggregation of the task's round stands for the caller, and what the last
 /// closed stage relayed to it (studies under secure aggregation; docs/secure-aggregation.md).
+/// With `wait`, answers once the caller is awaited or the stage moved on (the round loop
+/// wakes the request when it closes a stage), or when the wait ends: a holder that sent its
+/// message learns of the close at once, without polling.
 #[utoipa::path(get, path = "/v1/node/tasks/{id}/secagg", tag = "node", security(("bearer" = [])),
-    params(("id" = String, Path, description = "Task id")),
+    params(("id" = String, Path, description = "Task id"), SecaggViewParams),
     responses((status = 200, body = SecaggView), (status = 403, body = Problem), (status = 409, body = Problem)))]
 pub async fn secagg_view(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(id): ApiPath<TaskId>,
+    ApiQuery(params): ApiQuery<SecaggViewParams>,
 ) -> ApiResult<Json<SecaggView>> {
     const ACTION: AuditAction = AuditAction::NodeTaskSecagg;
-    let mut tx = state.store.begin().await?;
-    let task = assigned_task(&state, &caller, &mut *tx, id, ACTION).await?;
-    let view = node_tasks::secagg_view(&mut *tx, &task, time::now())
-        .await
-        .map_err(task_refusal(ACTION, id))?;
-    Ok(Json(view))
+    let wait = params
+        .wait
+        .unwrap_or(0)
+        .min(state.settings.federation.long_poll_max_seconds);
+    let until = tokio::time::Instant::now() + Duration::from_secs(wait);
+    let mut first_stage: Option<String> = None;
+    loop {
+        // Register for wake-ups before looking, so a stage closed in between is not missed.
+        let changed = state.federation.secagg_changed.notified();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
+        let view = {
+            let mut tx = state.store.begin().await?;
+            let task = assigned_task(&state, &caller, &mut *tx, id, ACTION).await?;
+            node_tasks::secagg_view(&mut *tx, &task, time::now())
+                .await
+                .map_err(task_refusal(ACTION, id))?
+        };
+        let moved = first_stage.as_ref().is_some_and(|s| *s != view.stage);
+        if view.awaited || moved || tokio::time::Instant::now() >= until {
+            return Ok(Json(view));
+        }
+        first_stage.get_or_insert(view.stage);
+        tokio::select! {
+            _ = &mut changed => {},
+            _ = tokio::time::sleep_until(until) => {},
+        }
+    }
 }
 
 /// The caller's protocol message of the current stage (`{"kind": "advertise_keys" |

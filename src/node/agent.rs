@@ -502,7 +502,7 @@ pub async fn secure_round(
     delta: &[f32],
     body: &TaskResultBody,
 ) -> anyhow::Result<()> {
-    let view = gateway.secagg_view(task.task_id).await?;
+    let view = gateway.secagg_view(task.task_id, 0).await?;
     let distributed = task.study.dp.and_then(|p| p.distributed);
     let input = match &distributed {
         Some(plan) => {
@@ -595,12 +595,11 @@ async fn relayed<T>(
     stage: secagg::Round,
     pick: impl Fn(Relayed) -> Option<T>,
 ) -> anyhow::Result<T> {
-    // Small rounds close a stage within a poll or two; in a large one (many holders, a large
-    // model) a stage takes seconds, and every holder's poll costs the gateway a transaction,
-    // so the wait grows to at most 2 s.
-    let mut wait = Duration::from_millis(200);
     loop {
-        let view = gateway.secagg_view(task.task_id).await?;
+        // a long poll: the gateway answers when the stage closes
+        let view = gateway
+            .secagg_view(task.task_id, SECAGG_WAIT_SECONDS)
+            .await?;
         if let Some(message) = view.relayed.and_then(&pick) {
             return Ok(message);
         }
@@ -610,7 +609,12 @@ async fn relayed<T>(
                 view.stage
             );
         }
-        tokio::time::sleep(wait).await;
-        wait = (wait * 3 / 2).min(Duration::from_secs(2));
+        // the wait ran out with the stage still open (or a gateway that does not hold the
+        // request): ask again, without hammering it
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+/// How long one secure-aggregation long poll may wait; within the agent's request timeout,
+/// which allows a task poll's wait plus a minute.
+const SECAGG_WAIT_SECONDS: u64 = 20;

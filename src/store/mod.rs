@@ -192,9 +192,10 @@ pub trait Tx: Send {
     /// holders and the round loop change it one after the other.
     async fn lock_secagg_session(&mut self, round: RoundId) -> Result<Option<Vec<u8>>>;
     async fn update_secagg_session(&mut self, round: RoundId, state: &[u8]) -> Result<()>;
-    /// The running sum of the round's masked inputs (`secagg::MaskedSum::to_bytes`), kept
-    /// apart from the state that every message and poll reads; `None` before the first
-    /// masked input. Read and written only under [`Tx::lock_secagg_session`].
+    /// The running sum of the round's masked inputs (`secagg::MaskedSum::to_bytes`), in a
+    /// table apart from the state that every message, poll and round-loop pass reads and
+    /// rewrites; `None` before the first masked input. Read and written only under
+    /// [`Tx::lock_secagg_session`].
     async fn secagg_sum(&mut self, round: RoundId) -> Result<Option<Vec<u8>>>;
     async fn update_secagg_sum(&mut self, round: RoundId, sum: &[u8]) -> Result<()>;
     /// Stores the messages a closed stage relays, one per (holder, kind).

@@ -814,22 +814,22 @@ macro_rules! impl_tx {
 
             async fn secagg_sum(&mut self, round: crate::domain::RoundId)
                 -> crate::store::Result<Option<Vec<u8>>> {
-                let found: Option<Option<Vec<u8>>> =
-                    sqlx::query_scalar("select masked_sum from secagg_session where round_id = $1")
-                        .bind(round.0)
-                        .fetch_optional(&mut *self.tx)
-                        .await?;
-                Ok(found.flatten())
+                Ok(sqlx::query_scalar("select masked_sum from secagg_masked_sum where round_id = $1")
+                    .bind(round.0)
+                    .fetch_optional(&mut *self.tx)
+                    .await?)
             }
 
             async fn update_secagg_sum(&mut self, round: crate::domain::RoundId, sum: &[u8])
                 -> crate::store::Result<()> {
-                let done = sqlx::query("update secagg_session set masked_sum = $2 where round_id = $1")
+                sqlx::query(
+                    "insert into secagg_masked_sum (round_id, masked_sum) values ($1, $2) \
+                     on conflict (round_id) do update set masked_sum = excluded.masked_sum")
                     .bind(round.0)
                     .bind(sum)
                     .execute(&mut *self.tx)
                     .await?;
-                if done.rows_affected() == 1 { Ok(()) } else { Err(crate::store::StoreError::Conflict) }
+                Ok(())
             }
 
             async fn insert_secagg_messages(&mut self, round: crate::domain::RoundId, kind: &str,
@@ -859,6 +859,10 @@ macro_rules! impl_tx {
 
             async fn delete_secagg(&mut self, round: crate::domain::RoundId) -> crate::store::Result<()> {
                 sqlx::query("delete from secagg_message where round_id = $1")
+                    .bind(round.0)
+                    .execute(&mut *self.tx)
+                    .await?;
+                sqlx::query("delete from secagg_masked_sum where round_id = $1")
                     .bind(round.0)
                     .execute(&mut *self.tx)
                     .await?;

@@ -222,10 +222,15 @@ struct Holder<'a> {
 
 impl Holder<'_> {
     async fn view(&self) -> SecaggView {
+        self.view_waiting(0).await
+    }
+
+    /// `GET …/secagg?wait=`: held while this holder has nothing to do in the current stage.
+    async fn view_waiting(&self, wait: u64) -> SecaggView {
         let r = self
             .app
             .get(
-                &format!("/v1/node/tasks/{}/secagg", self.task.task_id),
+                &format!("/v1/node/tasks/{}/secagg?wait={wait}", self.task.task_id),
                 &self.token,
             )
             .await;
@@ -243,17 +248,18 @@ impl Holder<'_> {
             .await
     }
 
-    /// Waits (up to 20 s) for what the relay sends this holder when `stage` closes.
+    /// Waits for what the relay sends this holder when `stage` closes: one long poll, which
+    /// the gateway answers when the round loop closes the stage (within 20 s).
     async fn relayed(&self, stage: &str) -> Relayed {
-        let until = Instant::now() + Duration::from_secs(20);
-        loop {
-            let v = self.view().await;
-            if v.stage != stage {
-                return v.relayed.expect("the holder is still in");
-            }
-            assert!(Instant::now() < until, "the relay stays at {stage}");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        let asked = Instant::now();
+        let v = self.view_waiting(20).await;
+        assert_ne!(
+            v.stage,
+            stage,
+            "the long poll answered after {:?} with the relay still at {stage}",
+            asked.elapsed()
+        );
+        v.relayed.expect("the holder is still in")
     }
 
     async fn result(&self, parameters: Option<String>) -> Reply {
@@ -376,6 +382,10 @@ async fn a_secure_round_survives_a_dropout_and_reveals_only_the_mean(app: TestAp
     )
     .unwrap();
 
+    // a holder the stage still waits for is answered at once, even when it asks to wait
+    let asked = Instant::now();
+    let v = holders[0].view_waiting(20).await;
+    assert!(v.awaited && asked.elapsed() < Duration::from_secs(5));
     for (h, c) in holders.iter().zip(clients.iter_mut()) {
         let m = NodeMessage::AdvertiseKeys(c.advertise_keys().unwrap());
         let r = h.send(&m).await;
@@ -430,7 +440,7 @@ async fn a_secure_round_survives_a_dropout_and_reveals_only_the_mean(app: TestAp
     }
     // a gateway upgraded mid-round finds the running sum inside the relay's state, where
     // releases before migration 0007 kept it: it must still unmask the right sum
-    let moved = sum_as_stored_before_its_column(&app).await;
+    let moved = sum_as_stored_before_its_table(&app).await;
     assert!(moved.iter().any(|&x| x != 0), "three masked inputs are in");
     // the masked-input stage closes at its deadline with three of four
     for i in 0..3 {
@@ -510,9 +520,9 @@ async fn a_secure_round_survives_a_dropout_and_reveals_only_the_mean(app: TestAp
 both_backends!(a_secure_round_survives_a_dropout_and_reveals_only_the_mean);
 
 /// Rewrites the one open relay of `app`'s store as releases before migration 0007 wrote it:
-/// the running sum of the masked inputs as a JSON array inside the state, the column empty.
-/// Returns that sum.
-async fn sum_as_stored_before_its_column(app: &TestApp) -> Vec<u64> {
+/// the running sum of the masked inputs as a JSON array inside the state, and no row of its
+/// own. Returns that sum.
+async fn sum_as_stored_before_its_table(app: &TestApp) -> Vec<u64> {
     fn rewrite(state: &[u8], sum: &[u8]) -> (Vec<u8>, Vec<u64>) {
         let mut state: Value = serde_json::from_slice(state).unwrap();
         assert!(state.get("masked_sum").is_none(), "{state}");
@@ -524,22 +534,32 @@ async fn sum_as_stored_before_its_column(app: &TestApp) -> Vec<u64> {
         state["masked_sum"] = json!(words);
         (serde_json::to_vec(&state).unwrap(), words)
     }
-    const WRITE: &str =
-        "update secagg_session set state = $1, masked_sum = null where row_version > 0";
     macro_rules! on {
         ($pool:ty) => {{
             let pool = <$pool>::connect(&app.database_url).await.unwrap();
             let mut tx = pool.begin().await.unwrap();
             // the row is locked first, so the round loop cannot interleave
-            let rows: Vec<(Vec<u8>, Vec<u8>)> = sqlx::query_as::<_, (Vec<u8>, Vec<u8>)>(
-                "update secagg_session set row_version = row_version + 1 returning state, masked_sum",
+            let states: Vec<Vec<u8>> = sqlx::query_scalar(
+                "update secagg_session set row_version = row_version + 1 returning state",
             )
             .fetch_all(&mut *tx)
             .await
             .unwrap();
-            assert_eq!(rows.len(), 1, "one open relay");
-            let (state, words) = rewrite(&rows[0].0, &rows[0].1);
-            sqlx::query(WRITE).bind(state).execute(&mut *tx).await.unwrap();
+            assert_eq!(states.len(), 1, "one open relay");
+            let sum: Vec<u8> = sqlx::query_scalar("select masked_sum from secagg_masked_sum")
+                .fetch_one(&mut *tx)
+                .await
+                .unwrap();
+            let (state, words) = rewrite(&states[0], &sum);
+            sqlx::query("update secagg_session set state = $1")
+                .bind(state)
+                .execute(&mut *tx)
+                .await
+                .unwrap();
+            sqlx::query("delete from secagg_masked_sum")
+                .execute(&mut *tx)
+                .await
+                .unwrap();
             tx.commit().await.unwrap();
             pool.close().await;
             words

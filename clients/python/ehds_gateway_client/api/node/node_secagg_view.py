@@ -10,23 +10,33 @@ from ... import errors
 
 from ...models.problem import Problem
 from ...models.secagg_view import SecaggView
+from ...types import UNSET, Unset
 from typing import cast
 
 
 
 def _get_kwargs(
     id: str,
+    *,
+    wait: int | Unset = UNSET,
 
 ) -> dict[str, Any]:
     
 
     
 
-    
+    params: dict[str, Any] = {}
+
+    params["wait"] = wait
+
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
 
     _kwargs: dict[str, Any] = {
         "method": "get",
         "url": "/v1/node/tasks/{id}/secagg".format(id=quote(str(id), safe=""),),
+        "params": params,
     }
 
 
@@ -75,13 +85,18 @@ def sync_detailed(
     id: str,
     *,
     client: AuthenticatedClient,
+    wait: int | Unset = UNSET,
 
 ) -> Response[Problem | SecaggView]:
     """ Where the secure aggregation of the task's round stands for the caller, and what the last
     closed stage relayed to it (studies under secure aggregation; docs/secure-aggregation.md).
+    With `wait`, answers once the caller is awaited or the stage moved on (the round loop
+    wakes the request when it closes a stage), or when the wait ends: a holder that sent its
+    message learns of the close at once, without polling.
 
     Args:
         id (str):
+        wait (int | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -94,6 +109,7 @@ def sync_detailed(
 
     kwargs = _get_kwargs(
         id=id,
+wait=wait,
 
     )
 
@@ -107,13 +123,18 @@ def sync(
     id: str,
     *,
     client: AuthenticatedClient,
+    wait: int | Unset = UNSET,
 
 ) -> Problem | SecaggView | None:
     """ Where the secure aggregation of the task's round stands for the caller, and what the last
     closed stage relayed to it (studies under secure aggregation; docs/secure-aggregation.md).
+    With `wait`, answers once the caller is awaited or the stage moved on (the round loop
+    wakes the request when it closes a stage), or when the wait ends: a holder that sent its
+    message learns of the close at once, without polling.
 
     Args:
         id (str):
+        wait (int | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -127,6 +148,7 @@ def sync(
     return sync_detailed(
         id=id,
 client=client,
+wait=wait,
 
     ).parsed
 
@@ -134,13 +156,18 @@ async def asyncio_detailed(
     id: str,
     *,
     client: AuthenticatedClient,
+    wait: int | Unset = UNSET,
 
 ) -> Response[Problem | SecaggView]:
     """ Where the secure aggregation of the task's round stands for the caller, and what the last
     closed stage relayed to it (studies under secure aggregation; docs/secure-aggregation.md).
+    With `wait`, answers once the caller is awaited or the stage moved on (the round loop
+    wakes the request when it closes a stage), or when the wait ends: a holder that sent its
+    message learns of the close at once, without polling.
 
     Args:
         id (str):
+        wait (int | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -153,6 +180,7 @@ async def asyncio_detailed(
 
     kwargs = _get_kwargs(
         id=id,
+wait=wait,
 
     )
 
@@ -166,13 +194,18 @@ async def asyncio(
     id: str,
     *,
     client: AuthenticatedClient,
+    wait: int | Unset = UNSET,
 
 ) -> Problem | SecaggView | None:
     """ Where the secure aggregation of the task's round stands for the caller, and what the last
     closed stage relayed to it (studies under secure aggregation; docs/secure-aggregation.md).
+    With `wait`, answers once the caller is awaited or the stage moved on (the round loop
+    wakes the request when it closes a stage), or when the wait ends: a holder that sent its
+    message learns of the close at once, without polling.
 
     Args:
         id (str):
+        wait (int | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -186,5 +219,6 @@ async def asyncio(
     return (await asyncio_detailed(
         id=id,
 client=client,
+wait=wait,
 
     )).parsed
