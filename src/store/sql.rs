@@ -1042,7 +1042,11 @@ macro_rules! impl_tx {
 
             async fn list_audit(&mut self, f: &crate::store::AuditFilter)
                 -> crate::store::Result<Vec<crate::domain::audit::AuditEntry>> {
-                let mut q = sqlx::QueryBuilder::<$db>::new("select * from audit_event where 1 = 1");
+                // every column but the tree's hashes, which a listing never shows
+                let mut q = sqlx::QueryBuilder::<$db>::new(
+                    "select seq, event_id, recorded_at, actor_sub, actor_roles, actor_organisation, \
+                     action, outcome, resource_type, resource_id, permit_id, request_id, \
+                     http_status, detail, prev_hash, hash from audit_event where 1 = 1");
                 audit_conditions(&mut q, f);
                 q.push(" order by seq limit ").push_bind(f.limit);
                 let found = q.build().fetch_all(&mut *self.tx).await?;
