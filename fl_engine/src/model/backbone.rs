@@ -31,7 +31,7 @@ use candle_nn::{
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::conv::{Conv, GroupNormAct};
+use super::conv::{add_relu, conv_gn, Conv, GroupNormAct};
 use super::dropout_mask;
 use super::fused::Dense;
 use super::recurrent::RecurrentLayer;
@@ -584,7 +584,7 @@ impl SeqNet {
     }
 }
 
-/// Convolution then GroupNorm, each one fused op (see [`conv`](super::conv)).
+/// Convolution then GroupNorm (and ReLU), one fused op (see [`conv`](super::conv)).
 struct ConvGn {
     conv: Conv,
     gn: GroupNormAct,
@@ -612,7 +612,7 @@ impl ConvGn {
 
     /// With `relu`, ReLU after the norm.
     fn forward(&self, xs: &Tensor, relu: bool) -> candle_core::Result<Tensor> {
-        self.gn.forward(&self.conv.forward(xs)?, relu)
+        conv_gn(&self.conv, &self.gn, xs, relu)
     }
 }
 
@@ -669,7 +669,7 @@ impl Cnn {
                 Some(p) => p.forward(&h, false)?,
                 None => h,
             };
-            h = (y + skip)?.relu()?;
+            h = add_relu(&y, &skip)?;
         }
         h.mean(D::Minus1)?.mean(D::Minus1)
     }

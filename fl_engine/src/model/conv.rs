@@ -4,18 +4,27 @@
 //! candle's CPU conv2d backward computes the input gradient with a direct-loop transposed
 //! convolution and the kernel gradient with another convolution over permuted copies, and its
 //! GroupNorm is about ten graph nodes (reshape, two means, subtract, square, add, sqrt,
-//! divide, scale, shift), each with its own backward pass. Here a convolution unfolds the
-//! each image into columns (`im2col`, `[in * k * k, positions]`) and makes each direction
-//! one matrix product per image: forward `W cols`, backward `dO cols^T` for the kernel and
-//! `W^T dO` folded back (`col2im`) for the input; the columns are rebuilt in the backward pass rather
-//! than kept. GroupNorm (optionally followed by ReLU) reads each group once for its
-//! statistics and once to normalise, and its backward pass is the closed form
-//! `dx = rstd (dx̂ - mean(dx̂) - x̂ mean(dx̂ x̂))`, `dx̂ = dy gamma`.
+//! divide, scale, shift), each with its own backward pass. Here a convolution unfolds each
+//! image into columns (`im2col`, `[in * k * k, positions]`) and makes each direction one
+//! matrix product per image: forward `W cols`; backward `cols dO^T` for the kernel (its
+//! transpose, so that `gemm` reads the columns along their rows) and, for the input, with
+//! stride 1 the convolution of `dO` with the flipped kernel (unfolded the same way), with
+//! larger strides `W^T dO` folded back (`col2im`). The columns are rebuilt in the backward
+//! pass rather than kept, into one buffer per thread. With more than one thread, each thread
+//! takes a contiguous run of images through that whole chain. GroupNorm (optionally followed
+//! by ReLU) reads each group once for its statistics and once to normalise, and its backward
+//! pass is the closed form `dx = rstd (dx̂ - mean(dx̂) - x̂ mean(dx̂ x̂))`, `dx̂ = dy gamma`.
+//! The backbone runs convolution and GroupNorm as one node ([`conv_gn`]) and a residual
+//! block's skip sum and ReLU as another ([`add_relu`]).
 //!
-//! Both keep candle's arithmetic (biased variance, `(x - mean) / sqrt(var + eps)`, ReLU
-//! derivative 1 at 0) and fall back to candle's ops off the CPU or for other dtypes; the
+//! Both keep candle's arithmetic (biased variance, `(x - mean) / sqrt(var + eps)` forward,
+//! ReLU derivative 1 at 0) and fall back to candle's ops off the CPU or for other dtypes; the
 //! tests compare values and gradients against those ops.
-use candle_core::{CpuStorage, CustomOp2, CustomOp3, DType, Device, Layout, Module, Shape, Tensor};
+use std::sync::OnceLock;
+
+use candle_core::{
+    CpuStorage, CustomOp2, CustomOp3, DType, Device, InplaceOp1, Layout, Module, Shape, Tensor,
+};
 use candle_nn::{Conv2d, Conv2dConfig, GroupNorm};
 use rayon::prelude::*;
 
@@ -73,20 +82,21 @@ impl Geometry {
         (lo, hi.max(lo))
     }
 
-    /// One image's `[in, h, w]` unfolded: `cols [in * k * k, positions]`, row `(c, ky, kx)`,
-    /// column `(oy, ox)`.
-    fn im2col(&self, x: &[f32]) -> Vec<f32> {
+    /// One image's `[in, h, w]` unfolded into `cols [in * k * k, positions]`, row
+    /// `(c, ky, kx)`, column `(oy, ox)`. Only the entries that read inside the image are
+    /// written: the rest read padding, the same entries for every image of one geometry, so a
+    /// buffer zeroed once can be reused image after image.
+    fn im2col(&self, x: &[f32], cols: &mut [f32]) {
         let (l, ow, k) = (self.positions(), self.out_w(), self.k);
-        let mut cols = vec![0f32; self.patch() * l];
         if l == 0 {
-            return cols;
+            return;
         }
-        let fill = |(r, row): (usize, &mut [f32])| {
+        for (r, row) in cols.chunks_mut(l).enumerate() {
             let (c, ky, kx) = (r / (k * k), (r / k) % k, r % k);
             let plane = &x[c * self.h * self.w..][..self.h * self.w];
             let (lo, hi) = self.span(kx, self.w, ow);
             if lo == hi {
-                return;
+                continue;
             }
             // the input column of output `lo`
             let first = lo * self.stride + kx - self.pad;
@@ -104,13 +114,24 @@ impl Geometry {
                     }
                 }
             }
-        };
-        if parallel(cols.len()) {
-            cols.par_chunks_mut(l).enumerate().for_each(fill);
-        } else {
-            cols.chunks_mut(l).enumerate().for_each(fill);
         }
-        cols
+    }
+
+    /// With stride 1, the input gradient is itself a stride-1 convolution: of the output
+    /// gradient, padded by `k - 1 - pad`, with the kernel flipped and its in/out axes swapped
+    /// (see [`flipped`]). This is its geometry, over one image; `None` for strided
+    /// convolutions, whose input gradient is folded back from columns instead.
+    fn transposed(&self) -> Option<Geometry> {
+        (self.stride == 1 && self.pad < self.k).then_some(Geometry {
+            batch: 1,
+            cin: self.cout,
+            h: self.out_h(),
+            w: self.out_w(),
+            cout: self.cin,
+            k: self.k,
+            stride: 1,
+            pad: self.k - 1 - self.pad,
+        })
     }
 
     /// Adds one image's column gradient back into its `[in, h, w]` input gradient.
@@ -146,10 +167,68 @@ impl Geometry {
                 }
             }
         };
-        if parallel(dx.len()) {
-            dx.par_chunks_mut(plane_len).enumerate().for_each(add);
+        dx.chunks_mut(plane_len).enumerate().for_each(add);
+    }
+
+    /// Images per run: the batch in one contiguous run per rayon thread (fewer when there
+    /// are fewer images), or one run when the work is too small to split.
+    fn images_per_run(&self, work: usize) -> usize {
+        let runs = if parallel(work) {
+            rayon::current_num_threads().min(self.batch)
         } else {
-            dx.chunks_mut(plane_len).enumerate().for_each(add);
+            1
+        };
+        self.batch.div_ceil(runs.max(1)).max(1)
+    }
+}
+
+/// `w [out, in, k, k]` as `[in, out * k * k]`, each kernel turned by 180 degrees: the kernel of
+/// the input gradient's convolution (see [`Geometry::transposed`]).
+fn flipped(w: &[f32], g: &Geometry) -> Vec<f32> {
+    let kk = g.k * g.k;
+    let mut f = vec![0f32; w.len()];
+    for (co, w) in w.chunks_exact(g.cin * kk).enumerate() {
+        for (ci, w) in w.chunks_exact(kk).enumerate() {
+            let dst = &mut f[(ci * g.cout + co) * kk..][..kk];
+            dst.iter_mut()
+                .zip(w.iter().rev())
+                .for_each(|(d, &v)| *d = v);
+        }
+    }
+    f
+}
+
+/// A `[rows, cols]` f32 matrix reused as scratch space: products take candle tensors, and
+/// an in-place op is candle's safe way to refill one tensor's own buffer between them
+/// (a fresh tensor per image would allocate and zero its columns every time).
+struct Scratch(Tensor);
+
+impl Scratch {
+    fn new(rows: usize, cols: usize) -> candle_core::Result<Self> {
+        Ok(Self(Tensor::zeros((rows, cols), DType::F32, &Device::Cpu)?))
+    }
+
+    /// Runs `fill` on the buffer and returns the matrix.
+    fn fill(&self, fill: impl Fn(&mut [f32])) -> candle_core::Result<&Tensor> {
+        self.0.inplace_op1(&Fill(fill))?;
+        Ok(&self.0)
+    }
+}
+
+struct Fill<F>(F);
+
+impl<F: Fn(&mut [f32])> InplaceOp1 for Fill<F> {
+    fn name(&self) -> &'static str {
+        "fill-scratch"
+    }
+
+    fn cpu_fwd(&self, s: &mut CpuStorage, l: &Layout) -> candle_core::Result<()> {
+        match (s, l.contiguous_offsets()) {
+            (CpuStorage::F32(v), Some((a, b))) => {
+                (self.0)(&mut v[a..b]);
+                Ok(())
+            }
+            _ => candle_core::bail!("scratch matrix must be contiguous f32"),
         }
     }
 }
@@ -172,7 +251,10 @@ impl Conv {
         Self { conv, cfg }
     }
 
-    pub(crate) fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+    /// The geometry of this convolution over `x` where the fused kernels take it (no bias, one
+    /// group, no dilation, a square kernel that fits the padded input); `None` for candle's
+    /// own convolution.
+    fn geometry(&self, x: &Tensor) -> candle_core::Result<Option<Geometry>> {
         let w = self.conv.weight();
         let (cout, cin_w, kh, kw) = w.dims4()?;
         let (batch, cin, h, wd) = x.dims4()?;
@@ -183,13 +265,7 @@ impl Conv {
             && kh == kw
             && h + 2 * self.cfg.padding >= kh
             && wd + 2 * self.cfg.padding >= kw;
-        if !plain {
-            return self.conv.forward(x);
-        }
-        if !x.device().is_cpu() || x.dtype() != DType::F32 {
-            return self.by_slices(x);
-        }
-        let g = Geometry {
+        Ok(plain.then_some(Geometry {
             batch,
             cin,
             h,
@@ -198,8 +274,18 @@ impl Conv {
             k: kh,
             stride: self.cfg.stride,
             pad: self.cfg.padding,
+        }))
+    }
+
+    pub(crate) fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        let Some(g) = self.geometry(x)? else {
+            return self.conv.forward(x);
         };
-        x.contiguous()?.apply_op2(&w.contiguous()?, ConvOp(g))
+        if !x.device().is_cpu() || x.dtype() != DType::F32 {
+            return self.by_slices(x);
+        }
+        x.contiguous()?
+            .apply_op2(&self.conv.weight().contiguous()?, ConvOp(g))
     }
 
     /// candle's convolution, the reference the tests compare against.
@@ -267,6 +353,133 @@ fn every_nth(
         .squeeze(dim + 1)
 }
 
+impl Geometry {
+    /// The convolution of the batch `x [batch, in, h, w]` with `w [out, in * k * k]`:
+    /// `[batch, out, positions]`.
+    fn forward(&self, x: &[f32], w: &[f32]) -> candle_core::Result<Vec<f32>> {
+        let g = self;
+        let (l, image) = (g.positions(), g.cin * g.h * g.w);
+        let w = Tensor::from_slice(w, (g.cout, g.patch()), &Device::Cpu)?;
+        let mut out = vec![0f32; g.batch * g.cout * l];
+        // image by image, so the columns stay in cache between unfolding and product, and
+        // the product lands in `[out, positions]` order; with more than one thread, each
+        // thread takes a contiguous run of images through the whole chain (one image's
+        // product is too small to split well) with its own column buffer. candle still
+        // hands each product to `gemm` with the pool's thread count (it reads
+        // RAYON_NUM_THREADS, with no per-call setting); nested in a run, rayon keeps both
+        // halves on the calling thread unless another one is idle.
+        let per_image = (g.cout * l).max(1);
+        let per_run = g.images_per_run(out.len());
+        let run = |(r, out): (usize, &mut [f32])| -> candle_core::Result<()> {
+            let cols = Scratch::new(g.patch(), l)?;
+            for (i, out) in out.chunks_mut(per_image).enumerate() {
+                let n = r * per_run + i;
+                let cols = cols.fill(|c| g.im2col(&x[n * image..(n + 1) * image], c))?;
+                matmul_into(out, false, &w, cols)?;
+            }
+            Ok(())
+        };
+        if per_run < g.batch {
+            out.par_chunks_mut(per_run * per_image)
+                .enumerate()
+                .try_for_each(run)?;
+        } else {
+            run((0, &mut out))?;
+        }
+        Ok(out)
+    }
+
+    /// The kernel gradient and, with `want_dx`, the input gradient, from the output gradient
+    /// `grad [batch, out, positions]` (contiguous).
+    fn backward(
+        &self,
+        xv: &[f32],
+        want_dx: bool,
+        w: &[f32],
+        grad: &Tensor,
+    ) -> candle_core::Result<(Option<Vec<f32>>, Vec<f32>)> {
+        let g = self;
+        let (l, image) = (g.positions(), g.cin * g.h * g.w);
+        let back = g.transposed();
+        // the input gradient's kernel: flipped for the stride-1 convolution of the output
+        // gradient, else `W^T` for the columns folded back
+        let w_back = match &back {
+            Some(b) => Tensor::from_vec(flipped(w, g), (g.cin, b.patch()), &Device::Cpu)?,
+            None => Tensor::from_slice(w, (g.cout, g.patch()), &Device::Cpu)?.t()?,
+        };
+        let mut dx = want_dx.then(|| vec![0f32; g.batch * image]);
+        let (gs, gl) = grad.storage_and_layout();
+        let dy = cpu_slice(&gs, gl, "output gradient")?;
+        let per_run = g.images_per_run(g.batch * image);
+        // one run of images: its kernel gradient summed in image order, and the images'
+        // input gradients when asked for
+        let run = |r: usize, mut dx: Option<&mut [f32]>| -> candle_core::Result<Vec<f32>> {
+            let first = r * per_run;
+            let count = per_run.min(g.batch - first);
+            // `dW^T = cols dO^T`, accumulated `[in * k * k, out]` and turned at the end: the
+            // product `dO cols^T` would read the columns across their rows (`gemm` packs them
+            // element by element with a stride of a whole row), `dO^T` is the small operand
+            let mut dw_t = vec![0f32; g.patch() * g.cout];
+            let cols = Scratch::new(g.patch(), l)?;
+            let d_cols = match (&back, &dx) {
+                (Some(b), Some(_)) => Some(Scratch::new(b.patch(), b.positions())?),
+                _ => None,
+            };
+            for n in first..first + count {
+                let cols = cols.fill(|c| g.im2col(&xv[n * image..(n + 1) * image], c))?;
+                let d_out = grad.get(n)?;
+                matmul_into(&mut dw_t, true, cols, &d_out.t()?)?;
+                let Some(dx) = dx.as_deref_mut() else {
+                    continue;
+                };
+                let dx = &mut dx[(n - first) * image..][..image];
+                match (&back, &d_cols) {
+                    (Some(b), Some(d_cols)) => {
+                        let dy_n = &dy[n * g.cout * l..][..g.cout * l];
+                        let d_cols = d_cols.fill(|c| b.im2col(dy_n, c))?;
+                        matmul_into(dx, false, &w_back, d_cols)?;
+                    }
+                    _ => {
+                        let d_cols = w_back.matmul(&d_out)?;
+                        let (ds, dl) = d_cols.storage_and_layout();
+                        g.col2im(cpu_slice(&ds, dl, "column gradient")?, dx);
+                    }
+                }
+            }
+            let mut dw = vec![0f32; g.cout * g.patch()];
+            for (p, row) in dw_t.chunks_exact(g.cout.max(1)).enumerate() {
+                for (co, &v) in row.iter().enumerate() {
+                    dw[co * g.patch() + p] = v;
+                }
+            }
+            Ok(dw)
+        };
+        let runs = g.batch.div_ceil(per_run);
+        let parts: Vec<Vec<f32>> = match (dx.as_mut(), runs > 1) {
+            (Some(dx), true) => dx
+                .par_chunks_mut(per_run * image.max(1))
+                .enumerate()
+                .map(|(r, d)| run(r, Some(d)))
+                .collect::<candle_core::Result<_>>()?,
+            (None, true) => (0..runs)
+                .into_par_iter()
+                .map(|r| run(r, None))
+                .collect::<candle_core::Result<_>>()?,
+            (dx, false) => vec![run(0, dx.map(|d| d.as_mut_slice()))?],
+        };
+        // runs summed in order: the result depends on the thread count by rounding only
+        let mut parts = parts.into_iter();
+        let mut dw = parts
+            .next()
+            .unwrap_or_else(|| vec![0f32; g.cout * g.patch()]);
+        for p in parts {
+            dw.iter_mut().zip(&p).for_each(|(d, v)| *d += v);
+        }
+        drop(gs);
+        Ok((dx, dw))
+    }
+}
+
 struct ConvOp(Geometry);
 
 impl CustomOp2 for ConvOp {
@@ -283,25 +496,8 @@ impl CustomOp2 for ConvOp {
     ) -> candle_core::Result<(CpuStorage, Shape)> {
         let g = &self.0;
         let (x, w) = (f32_slice(xs, xl, "input")?, f32_slice(ws, wl, "kernel")?);
-        let (l, image) = (g.positions(), g.cin * g.h * g.w);
-        let w = Tensor::from_slice(w, (g.cout, g.patch()), &Device::Cpu)?;
-        let mut out = vec![0f32; g.batch * g.cout * l];
-        // image by image, so the columns stay in cache between unfolding and product, and
-        // the product lands in `[out, positions]` order; images in parallel with more than
-        // one thread (one image's products are too small to split well)
-        let one = |(n, out): (usize, &mut [f32])| {
-            let cols = g.im2col(&x[n * image..(n + 1) * image]);
-            let cols = Tensor::from_vec(cols, (g.patch(), l), &Device::Cpu)?;
-            matmul_into(out, false, &w, &cols)
-        };
-        let chunk = (g.cout * l).max(1);
-        if parallel(out.len()) {
-            out.par_chunks_mut(chunk).enumerate().try_for_each(one)?;
-        } else {
-            out.chunks_mut(chunk).enumerate().try_for_each(one)?;
-        }
         Ok((
-            CpuStorage::F32(out),
+            CpuStorage::F32(g.forward(x, w)?),
             Shape::from((g.batch, g.cout, g.out_h(), g.out_w())),
         ))
     }
@@ -314,54 +510,20 @@ impl CustomOp2 for ConvOp {
         grad: &Tensor,
     ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>)> {
         let g = &self.0;
-        let (l, image) = (g.positions(), g.cin * g.h * g.w);
-        let grad = grad.contiguous()?.reshape((g.batch, g.cout, l))?;
-        let w2 = w.detach().reshape((g.cout, g.patch()))?;
-        let w_t = w2.t()?;
-        // the image batch itself needs no gradient
-        let mut dx = x.track_op().then(|| vec![0f32; g.batch * image]);
-        let (xs, xl) = x.storage_and_layout();
-        let xv = cpu_slice(&xs, xl, "input")?;
-        // one image's kernel gradient, and its input gradient when asked for
-        let one = |n: usize, dx: Option<&mut [f32]>| -> candle_core::Result<Tensor> {
-            let cols = g.im2col(&xv[n * image..(n + 1) * image]);
-            let cols = Tensor::from_vec(cols, (g.patch(), l), &Device::Cpu)?;
-            let d_out = grad.get(n)?;
-            if let Some(dx) = dx {
-                let d_cols = w_t.matmul(&d_out)?;
-                let (ds, dl) = d_cols.storage_and_layout();
-                g.col2im(cpu_slice(&ds, dl, "column gradient")?, dx);
-            }
-            d_out.matmul(&cols.t()?)
+        let grad = grad
+            .contiguous()?
+            .reshape((g.batch, g.cout, g.positions()))?;
+        let (dx, dw) = {
+            let (xs, xl) = x.storage_and_layout();
+            let (ws, wl) = w.storage_and_layout();
+            // the image batch itself needs no gradient
+            g.backward(
+                cpu_slice(&xs, xl, "input")?,
+                x.track_op(),
+                cpu_slice(&ws, wl, "kernel")?,
+                &grad,
+            )?
         };
-        let image_len = image.max(1);
-        let per_image: Vec<Tensor> = match (dx.as_mut(), parallel(g.batch * image)) {
-            (Some(dx), true) => dx
-                .par_chunks_mut(image_len)
-                .enumerate()
-                .map(|(n, d)| one(n, Some(d)))
-                .collect::<candle_core::Result<_>>()?,
-            (Some(dx), false) => dx
-                .chunks_mut(image_len)
-                .enumerate()
-                .map(|(n, d)| one(n, Some(d)))
-                .collect::<candle_core::Result<_>>()?,
-            (None, true) => (0..g.batch)
-                .into_par_iter()
-                .map(|n| one(n, None))
-                .collect::<candle_core::Result<_>>()?,
-            (None, false) => (0..g.batch)
-                .map(|n| one(n, None))
-                .collect::<candle_core::Result<_>>()?,
-        };
-        // summed in image order whatever the thread count
-        let mut dw = vec![0f32; g.cout * g.patch()];
-        for t in &per_image {
-            let (ts, tl) = t.storage_and_layout();
-            let v = cpu_slice(&ts, tl, "kernel gradient")?;
-            dw.iter_mut().zip(v).for_each(|(d, v)| *d += v);
-        }
-        drop(xs);
         Ok((
             dx.map(|dx| Tensor::from_vec(dx, x.shape(), x.device()))
                 .transpose()?,
@@ -431,6 +593,183 @@ impl GroupNormAct {
     }
 }
 
+/// Convolution, GroupNorm and (with `relu`) ReLU as one graph node on the CPU: the
+/// convolution's output and its gradient stay inside the node. As two nodes, candle's
+/// backward pass hands the convolution its output gradient through its gradient store, which
+/// adds it to a fresh zero tensor: two more buffers the size of the activations, and passes
+/// over them, per layer. Elsewhere (another device or dtype, a convolution the fused
+/// kernels do not take) the two ops in turn.
+pub(crate) fn conv_gn(
+    conv: &Conv,
+    gn: &GroupNormAct,
+    x: &Tensor,
+    relu: bool,
+) -> candle_core::Result<Tensor> {
+    let g = match conv.geometry(x)? {
+        Some(g)
+            if x.device().is_cpu()
+                && x.dtype() == DType::F32
+                && gn.weight.elem_count() == g.cout
+                && g.cout % gn.groups == 0 =>
+        {
+            g
+        }
+        _ => return gn.forward(&conv.forward(x)?, relu),
+    };
+    let op = ConvGnOp {
+        conv: g,
+        gn: GroupNormOp {
+            batch: g.batch,
+            channels: g.cout,
+            positions: g.positions(),
+            groups: gn.groups,
+            eps: gn.eps as f32,
+            relu,
+        },
+        conv_out: OnceLock::new(),
+    };
+    // scale and shift as one operand (a node has at most three)
+    let affine = Tensor::cat(&[&gn.weight, &gn.bias], 0)?;
+    x.contiguous()?
+        .apply_op3(&conv.conv.weight().contiguous()?, &affine, op)
+}
+
+/// Over `(x, W, [gamma, beta])`; keeps the convolution's output for the backward pass.
+struct ConvGnOp {
+    conv: Geometry,
+    gn: GroupNormOp,
+    conv_out: OnceLock<Vec<f32>>,
+}
+
+impl CustomOp3 for ConvGnOp {
+    fn name(&self) -> &'static str {
+        "conv2d-group-norm"
+    }
+
+    fn cpu_fwd(
+        &self,
+        xs: &CpuStorage,
+        xl: &Layout,
+        ws: &CpuStorage,
+        wl: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
+        let g = &self.conv;
+        let (x, w) = (f32_slice(xs, xl, "input")?, f32_slice(ws, wl, "kernel")?);
+        let affine = f32_slice(s3, l3, "scale and shift")?;
+        let y = g.forward(x, w)?;
+        let (gamma, beta) = affine.split_at(self.gn.channels);
+        let out = self.gn.forward(&y, gamma, beta);
+        if self.conv_out.set(y).is_err() {
+            candle_core::bail!("conv2d-group-norm: node computed twice")
+        }
+        Ok((
+            CpuStorage::F32(out),
+            Shape::from((g.batch, g.cout, g.out_h(), g.out_w())),
+        ))
+    }
+
+    fn bwd(
+        &self,
+        x: &Tensor,
+        w: &Tensor,
+        affine: &Tensor,
+        _res: &Tensor,
+        grad: &Tensor,
+    ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        let g = &self.conv;
+        let Some(y) = self.conv_out.get() else {
+            candle_core::bail!("conv2d-group-norm: backward pass before the forward pass")
+        };
+        let grad = grad.contiguous()?;
+        let (dy, mut d_affine, dbeta) = {
+            let (as_, al) = affine.storage_and_layout();
+            let (gs, gl) = grad.storage_and_layout();
+            let (gamma, beta) = cpu_slice(&as_, al, "scale and shift")?.split_at(self.gn.channels);
+            self.gn
+                .backward(y, gamma, beta, cpu_slice(&gs, gl, "output gradient")?)
+        };
+        d_affine.extend_from_slice(&dbeta);
+        let dy = Tensor::from_vec(dy, (g.batch, g.cout, g.positions()), &Device::Cpu)?;
+        let (dx, dw) = {
+            let (xs, xl) = x.storage_and_layout();
+            let (ws, wl) = w.storage_and_layout();
+            // the image batch itself needs no gradient
+            g.backward(
+                cpu_slice(&xs, xl, "input")?,
+                x.track_op(),
+                cpu_slice(&ws, wl, "kernel")?,
+                &dy,
+            )?
+        };
+        Ok((
+            dx.map(|dx| Tensor::from_vec(dx, x.shape(), x.device()))
+                .transpose()?,
+            Some(Tensor::from_vec(dw, w.shape(), w.device())?),
+            Some(Tensor::from_vec(d_affine, affine.shape(), affine.device())?),
+        ))
+    }
+}
+
+/// `max(a + b, 0)`: a residual block's sum with its skip and the ReLU after it, as one graph
+/// node. candle's add and ReLU are two, and its ReLU backward builds the indicator with a
+/// comparison, a cast and a multiply, each a pass over the activations with its own buffer.
+/// The derivative at 0 is 1, as candle's.
+pub(crate) fn add_relu(a: &Tensor, b: &Tensor) -> candle_core::Result<Tensor> {
+    if !a.device().is_cpu() || a.dtype() != DType::F32 || a.shape() != b.shape() {
+        return (a + b)?.relu();
+    }
+    a.contiguous()?.apply_op2(&b.contiguous()?, AddRelu)
+}
+
+struct AddRelu;
+
+impl CustomOp2 for AddRelu {
+    fn name(&self) -> &'static str {
+        "add-relu"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
+        let (a, b) = (f32_slice(s1, l1, "input")?, f32_slice(s2, l2, "skip")?);
+        let out = a.iter().zip(b).map(|(a, b)| (a + b).max(0.0)).collect();
+        Ok((CpuStorage::F32(out), l1.shape().clone()))
+    }
+
+    fn bwd(
+        &self,
+        a: &Tensor,
+        b: &Tensor,
+        _res: &Tensor,
+        grad: &Tensor,
+    ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>)> {
+        let grad = grad.contiguous()?;
+        let d: Vec<f32> = {
+            let (a_s, a_l) = a.storage_and_layout();
+            let (b_s, b_l) = b.storage_and_layout();
+            let (g_s, g_l) = grad.storage_and_layout();
+            let (av, bv) = (
+                cpu_slice(&a_s, a_l, "input")?,
+                cpu_slice(&b_s, b_l, "skip")?,
+            );
+            av.iter()
+                .zip(bv)
+                .zip(cpu_slice(&g_s, g_l, "output gradient")?)
+                .map(|((a, b), &g)| if a + b >= 0.0 { g } else { 0.0 })
+                .collect()
+        };
+        // both summands get the same gradient
+        let d = Tensor::from_vec(d, a.shape(), a.device())?;
+        Ok((Some(d.clone()), Some(d)))
+    }
+}
+
 #[derive(Clone, Copy)]
 struct GroupNormOp {
     batch: usize,
@@ -470,40 +809,9 @@ fn lanes(x: &[f32], f: impl Fn(f32) -> f32) -> f32 {
     acc.iter().sum::<f32>() + rest
 }
 
-/// `sum a_i b_i`, vectorised like [`lanes`].
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0f32; 8];
-    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let rest: f32 = ca
-        .remainder()
-        .iter()
-        .zip(cb.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (x, y) in ca.zip(cb) {
-        for ((s, x), y) in acc.iter_mut().zip(x).zip(y) {
-            *s += x * y;
-        }
-    }
-    acc.iter().sum::<f32>() + rest
-}
-
-impl CustomOp3 for GroupNormOp {
-    fn name(&self) -> &'static str {
-        "group-norm"
-    }
-
-    fn cpu_fwd(
-        &self,
-        xs: &CpuStorage,
-        xl: &Layout,
-        ws: &CpuStorage,
-        wl: &Layout,
-        bs: &CpuStorage,
-        bl: &Layout,
-    ) -> candle_core::Result<(CpuStorage, Shape)> {
-        let x = f32_slice(xs, xl, "input")?;
-        let (gamma, beta) = (f32_slice(ws, wl, "scale")?, f32_slice(bs, bl, "shift")?);
+impl GroupNormOp {
+    /// The normalised (and rectified) batch `x [batch, channels, positions]`.
+    fn forward(&self, x: &[f32], gamma: &[f32], beta: &[f32]) -> Vec<f32> {
         let (len, per) = (self.group_len(), self.channels / self.groups);
         let mut out = vec![0f32; x.len()];
         if len > 0 {
@@ -533,7 +841,127 @@ impl CustomOp3 for GroupNormOp {
                     .for_each(norm);
             }
         }
-        Ok((CpuStorage::F32(out), xl.shape().clone()))
+        out
+    }
+
+    /// The input, scale and shift gradients from the output gradient `dy`.
+    fn backward(
+        &self,
+        x: &[f32],
+        gamma: &[f32],
+        beta: &[f32],
+        dy: &[f32],
+    ) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+        let (len, per, c) = (self.group_len(), self.channels / self.groups, self.channels);
+        let mut dx = vec![0f32; x.len()];
+        // per group: the scale and shift gradients of its channels
+        let mut partial = vec![0f32; self.batch * self.groups * 2 * per];
+        if len > 0 {
+            type Group<'a> = (((&'a mut [f32], &'a [f32]), &'a [f32]), &'a mut [f32]);
+            let group = |(i, (((dx, x), dy), part)): (usize, Group)| {
+                let (mean, std) = self.stats(x);
+                let c0 = (i % self.groups) * per;
+                let m = len as f32;
+                // x̂ is rebuilt where needed rather than kept: one multiply per element,
+                // against a buffer per group
+                let rstd = 1.0 / std;
+                // per channel: dy' (dy behind the ReLU), its sums against x̂ and 1 (the
+                // scale and shift gradients), then dx̂ = dy' gamma in place
+                let (mut sum_d, mut sum_dx) = (0f32, 0f32);
+                for (k, ((dxs, xs), dys)) in dx
+                    .chunks_mut(self.positions)
+                    .zip(x.chunks(self.positions))
+                    .zip(dy.chunks(self.positions))
+                    .enumerate()
+                {
+                    let (gm, bt) = (gamma[c0 + k], beta[c0 + k]);
+                    let (mut dg, mut db) = ([0f32; 8], [0f32; 8]);
+                    let mut one = |d: &mut f32, xv: f32, g: f32, lane: usize| {
+                        let xh = (xv - mean) * rstd;
+                        let v = if self.relu && xh * gm + bt < 0.0 {
+                            0.0
+                        } else {
+                            g
+                        };
+                        dg[lane] += v * xh;
+                        db[lane] += v;
+                        *d = v * gm;
+                    };
+                    let mut d8 = dxs.chunks_exact_mut(8);
+                    let (mut x8, mut g8) = (xs.chunks_exact(8), dys.chunks_exact(8));
+                    for ((d, xv), g) in (&mut d8).zip(&mut x8).zip(&mut g8) {
+                        for lane in 0..8 {
+                            one(&mut d[lane], xv[lane], g[lane], lane);
+                        }
+                    }
+                    for ((d, &xv), &g) in d8
+                        .into_remainder()
+                        .iter_mut()
+                        .zip(x8.remainder())
+                        .zip(g8.remainder())
+                    {
+                        one(d, xv, g, 0);
+                    }
+                    let (dg, db) = (dg.iter().sum::<f32>(), db.iter().sum::<f32>());
+                    part[k] = dg;
+                    part[per + k] = db;
+                    sum_d += gm * db;
+                    sum_dx += gm * dg;
+                }
+                let (mean_d, mean_dx) = (sum_d / m, sum_dx / m);
+                for (d, &xv) in dx.iter_mut().zip(x) {
+                    let xh = (xv - mean) * rstd;
+                    *d = (*d - mean_d - xh * mean_dx) * rstd;
+                }
+            };
+            if parallel(dx.len()) {
+                dx.par_chunks_mut(len)
+                    .zip(x.par_chunks(len))
+                    .zip(dy.par_chunks(len))
+                    .zip(partial.par_chunks_mut(2 * per))
+                    .enumerate()
+                    .for_each(group);
+            } else {
+                dx.chunks_mut(len)
+                    .zip(x.chunks(len))
+                    .zip(dy.chunks(len))
+                    .zip(partial.chunks_mut(2 * per))
+                    .enumerate()
+                    .for_each(group);
+            }
+        }
+        let (mut dgamma, mut dbeta) = (vec![0f32; c], vec![0f32; c]);
+        for (i, part) in partial.chunks(2 * per).enumerate() {
+            let c0 = (i % self.groups) * per;
+            for k in 0..per {
+                dgamma[c0 + k] += part[k];
+                dbeta[c0 + k] += part[per + k];
+            }
+        }
+        (dx, dgamma, dbeta)
+    }
+}
+
+impl CustomOp3 for GroupNormOp {
+    fn name(&self) -> &'static str {
+        "group-norm"
+    }
+
+    fn cpu_fwd(
+        &self,
+        xs: &CpuStorage,
+        xl: &Layout,
+        ws: &CpuStorage,
+        wl: &Layout,
+        bs: &CpuStorage,
+        bl: &Layout,
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
+        let x = f32_slice(xs, xl, "input")?;
+        let (gamma, beta) = (f32_slice(ws, wl, "scale")?, f32_slice(bs, bl, "shift")?);
+        Ok((
+            CpuStorage::F32(self.forward(x, gamma, beta)),
+            xl.shape().clone(),
+        ))
     }
 
     fn bwd(
@@ -545,80 +973,17 @@ impl CustomOp3 for GroupNormOp {
         grad: &Tensor,
     ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
         let grad = grad.contiguous()?;
-        let (len, per, c) = (self.group_len(), self.channels / self.groups, self.channels);
         let (dx, dgamma, dbeta) = {
             let (xs, xl) = x.storage_and_layout();
             let (ws, wl) = w.storage_and_layout();
             let (bs, bl) = b.storage_and_layout();
             let (gs, gl) = grad.storage_and_layout();
-            let x = cpu_slice(&xs, xl, "input")?;
-            let gamma = cpu_slice(&ws, wl, "scale")?;
-            let beta = cpu_slice(&bs, bl, "shift")?;
-            let dy_all = cpu_slice(&gs, gl, "output gradient")?;
-            let mut dx = vec![0f32; x.len()];
-            // per group: the scale and shift gradients of its channels
-            let mut partial = vec![0f32; self.batch * self.groups * 2 * per];
-            if len > 0 {
-                type Group<'a> = (((&'a mut [f32], &'a [f32]), &'a [f32]), &'a mut [f32]);
-                let group = |(i, (((dx, x), dy), part)): (usize, Group)| {
-                    let (mean, std) = self.stats(x);
-                    let c0 = (i % self.groups) * per;
-                    let m = len as f32;
-                    let xhat: Vec<f32> = x.iter().map(|&v| (v - mean) / std).collect();
-                    // per channel: dy' (dy behind the ReLU), its sums against x̂ and 1 (the
-                    // scale and shift gradients), then dx̂ = dy' gamma in place
-                    let (mut sum_d, mut sum_dx) = (0f32, 0f32);
-                    for (k, ((dxs, xh), dys)) in dx
-                        .chunks_mut(self.positions)
-                        .zip(xhat.chunks(self.positions))
-                        .zip(dy.chunks(self.positions))
-                        .enumerate()
-                    {
-                        let (gm, bt) = (gamma[c0 + k], beta[c0 + k]);
-                        for ((d, &xh), &g) in dxs.iter_mut().zip(xh).zip(dys) {
-                            *d = if self.relu && xh * gm + bt < 0.0 {
-                                0.0
-                            } else {
-                                g
-                            };
-                        }
-                        let (dg, db) = (dot(dxs, xh), lanes(dxs, |v| v));
-                        part[k] = dg;
-                        part[per + k] = db;
-                        sum_d += gm * db;
-                        sum_dx += gm * dg;
-                        dxs.iter_mut().for_each(|d| *d *= gm);
-                    }
-                    let (mean_d, mean_dx) = (sum_d / m, sum_dx / m);
-                    for (d, &xh) in dx.iter_mut().zip(&xhat) {
-                        *d = (*d - mean_d - xh * mean_dx) / std;
-                    }
-                };
-                if parallel(dx.len()) {
-                    dx.par_chunks_mut(len)
-                        .zip(x.par_chunks(len))
-                        .zip(dy_all.par_chunks(len))
-                        .zip(partial.par_chunks_mut(2 * per))
-                        .enumerate()
-                        .for_each(group);
-                } else {
-                    dx.chunks_mut(len)
-                        .zip(x.chunks(len))
-                        .zip(dy_all.chunks(len))
-                        .zip(partial.chunks_mut(2 * per))
-                        .enumerate()
-                        .for_each(group);
-                }
-            }
-            let (mut dgamma, mut dbeta) = (vec![0f32; c], vec![0f32; c]);
-            for (i, part) in partial.chunks(2 * per).enumerate() {
-                let c0 = (i % self.groups) * per;
-                for k in 0..per {
-                    dgamma[c0 + k] += part[k];
-                    dbeta[c0 + k] += part[per + k];
-                }
-            }
-            (dx, dgamma, dbeta)
+            self.backward(
+                cpu_slice(&xs, xl, "input")?,
+                cpu_slice(&ws, wl, "scale")?,
+                cpu_slice(&bs, bl, "shift")?,
+                cpu_slice(&gs, gl, "output gradient")?,
+            )
         };
         Ok((
             Some(Tensor::from_vec(dx, x.shape(), x.device())?),
@@ -718,6 +1083,164 @@ mod tests {
             close(&c.1, &a.1, "input gradient by slices");
             close(&c.2, &a.2, "kernel gradient by slices");
         }
+    }
+
+    /// With the batch split into runs of images over several threads (runs of unequal
+    /// length included), output and gradients equal the one-thread result up to the order
+    /// in which the runs' kernel gradients are summed.
+    #[test]
+    fn convolution_split_over_threads_matches_one_thread() {
+        let mut rng = ChaCha8Rng::seed_from_u64(6);
+        // large enough to be split (see `parallel`): 5 images over 2 and 3 threads, 7 over 3
+        for (batch, cin, cout, stride) in [(5, 8, 16, 1), (7, 6, 24, 2)] {
+            let (h, w) = (32, 32);
+            let x = random(&mut rng, &[batch, cin, h, w]);
+            let wt = random(&mut rng, &[cout, cin, 3, 3]);
+            let cfg = Conv2dConfig {
+                padding: 1,
+                stride,
+                ..Default::default()
+            };
+            let conv = Conv::new(Conv2d::new(wt.as_tensor().clone(), None, cfg));
+            let up = random(&mut rng, &[batch, cout, h / stride, w / stride]);
+            let run = |threads: usize| {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                pool.install(|| {
+                    let y = conv.forward(&x).unwrap();
+                    let grads = (&y * up.as_tensor())
+                        .unwrap()
+                        .sum_all()
+                        .unwrap()
+                        .backward()
+                        .unwrap();
+                    (
+                        y,
+                        grads.get(&x).unwrap().clone(),
+                        grads.get(&wt).unwrap().clone(),
+                    )
+                })
+            };
+            let one = run(1);
+            for threads in [2, 3] {
+                let many = run(threads);
+                let near = |a: &Tensor, b: &Tensor, what: &str| {
+                    let (a, b) = (
+                        a.flatten_all().unwrap().to_vec1::<f32>().unwrap(),
+                        b.flatten_all().unwrap().to_vec1::<f32>().unwrap(),
+                    );
+                    for (x, y) in a.iter().zip(&b) {
+                        assert!(
+                            (x - y).abs() <= 1e-5 * (1.0 + y.abs()),
+                            "{what}, {threads} threads: {x} vs {y}"
+                        );
+                    }
+                };
+                near(&many.0, &one.0, "output");
+                near(&many.1, &one.1, "input gradient");
+                near(&many.2, &one.2, "kernel gradient");
+            }
+        }
+    }
+
+    /// Convolution, GroupNorm and ReLU as one node agree with the two ops in turn (which the
+    /// tests above check against candle): output and the input, kernel, scale and shift
+    /// gradients, with and without ReLU, strides 1 and 2, 3x3 and 1x1 kernels.
+    #[test]
+    fn conv_gn_matches_two_ops() {
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        for (batch, cin, cout, k, stride, relu) in [
+            (3, 4, 8, 3, 1, true),
+            (2, 6, 8, 3, 2, false),
+            (3, 8, 4, 1, 2, false),
+            (2, 16, 16, 3, 1, true),
+        ] {
+            let (h, w) = (12, 12);
+            let map = VarMap::new();
+            let vb = VarBuilder::from_varmap(&map, DType::F32, &Device::Cpu);
+            let gn = GroupNormAct::new(2, cout, 1e-5, vb).unwrap();
+            for v in map.all_vars() {
+                v.set(random(&mut rng, v.dims()).as_tensor()).unwrap();
+            }
+            let x = random(&mut rng, &[batch, cin, h, w]);
+            let wt = random(&mut rng, &[cout, cin, k, k]);
+            let cfg = Conv2dConfig {
+                padding: k / 2,
+                stride,
+                ..Default::default()
+            };
+            let conv = Conv::new(Conv2d::new(wt.as_tensor().clone(), None, cfg));
+            let o = (h + 2 * (k / 2) - k) / stride + 1;
+            let up = random(&mut rng, &[batch, cout, o, o]);
+            let run = |fused: bool| {
+                let y = if fused {
+                    conv_gn(&conv, &gn, &x, relu).unwrap()
+                } else {
+                    gn.forward(&conv.forward(&x).unwrap(), relu).unwrap()
+                };
+                let grads = (&y * up.as_tensor())
+                    .unwrap()
+                    .sum_all()
+                    .unwrap()
+                    .backward()
+                    .unwrap();
+                let get = |t: &Tensor| grads.get(t).unwrap().clone();
+                (y, get(&x), get(&wt), get(&gn.weight), get(&gn.bias))
+            };
+            let (a, b) = (run(true), run(false));
+            close(&a.0, &b.0, "output");
+            close(&a.1, &b.1, "input gradient");
+            close(&a.2, &b.2, "kernel gradient");
+            close(&a.3, &b.3, "scale gradient");
+            close(&a.4, &b.4, "shift gradient");
+        }
+    }
+
+    /// The fused skip sum and ReLU agree with candle's add and ReLU, values and both
+    /// gradients, with exact zeros among the sums (where the derivative is taken as 1).
+    #[test]
+    fn add_relu_matches_candle() {
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let a = random(&mut rng, &[3, 4, 5, 6]);
+        let b_vals: Vec<f32> = {
+            let av = a.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+            av.iter()
+                .enumerate()
+                .map(|(i, &v)| {
+                    if i % 7 == 0 {
+                        -v
+                    } else {
+                        rng.gen_range(-1.0..1.0)
+                    }
+                })
+                .collect()
+        };
+        let b = Var::from_vec(b_vals, (3, 4, 5, 6), &Device::Cpu).unwrap();
+        let up = random(&mut rng, &[3, 4, 5, 6]);
+        let run = |fused: bool| {
+            let y = if fused {
+                add_relu(&a, &b).unwrap()
+            } else {
+                (a.as_tensor() + b.as_tensor()).unwrap().relu().unwrap()
+            };
+            let grads = (&y * up.as_tensor())
+                .unwrap()
+                .sum_all()
+                .unwrap()
+                .backward()
+                .unwrap();
+            (
+                y,
+                grads.get(&a).unwrap().clone(),
+                grads.get(&b).unwrap().clone(),
+            )
+        };
+        let (f, c) = (run(true), run(false));
+        close(&f.0, &c.0, "output");
+        close(&f.1, &c.1, "first gradient");
+        close(&f.2, &c.2, "second gradient");
     }
 
     /// Output and the input, scale and shift gradients agree with candle's GroupNorm (and
