@@ -138,7 +138,11 @@ fn run(case: &Case, drop: f64) {
     }
     let mut agg = None;
     timed(&mut srv, &mut || {
-        agg = Some(server.finish(std::mem::replace(&mut sum, MaskedSum::zero(&cfg))).unwrap())
+        agg = Some(
+            server
+                .finish(std::mem::replace(&mut sum, MaskedSum::zero(&cfg)))
+                .unwrap(),
+        )
     });
     let agg = agg.unwrap();
 

@@ -547,7 +547,10 @@ fn an_altered_revealed_share_is_detected() {
     for m in server.close_share_keys().unwrap() {
         let c = &mut cs[m.to.0 as usize - 1];
         server
-            .receive_masked_input(&c.masked_input(&m, &xs[m.to.0 as usize - 1]).unwrap(), &mut sum)
+            .receive_masked_input(
+                &c.masked_input(&m, &xs[m.to.0 as usize - 1]).unwrap(),
+                &mut sum,
+            )
             .unwrap();
     }
     for m in server.close_masked_input().unwrap() {
@@ -619,7 +622,10 @@ fn the_server_state_never_holds_an_input_a_secret_or_a_plain_share() {
     for m in relays.iter().filter(|m| m.to != ClientId(6)) {
         let c = &mut cs[m.to.0 as usize - 1];
         server
-            .receive_masked_input(&c.masked_input(m, &xs[m.to.0 as usize - 1]).unwrap(), &mut sum)
+            .receive_masked_input(
+                &c.masked_input(m, &xs[m.to.0 as usize - 1]).unwrap(),
+                &mut sum,
+            )
             .unwrap();
         snap(&server, &sum);
     }
@@ -723,8 +729,7 @@ fn server_state_survives_a_serde_round_trip_mid_protocol() {
     for m in server.close_share_keys().unwrap() {
         let c = &mut cs[m.to.0 as usize - 1];
         let msg = c.masked_input(&m, &xs[m.to.0 as usize - 1]).unwrap();
-        let msg: MaskedInput =
-            serde_json::from_str(&serde_json::to_string(&msg).unwrap()).unwrap();
+        let msg: MaskedInput = serde_json::from_str(&serde_json::to_string(&msg).unwrap()).unwrap();
         server.receive_masked_input(&msg, &mut sum).unwrap();
     }
     let mut server: Server =
@@ -772,7 +777,10 @@ fn state_that_still_holds_the_sum_hands_it_over() {
         let carried = server.take_carried_sum().expect("the old state's sum");
         assert_eq!(carried, sum);
         assert!(server.take_carried_sum().is_none(), "handed over once");
-        assert!(serde_json::to_value(&server).unwrap().get("masked_sum").is_none());
+        assert!(serde_json::to_value(&server)
+            .unwrap()
+            .get("masked_sum")
+            .is_none());
         for m in server.close_masked_input().unwrap() {
             let c = &mut cs[m.to.0 as usize - 1];
             server.receive_unmask(c.unmask(&m).unwrap()).unwrap();

@@ -20,11 +20,11 @@ use crate::config::{ClientId, RoundConfig, SessionId};
 use crate::crypto::{self, Bytes32, SHARE_PLAINTEXT_LEN};
 use crate::error::{Error, Round};
 use crate::graph::Graph;
-use crate::sum::MaskedSum;
 use crate::messages::{
     AdvertiseKeys, EncryptedShare, Fingerprint, KeysBroadcast, MaskedInput, PeerKeys, ShareKeys,
     SharesRelay, UnmaskRequest, UnmaskResponse,
 };
+use crate::sum::MaskedSum;
 
 /// ChaCha20-Poly1305 appends a 16-byte tag.
 const SHARE_CIPHERTEXT_LEN: usize = SHARE_PLAINTEXT_LEN + 16;

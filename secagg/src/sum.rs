@@ -119,7 +119,10 @@ mod tests {
         let wide = config(64, 2);
         let big = MaskedSum::from_words(vec![u64::MAX, 1]);
         assert_eq!(big.to_bytes(&wide).len(), 16);
-        assert_eq!(MaskedSum::from_bytes(&wide, &big.to_bytes(&wide)).unwrap(), big);
+        assert_eq!(
+            MaskedSum::from_bytes(&wide, &big.to_bytes(&wide)).unwrap(),
+            big
+        );
     }
 
     #[test]

@@ -17,11 +17,11 @@ use secagg::{
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::store::Tx;
 use crate::domain::{
     study::{DpPlan, Round, SecureAggregation},
     OrgId, RoundId,
 };
+use crate::store::Tx;
 
 /// Inputs and sums live in `Z_{2^64}`.
 pub const MODULUS_BITS: u32 = 64;
