@@ -2689,6 +2689,13 @@ impl Dropouts {
         assert_eq!(failed.len(), 1, "{failed:?}");
         assert_eq!(failed[0].detail["reason"], why, "{failed:?}");
         assert_eq!(failed[0].detail["study_status"], "failed", "{failed:?}");
+        // the study says why it ended: the last attempt's own reason
+        let study = self.gw.researcher.study(self.id).await.unwrap();
+        assert_eq!(
+            study["status_reason"],
+            format!("round 1 failed at attempt 1 of 1: {why}"),
+            "{study}"
+        );
         let pool = sqlx::sqlite::SqlitePool::connect(&self.app.database_url)
             .await
             .unwrap();

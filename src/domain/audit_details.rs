@@ -330,7 +330,8 @@ pub struct RoundStarted<'a> {
     pub deadline: Timestamp,
 }
 
-/// `study.round.fail`: the round missed its quorum.
+/// `study.round.fail`: the round could not aggregate (a missed quorum, a stopped secure
+/// aggregation, FLTrust without its root update).
 #[derive(Debug, Serialize)]
 pub struct RoundFailed<'a> {
     pub round: u64,

@@ -432,8 +432,10 @@ async fn collect(
     aggregate(fed, tx, study, permit, round, now, None).await
 }
 
-/// Closes a round that missed its quorum: nothing aggregated, nothing spent; the study fails
-/// once the round failed `max_round_attempts` times, and tries again otherwise.
+/// Closes a round that cannot aggregate (a missed quorum, a secure aggregation that stopped,
+/// FLTrust without its root update): nothing aggregated, nothing spent; the study fails once
+/// the round failed `max_round_attempts` times, with the last attempt's reason, and tries
+/// again otherwise.
 async fn fail_round(
     fed: &Federation,
     mut tx: Box<dyn Tx>,
@@ -458,7 +460,12 @@ async fn fail_round(
         .count();
     if failed >= fed.settings.max_round_attempts as usize {
         study.fail(
-            format!("round {} missed its quorum {failed} times", round.round),
+            format!(
+                "round {} failed at attempt {failed} of {}: {}",
+                round.round,
+                fed.settings.max_round_attempts,
+                round.reason.as_deref().unwrap_or("no reason recorded")
+            ),
             now,
         )?;
     } else {
