@@ -29,14 +29,10 @@ enum Stored {
 pub fn serialize<S: Serializer>(v: &[u64], s: S) -> Result<S::Ok, S::Error> {
     let largest = v.iter().copied().max().unwrap_or(0);
     let width = (u64::BITS - largest.leading_zeros()).div_ceil(8) as usize;
-    let mut bytes = Vec::with_capacity(v.len() * width);
-    for x in v {
-        bytes.extend_from_slice(&x.to_le_bytes()[..width]);
-    }
     Packed {
         len: v.len(),
         width: width as u8,
-        le: STANDARD.encode(bytes),
+        le: STANDARD.encode(to_le(v, width)),
     }
     .serialize(s)
 }
@@ -63,14 +59,29 @@ pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u64>, D::Error
     if width == 0 {
         return Ok(vec![0; packed.len]);
     }
-    Ok(bytes
+    Ok(from_le(&bytes, width))
+}
+
+/// Each word as its `width` low bytes, little-endian (`width` in 1..=8, every word below
+/// `2^(8 width)`); also the stored form of a running sum (`crate::sum`).
+pub(crate) fn to_le(words: &[u64], width: usize) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(words.len() * width);
+    for x in words {
+        bytes.extend_from_slice(&x.to_le_bytes()[..width]);
+    }
+    bytes
+}
+
+/// The words [`to_le`] wrote; `bytes` holds a whole number of `width`-byte words.
+pub(crate) fn from_le(bytes: &[u8], width: usize) -> Vec<u64> {
+    bytes
         .chunks_exact(width)
         .map(|c| {
             let mut word = [0u8; 8];
             word[..width].copy_from_slice(c);
             u64::from_le_bytes(word)
         })
-        .collect())
+        .collect()
 }
 
 #[cfg(test)]

@@ -29,12 +29,7 @@ impl MaskedSum {
     /// Little-endian ring elements of `⌈b/8⌉` bytes each, `vector_len` of them: no framing
     /// and no text encoding, so storing and loading it is a copy.
     pub fn to_bytes(&self, config: &RoundConfig) -> Vec<u8> {
-        let w = width(config);
-        let mut out = Vec::with_capacity(self.words.len() * w);
-        for x in &self.words {
-            out.extend_from_slice(&x.to_le_bytes()[..w]);
-        }
-        out
+        crate::packed::to_le(&self.words, width(config))
     }
 
     /// Reads what [`Self::to_bytes`] wrote for the same session; refuses a length or an
@@ -50,14 +45,7 @@ impl MaskedSum {
             )));
         }
         let ring = config.ring_mask();
-        let words: Vec<u64> = bytes
-            .chunks_exact(w)
-            .map(|c| {
-                let mut word = [0u8; 8];
-                word[..w].copy_from_slice(c);
-                u64::from_le_bytes(word)
-            })
-            .collect();
+        let words = crate::packed::from_le(bytes, w);
         if let Some(index) = words.iter().position(|&v| v & !ring != 0) {
             return Err(Error::BadSum(format!(
                 "entry {index} lies outside the ring Z_2^{}",

@@ -98,7 +98,7 @@ pub fn session_config(
 /// The relay of round attempt `round`, locked until the transaction ends (messages of several
 /// holders and the round loop change it one after the other). The running sum of the masked
 /// inputs is not part of it: [`masked_sum`] loads that where it is used. A state written before
-/// the sum had a column of its own (migration 0007) still carries it; it moves to the column
+/// the sum had a table of its own (migration 0007) still carries it; it moves to that table
 /// here, before anything rewrites the state without it.
 pub async fn lock_relay(tx: &mut dyn Tx, round: RoundId) -> anyhow::Result<Server> {
     use anyhow::Context;
