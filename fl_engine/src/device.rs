@@ -2,9 +2,9 @@
 //! with the `cuda` feature (candle's CUDA backend) a model can be built on an NVIDIA GPU with
 //! [`crate::model::Net::new_on`]. The training loop, evaluation and record-level DP-SGD then
 //! put their batches on the net's device; the fused CPU kernels (dense, recurrent, convolution,
-//! GroupNorm) give way to candle's own operations there, and the optimiser keeps its state on
-//! the host (it is checkpointed with the study), so each step copies the gradients to the host
-//! and the new values back.
+//! GroupNorm) give way to candle's own operations there. The optimiser runs there too, with
+//! its moments copied to the device once per local training run and back at its end (they are
+//! checkpointed with the study); objective terms and DP-SGD still update on the host.
 use candle_core::Device;
 
 use crate::error::{EngineError, Result};

@@ -369,15 +369,50 @@ pub fn train_local(
     }
     let steps = steps_in(cfg.budget, data.len(), cfg.batch_size);
     let mut batcher = Batcher::for_net(net, data, cfg.batch_size)?;
-    let mut total = 0.0f64;
-    for _ in 0..steps {
-        let (x, y) = batcher.next_batch(rng)?;
-        total += train_step(net, opt, &cfg.loss, &x, y, terms, rng)? as f64;
-    }
+    // off the CPU the optimiser runs on the device, unless objective terms (which work on
+    // host buffers) take part
+    let total = if !net.device().is_cpu() && terms.is_empty() {
+        train_with_moments_on_device(net, opt, &mut batcher, steps, &cfg.loss, rng)?
+    } else {
+        let mut total = 0.0f64;
+        for _ in 0..steps {
+            let (x, y) = batcher.next_batch(rng)?;
+            total += train_step(net, opt, &cfg.loss, &x, y, terms, rng)? as f64;
+        }
+        total
+    };
     Ok(TrainReport {
         steps,
         mean_loss: if steps > 0 { total / steps as f64 } else { 0.0 },
     })
+}
+
+/// `steps` steps of [`train_local`]'s loop with the optimiser's moments on the net's device
+/// (see [`Optimizer::moments_on`]); they come back into `opt` at the end, also when a step
+/// fails. Returns the sum of the task losses.
+fn train_with_moments_on_device(
+    net: &Net,
+    opt: &mut Optimizer,
+    batcher: &mut Batcher,
+    steps: usize,
+    loss: &LossKind,
+    rng: &mut ChaCha8Rng,
+) -> Result<f64> {
+    let mut moments = opt.moments_on(net.device())?;
+    let mut run = || -> Result<f64> {
+        let mut total = 0.0f64;
+        for _ in 0..steps {
+            let (x, y) = batcher.next_batch(rng)?;
+            let (task_loss, backprop) = forward_backward(net, loss, &x, y, None, rng)?;
+            opt.begin_step();
+            opt.step_on_device(&mut moments, net.vars(), &backprop)?;
+            total += task_loss as f64;
+        }
+        Ok(total)
+    };
+    let total = run();
+    opt.keep_moments(moments)?;
+    total
 }
 
 /// Positive-class probabilities (binary) or class probabilities, row-major `[n, classes]`.
@@ -524,4 +559,159 @@ fn probabilities(logits: &Tensor) -> Result<Vec<f32>> {
         candle_nn::ops::softmax(logits, 1)?
     };
     Ok(probs.flatten_all()?.to_vec1::<f32>()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{MlpConfig, ModelSpec};
+    use rand::{Rng, SeedableRng};
+
+    /// The optimiser as device operations (what runs on a GPU), run here on the CPU against
+    /// the host loops: the same parameters and moments after a run of steps, for every
+    /// optimiser and weight-decay form, and the moments carry over into the next run.
+    #[test]
+    fn device_optimiser_matches_the_host_one() {
+        device_optimiser_against_host(&candle_core::Device::Cpu, 1e-5);
+    }
+
+    /// The same on a GPU, where the forward and backward passes differ by float rounding too.
+    #[cfg(feature = "cuda")]
+    #[test]
+    fn device_optimiser_on_the_gpu_matches_the_host_one() {
+        let Ok(gpu) = crate::device::parse("cuda") else {
+            eprintln!("no GPU: skipped");
+            return;
+        };
+        device_optimiser_against_host(&gpu, 1e-4);
+    }
+
+    /// Trains one net with the host loops on the CPU and one with the device optimiser on
+    /// `device`, from the same start and batches, and compares parameters and moments up to
+    /// `tolerance` (relative, plus absolute near zero).
+    fn device_optimiser_against_host(on: &candle_core::Device, tolerance: f32) {
+        let spec = ModelSpec::Mlp(MlpConfig {
+            inputs: 5,
+            hidden: vec![16, 8],
+            outputs: 1,
+            dropout: 0.2,
+        });
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        let rows = 50;
+        let x: Vec<f32> = (0..rows * 5).map(|_| rng.gen_range(-1.0..1.0)).collect();
+        let y: Vec<u32> = (0..rows as u32).map(|i| (i * 7 % 3 == 0) as u32).collect();
+        let data = Dataset::new(5, x, y).unwrap();
+        for config in [
+            OptimizerConfig::adam(0.01),
+            OptimizerConfig::Adam {
+                lr: 0.01,
+                beta1: 0.8,
+                beta2: 0.99,
+                eps: 1e-6,
+                weight_decay: 0.1,
+            },
+            OptimizerConfig::AdamW {
+                lr: 0.01,
+                beta1: 0.9,
+                beta2: 0.999,
+                eps: 1e-8,
+                weight_decay: 0.05,
+            },
+            OptimizerConfig::Sgd {
+                lr: 0.05,
+                momentum: 0.9,
+                weight_decay: 0.01,
+            },
+            OptimizerConfig::sgd(0.1),
+        ] {
+            let cfg = TrainConfig {
+                optimizer: config.clone(),
+                budget: Budget::Steps(7),
+                batch_size: 8,
+                loss: LossKind::bce(),
+                record_dp: None,
+            };
+            let (host, device) = (
+                Net::new(&spec, 3).unwrap(),
+                Net::new_on(&spec, 3, on).unwrap(),
+            );
+            let mut opt_host = Optimizer::new(config.clone()).unwrap();
+            let mut opt_device = Optimizer::new(config.clone()).unwrap();
+            let (mut rng_host, mut rng_device) =
+                (ChaCha8Rng::seed_from_u64(5), ChaCha8Rng::seed_from_u64(5));
+            // two runs: the second starts from the moments the first kept
+            for _ in 0..2 {
+                let report =
+                    train_local(&host, &mut opt_host, &data, &cfg, &[], &mut rng_host, None)
+                        .unwrap();
+                let mut batcher = Batcher::for_net(&device, &data, cfg.batch_size).unwrap();
+                let total = train_with_moments_on_device(
+                    &device,
+                    &mut opt_device,
+                    &mut batcher,
+                    report.steps,
+                    &cfg.loss,
+                    &mut rng_device,
+                )
+                .unwrap();
+                let mean = total / report.steps as f64;
+                assert!(
+                    (mean - report.mean_loss).abs() < f64::from(tolerance),
+                    "{config:?}"
+                );
+            }
+            assert_eq!(opt_host.steps_taken(), opt_device.steps_taken());
+            let close = |a: &[f32], b: &[f32], what: &str| {
+                assert_eq!(a.len(), b.len());
+                for (x, y) in a.iter().zip(b) {
+                    assert!(
+                        (x - y).abs() <= tolerance * (1.0 + x.abs()),
+                        "{config:?} {what}: {x} against {y}"
+                    );
+                }
+            };
+            let (ph, pd) = (host.parameters().unwrap(), device.parameters().unwrap());
+            for (name, t) in ph.iter() {
+                close(&t.values, &pd.get(name).unwrap().values, name);
+            }
+            // the host loops keep a (zero) momentum buffer even without momentum
+            for (host, device) in [(&opt_host.m, &opt_device.m), (&opt_host.v, &opt_device.v)] {
+                for (name, h) in host {
+                    match device.get(name) {
+                        Some(d) => close(h, d, name),
+                        None => assert!(h.iter().all(|x| *x == 0.0), "{config:?} {name}"),
+                    }
+                }
+                assert!(device.keys().all(|k| host.contains_key(k)));
+            }
+        }
+    }
+
+    /// A step that would make a value non-finite changes nothing on the device path.
+    #[test]
+    fn device_optimiser_refuses_a_diverging_step() {
+        let spec = ModelSpec::Mlp(MlpConfig {
+            inputs: 2,
+            hidden: vec![4],
+            outputs: 1,
+            dropout: 0.0,
+        });
+        let net = Net::new(&spec, 1).unwrap();
+        let before = net.parameters().unwrap();
+        let mut opt = Optimizer::new(OptimizerConfig::sgd(f64::MAX)).unwrap();
+        let data = Dataset::new(2, vec![1.0, -2.0, 3.0, 0.5], vec![1, 0]).unwrap();
+        let mut batcher = Batcher::for_net(&net, &data, 2).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(0);
+        let err = train_with_moments_on_device(
+            &net,
+            &mut opt,
+            &mut batcher,
+            1,
+            &LossKind::bce(),
+            &mut rng,
+        )
+        .unwrap_err();
+        assert!(matches!(err, EngineError::NonFinite(_)), "{err}");
+        assert_eq!(net.parameters().unwrap(), before);
+    }
 }

@@ -9,8 +9,14 @@
 //! * Adam: `g += wd p` (L2), then the AdamW step without decay.
 //! * AdamW: `p *= 1 - lr wd`; `m = b1 m + (1-b1) g`; `v = b2 v + (1-b2) g^2`;
 //!   `p -= (lr / (1 - b1^t)) m / (sqrt(v) / sqrt(1 - b2^t) + eps)`.
+//!
+//! On a GPU the same rules run as tensor operations on the device ([`DeviceMoments`]), with
+//! the moments copied there once per local training run and back once at its end, so a step
+//! never moves a gradient or a value through the host.
 use std::collections::BTreeMap;
 
+use candle_core::backprop::GradStore;
+use candle_core::{Device, Tensor, Var};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{EngineError, Result};
@@ -121,9 +127,9 @@ pub struct Optimizer {
     config: OptimizerConfig,
     step: u64,
     /// First moment (Adam) or momentum buffer (SGD), per variable name.
-    m: BTreeMap<String, Vec<f32>>,
+    pub(super) m: BTreeMap<String, Vec<f32>>,
     /// Second moment (Adam only).
-    v: BTreeMap<String, Vec<f32>>,
+    pub(super) v: BTreeMap<String, Vec<f32>>,
 }
 
 impl Optimizer {
@@ -282,6 +288,185 @@ impl Optimizer {
             return Err(EngineError::NonFinite(name.to_owned()));
         }
         Ok(())
+    }
+}
+
+/// The optimiser's moments as tensors on the model's device for one local training run:
+/// [`Optimizer::moments_on`] copies them there, [`Optimizer::step_on_device`] updates them
+/// and the variables with device operations, [`Optimizer::keep_moments`] copies them back
+/// into the optimiser's serialisable state. Flat, one tensor per variable name.
+pub(crate) struct DeviceMoments {
+    device: Device,
+    m: BTreeMap<String, Tensor>,
+    v: BTreeMap<String, Tensor>,
+}
+
+impl Optimizer {
+    /// The moments so far, copied to `device`.
+    pub(crate) fn moments_on(&self, device: &Device) -> Result<DeviceMoments> {
+        let upload = |state: &BTreeMap<String, Vec<f32>>| -> Result<BTreeMap<String, Tensor>> {
+            state
+                .iter()
+                .map(|(name, values)| {
+                    Ok((
+                        name.clone(),
+                        Tensor::from_slice(values, values.len(), device)?,
+                    ))
+                })
+                .collect()
+        };
+        Ok(DeviceMoments {
+            device: device.clone(),
+            m: upload(&self.m)?,
+            v: upload(&self.v)?,
+        })
+    }
+
+    /// Copies the moments back into the optimiser's own state (one transfer per variable).
+    pub(crate) fn keep_moments(&mut self, moments: DeviceMoments) -> Result<()> {
+        for (name, t) in moments.m {
+            self.m.insert(name, t.to_vec1::<f32>()?);
+        }
+        for (name, t) in moments.v {
+            self.v.insert(name, t.to_vec1::<f32>()?);
+        }
+        Ok(())
+    }
+
+    /// One step of every variable that `grads` reaches, as device operations: the rules of
+    /// the module doc without the subnormal flush (a GPU has no slow path for them). The new
+    /// values are checked together, with one read-back per step; a step that would make any
+    /// value non-finite changes no variable and answers [`EngineError::NonFinite`]. Call
+    /// [`Optimizer::begin_step`] first.
+    pub(crate) fn step_on_device(
+        &mut self,
+        moments: &mut DeviceMoments,
+        vars: &[(String, Var)],
+        grads: &GradStore,
+    ) -> Result<()> {
+        if self.step == 0 {
+            return Err(EngineError::InvalidConfig(
+                "Optimizer::step_on_device before begin_step".into(),
+            ));
+        }
+        let mut updated = Vec::with_capacity(vars.len());
+        for (name, var) in vars {
+            let Some(g) = grads.get(var.as_tensor()) else {
+                continue;
+            };
+            let p = var.as_tensor().flatten_all()?;
+            let g = g.flatten_all()?;
+            let new = self.device_rule(moments, name, &p, g)?;
+            updated.push((name, var, new));
+        }
+        if updated.is_empty() {
+            return Ok(());
+        }
+        // NaN and infinities survive a sum; so does an overflow of the sum, which a
+        // diverging model is no further from
+        let sums = updated
+            .iter()
+            .map(|(_, _, new)| new.sum_all())
+            .collect::<candle_core::Result<Vec<_>>>()?;
+        let total = Tensor::stack(&sums, 0)?.sum_all()?.to_scalar::<f32>()?;
+        if !total.is_finite() {
+            let names: Vec<&str> = updated.iter().map(|(n, _, _)| n.as_str()).collect();
+            return Err(EngineError::NonFinite(names.join(", ")));
+        }
+        for (_, var, new) in updated {
+            var.set(&new.reshape(var.shape())?)?;
+        }
+        Ok(())
+    }
+
+    /// The new flat values of one variable from its flat values `p` and gradient `g`,
+    /// advancing its moments in `moments`.
+    fn device_rule(
+        &self,
+        moments: &mut DeviceMoments,
+        name: &str,
+        p: &Tensor,
+        mut g: Tensor,
+    ) -> Result<Tensor> {
+        let n = p.elem_count();
+        let zeros = || Tensor::zeros(n, candle_core::DType::F32, &moments.device);
+        let check = |t: &Tensor| {
+            if t.elem_count() == n {
+                Ok(())
+            } else {
+                Err(EngineError::LengthMismatch {
+                    expected: t.elem_count(),
+                    found: n,
+                })
+            }
+        };
+        match self.config {
+            OptimizerConfig::Sgd {
+                lr,
+                momentum,
+                weight_decay,
+            } => {
+                if weight_decay != 0.0 {
+                    g = (g + p.affine(weight_decay, 0.0)?)?;
+                }
+                if momentum != 0.0 {
+                    let b = match moments.m.get(name) {
+                        Some(m) => {
+                            check(m)?;
+                            (m.affine(momentum, 0.0)? + &g)?
+                        }
+                        None => g,
+                    };
+                    moments.m.insert(name.to_owned(), b.clone());
+                    g = b;
+                }
+                Ok((p - g.affine(lr, 0.0)?)?)
+            }
+            OptimizerConfig::Adam {
+                lr,
+                beta1,
+                beta2,
+                eps,
+                weight_decay,
+            }
+            | OptimizerConfig::AdamW {
+                lr,
+                beta1,
+                beta2,
+                eps,
+                weight_decay,
+            } => {
+                let decoupled = matches!(self.config, OptimizerConfig::AdamW { .. });
+                let mut p = p.clone();
+                if weight_decay != 0.0 {
+                    if decoupled {
+                        p = p.affine(1.0 - lr * weight_decay, 0.0)?;
+                    } else {
+                        g = (g + p.affine(weight_decay, 0.0)?)?;
+                    }
+                }
+                let m = match moments.m.get(name) {
+                    Some(m) => m.clone(),
+                    None => zeros()?,
+                };
+                let v = match moments.v.get(name) {
+                    Some(v) => v.clone(),
+                    None => zeros()?,
+                };
+                check(&m)?;
+                check(&v)?;
+                let m = (m.affine(beta1, 0.0)? + g.affine(1.0 - beta1, 0.0)?)?;
+                let v = (v.affine(beta2, 0.0)? + g.sqr()?.affine(1.0 - beta2, 0.0)?)?;
+                let t = self.step as i32;
+                let bc2_sqrt = (1.0 - beta2.powi(t)).sqrt();
+                let step_size = lr / (1.0 - beta1.powi(t));
+                let denom = v.sqrt()?.affine(1.0 / bc2_sqrt, eps)?;
+                let new = (p - (m.affine(step_size, 0.0)? / denom)?)?;
+                moments.m.insert(name.to_owned(), m);
+                moments.v.insert(name.to_owned(), v);
+                Ok(new)
+            }
+        }
     }
 }
 
