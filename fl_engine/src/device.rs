@@ -9,6 +9,24 @@ use candle_core::Device;
 
 use crate::error::{EngineError, Result};
 
+/// The smallest block of a CPU matrix product, in multiply-adds, that is split over rayon's
+/// threads. candle hands every product to `gemm` with all of the pool's threads, and `gemm`
+/// splits a block from 48·48·256 = 589,824 multiply-adds by default. On two cores that split
+/// cost more than it saved up to the products of 1024-wide layers: waking the second thread
+/// for a 32-row product of a 512/256 MLP (4.2M multiply-adds) made a two-thread training loop
+/// 1.5-2.4x slower than a one-thread loop, and with this bound it runs as fast as one thread;
+/// 2048-wide layers still gain from the split (docs/benchmarks.md, "Threads for small
+/// products").
+pub const SPLIT_PRODUCTS_FROM: usize = 16_000_000;
+
+/// Sets [`SPLIT_PRODUCTS_FROM`] for the process (a setting of `gemm`, which candle's CPU
+/// products run on), once, when the first model is built; a caller may set another bound
+/// after that with `gemm::set_threading_threshold`.
+pub(crate) fn bound_product_splitting() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| gemm::set_threading_threshold(SPLIT_PRODUCTS_FROM));
+}
+
 /// `cpu`, `cuda` (the first GPU) or `cuda:N`.
 pub fn parse(name: &str) -> Result<Device> {
     let gpu = |ordinal: usize| {
@@ -42,6 +60,18 @@ mod tests {
             let err = parse(bad).unwrap_err().to_string();
             assert!(err.contains("unknown device"), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn building_a_model_bounds_product_splitting() {
+        let spec = crate::model::ModelSpec::Mlp(crate::model::MlpConfig {
+            inputs: 2,
+            hidden: vec![3],
+            outputs: 1,
+            dropout: 0.0,
+        });
+        crate::model::Net::new(&spec, 0).unwrap();
+        assert_eq!(gemm::get_threading_threshold(), SPLIT_PRODUCTS_FROM);
     }
 
     #[cfg(not(feature = "cuda"))]

@@ -268,6 +268,7 @@ impl Net {
     /// Build on `device` (a GPU with the `cuda` feature; see [`crate::device`]). The same seed
     /// gives the same initial values on every device: they are drawn on the host.
     pub fn new_on(spec: &ModelSpec, seed: u64, device: &Device) -> Result<Net> {
+        crate::device::bound_product_splitting();
         let varmap = VarMap::new();
         let vb = VarBuilder::from_varmap(&varmap, DType::F32, device);
         let model = spec.build(vb)?;
