@@ -760,6 +760,9 @@ mod tests {
                 permitted_holders: 1,
                 min_sites: 2,
             }),
+            RoundRefusal::Round(RoundReason::RootHolderRemoved {
+                holder: crate::domain::OrgId::parse("va").unwrap(),
+            }),
         ];
         same(
             RoundRefused {

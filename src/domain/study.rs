@@ -1118,6 +1118,9 @@ pub enum RoundReason {
         permitted_holders: usize,
         min_sites: usize,
     },
+    /// An amendment removed FLTrust's root holder from the permit: no round can weigh the
+    /// other updates against its root update any more.
+    RootHolderRemoved { holder: OrgId },
 }
 
 impl RoundRefusal {

@@ -292,6 +292,13 @@ async fn start_round(
         .cloned()
         .collect();
     let mut reasons = governance(fed, &study, &permit, &participants, epsilon, now)?;
+    if let Some(root) = study.spec.aggregation.root_holder() {
+        if !participants.contains(root) {
+            reasons.push(RoundRefusal::Round(RoundReason::RootHolderRemoved {
+                holder: root.clone(),
+            }));
+        }
+    }
     if participants.len() < study.spec.min_sites {
         reasons.push(RoundRefusal::Round(RoundReason::QuorumImpossible {
             permitted_holders: participants.len(),

@@ -1822,6 +1822,83 @@ async fn fltrust_weighs_updates_by_the_root_holder_s(app: TestApp) {
 }
 both_backends!(fltrust_weighs_updates_by_the_root_holder_s);
 
+// An amendment that takes FLTrust's root holder out of the permit stops the study at the next
+// round's start, with the reason audited, instead of failing attempt after attempt.
+async fn fltrust_stops_when_an_amendment_removes_the_root_holder(app: TestApp) {
+    let (_, permit) = app
+        .permit_with(
+            &federation_application(&THREE, 50.0, "record"),
+            &json!({"decision": "approve", "dp_requirement": "none_allowed"}),
+        )
+        .await;
+    let pid = permit["id"].as_str().unwrap().to_owned();
+    let body = with(
+        study_body(&pid, &THREE),
+        &[
+            ("dp", json!({"level": "none"})),
+            (
+                "aggregation",
+                json!({"rule": "fltrust", "root_holder": "switzerland"}),
+            ),
+            ("min_sites", json!(2)),
+            ("round_deadline_seconds", json!(3)),
+        ],
+    );
+    let id = app.submit_study(&body).await;
+    // round 1 is under way with all three holders when the amendment takes switzerland out
+    let nodes = [Node::new(&app, "cleveland"), Node::new(&app, "hungarian")];
+    let mut tasks = vec![];
+    for node in &nodes {
+        tasks.push(node.task(&id, 1, TaskKind::Fit).await);
+    }
+    let etag = app
+        .get(&format!("/v1/permits/{pid}"), &app.officer())
+        .await
+        .body["etag"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let amended = app
+        .post_if_match(
+            &format!("/v1/permits/{pid}/amend"),
+            &app.officer(),
+            &etag,
+            &json!({"data_holders": ["cleveland", "hungarian"], "reason": "switzerland withdrew"}),
+        )
+        .await;
+    assert_eq!(amended.status, 200, "{}", amended.text);
+    for (node, t) in nodes.iter().zip(&tasks) {
+        node.answer(t, 50).await;
+    }
+    // the open attempt fails without its root update; the next one is never opened
+    let view = wait_status(&app, &id, "stopped").await;
+    assert_eq!(
+        view["status_reason"], "the permit no longer covers the study",
+        "{view}"
+    );
+    let rounds = app
+        .get(&format!("/v1/studies/{id}/rounds"), &app.researcher())
+        .await;
+    let attempts = rounds.body["rounds"].as_array().unwrap();
+    assert_eq!(attempts.len(), 1, "{}", rounds.text);
+    assert_eq!(attempts[0]["phase"], "failed", "{}", rounds.text);
+    let refused = app
+        .audit(&format!("action=study.round.refuse&resource_id={id}"))
+        .await;
+    assert_eq!(refused.len(), 1);
+    assert_eq!(refused[0]["outcome"], "denied");
+    assert_eq!(refused[0]["detail"]["round"], 1);
+    assert!(
+        refused[0]["detail"]["reasons"]
+            .as_array()
+            .unwrap()
+            .contains(&json!({"code": "root_holder_removed", "holder": "switzerland"})),
+        "{}",
+        refused[0]
+    );
+}
+both_backends!(fltrust_stops_when_an_amendment_removes_the_root_holder);
+
 // 3. A silent node: the deadline aggregates with the quorum, or fails the attempt without it.
 async fn deadline_aggregates_with_quorum_or_fails_the_attempt(app: TestApp) {
     let permit = app
