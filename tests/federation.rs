@@ -2276,7 +2276,12 @@ async fn assert_no_update_stored(app: &TestApp, work: &Path, id: StudyId, round:
             .await
             .unwrap();
     assert_eq!(with_result, 0);
-    for table in ["secagg_session", "secagg_message", "secagg_masked_sum"] {
+    for table in [
+        "secagg_session",
+        "secagg_message",
+        "secagg_masked_sum",
+        "secagg_received",
+    ] {
         let left: i64 = sqlx::query_scalar(&format!("select count(*) from {table}"))
             .fetch_one(&pool)
             .await

@@ -92,19 +92,26 @@ fn run(case: &Case, drop: f64) {
     timed(&mut srv, &mut || {
         keys = Some(server.close_advertise().unwrap())
     });
+    // the ShareKeys messages and Unmasking answers, which a relay keeps beside the server
+    let mut shared = Vec::new();
+    let mut answers = Vec::new();
     for m in keys.unwrap() {
         let i = m.to.0 as usize - 1;
         let mut out = None;
         timed(&mut node[i], &mut || {
             out = Some(clients[i].share_keys(&m).unwrap())
         });
-        timed(&mut srv, &mut || {
-            server.receive_share_keys(out.take().unwrap()).unwrap()
-        });
+        let msg = out.take().unwrap();
+        timed(&mut srv, &mut || server.receive_share_keys(&msg).unwrap());
+        shared.push(msg);
     }
     let mut relays = None;
     timed(&mut srv, &mut || {
-        relays = Some(server.close_share_keys().unwrap())
+        relays = Some(
+            server
+                .close_share_keys(std::mem::take(&mut shared))
+                .unwrap(),
+        )
     });
     for m in relays.unwrap() {
         if dropped(m.to.0) {
@@ -132,15 +139,18 @@ fn run(case: &Case, drop: f64) {
         timed(&mut node[i], &mut || {
             out = Some(clients[i].unmask(&m).unwrap())
         });
-        timed(&mut srv, &mut || {
-            server.receive_unmask(out.take().unwrap()).unwrap()
-        });
+        let msg = out.take().unwrap();
+        timed(&mut srv, &mut || server.receive_unmask(&msg).unwrap());
+        answers.push(msg);
     }
     let mut agg = None;
     timed(&mut srv, &mut || {
         agg = Some(
             server
-                .finish(std::mem::replace(&mut sum, MaskedSum::zero(&cfg)))
+                .finish(
+                    std::mem::replace(&mut sum, MaskedSum::zero(&cfg)),
+                    std::mem::take(&mut answers),
+                )
                 .unwrap(),
         )
     });

@@ -18,9 +18,12 @@ impl std::fmt::Display for ClientId {
 
 /// Names one run of the protocol (e.g. a hash of study id and round number). Every key,
 /// share encryption and mask is bound to it, so nothing carries over between sessions.
+///
+/// Serialised as an array of numbers, which nodes of earlier releases read in what the relay
+/// sends them; base64 is read too.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct SessionId(pub [u8; 32]);
+pub struct SessionId(#[serde(with = "crate::bytes::array_32")] pub [u8; 32]);
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RoundConfig {
@@ -35,6 +38,7 @@ pub struct RoundConfig {
     /// even values give the SecAgg+ Harary graph.
     pub degree: u32,
     /// Public randomness that places the nodes on the graph.
+    #[serde(with = "crate::bytes::array_32")]
     pub graph_seed: [u8; 32],
     /// Entries per input vector.
     pub vector_len: usize,

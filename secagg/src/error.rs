@@ -72,6 +72,9 @@ pub enum Error {
     OutOfRing { index: usize, bits: u32 },
     #[error("the stored sum of masked inputs does not fit the session: {0}")]
     BadSum(String),
+    /// The messages a relay kept for a closing stage are not the ones the server accepted.
+    #[error("the stored messages do not match the relay's state: {0}")]
+    BadStored(String),
     #[error("this client aborted the round earlier")]
     Aborted,
     #[error("encoding: {0}")]

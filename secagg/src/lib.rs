@@ -15,6 +15,7 @@
 //!   arXiv 2004.00010) and its Rényi-DP accounting.
 #![forbid(unsafe_code)]
 
+mod bytes;
 pub mod client;
 mod config;
 mod crypto;

@@ -1,6 +1,11 @@
 //! What travels between nodes and the server, one type per round and direction. The server
 //! relays these as they are; everything secret inside them is encrypted end to end between
 //! nodes or masked.
+//!
+//! Byte strings in what a node sends (keys, ciphertexts, revealed shares) are written as
+//! base64, which a relay keeping them as JSON stores and parses at a third of the size of
+//! arrays of numbers; what the server sends a node keeps the arrays, which nodes of earlier
+//! releases read. Every byte string reads either form (`crate::bytes`).
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -14,15 +19,19 @@ pub struct AdvertiseKeys {
     pub session: SessionId,
     pub from: ClientId,
     /// X25519 key that share ciphertexts to this node are encrypted under.
+    #[serde(with = "crate::bytes::b64_32")]
     pub cipher_pk: Bytes32,
     /// X25519 key of the pairwise masks.
+    #[serde(with = "crate::bytes::b64_32")]
     pub mask_pk: Bytes32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PeerKeys {
     pub id: ClientId,
+    #[serde(with = "crate::bytes::array_32")]
     pub cipher_pk: Bytes32,
+    #[serde(with = "crate::bytes::array_32")]
     pub mask_pk: Bytes32,
 }
 
@@ -38,6 +47,7 @@ pub struct KeysBroadcast {
 pub struct EncryptedShare {
     /// In [`ShareKeys`] the recipient; in [`SharesRelay`] the sender.
     pub peer: ClientId,
+    #[serde(with = "crate::bytes::b64")]
     pub ciphertext: Vec<u8>,
 }
 
@@ -55,7 +65,25 @@ pub struct ShareKeys {
 pub struct SharesRelay {
     pub session: SessionId,
     pub to: ClientId,
+    /// The ciphertexts written as arrays of numbers, as nodes of earlier releases read them.
+    #[serde(serialize_with = "shares_as_arrays")]
     pub shares: Vec<EncryptedShare>,
+}
+
+fn shares_as_arrays<S: serde::Serializer>(
+    shares: &[EncryptedShare],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct AsArray<'a> {
+        peer: ClientId,
+        #[serde(serialize_with = "crate::bytes::array::serialize")]
+        ciphertext: &'a [u8],
+    }
+    s.collect_seq(shares.iter().map(|e| AsArray {
+        peer: e.peer,
+        ciphertext: &e.ciphertext,
+    }))
 }
 
 /// Round MaskedInputCollection, node → server: the input plus self mask plus pairwise masks.
@@ -81,6 +109,7 @@ pub struct UnmaskRequest {
 pub struct RevealedShare {
     /// Whose secret this is a share of.
     pub owner: ClientId,
+    #[serde(with = "crate::bytes::b64_32")]
     pub share: Bytes32,
 }
 

@@ -91,14 +91,18 @@ fn run(cfg: &RoundConfig, drops: &Drops) -> Result<Aggregate, Error> {
     );
     let keys = server.close_advertise()?;
     let admitted: Vec<ClientId> = keys.iter().map(|m| m.to).collect();
+    // what the relay keeps beside the server's state until the stage closes
+    let mut shared = Vec::new();
     for m in keys {
         let c = &mut cs[m.to.0 as usize - 1];
         if drops.active(c.id(), 2) {
-            server.receive_share_keys(c.share_keys(&m)?)?;
+            let msg = c.share_keys(&m)?;
+            server.receive_share_keys(&msg)?;
+            shared.push(msg);
         }
     }
     assert_eq!(server.awaiting(), silent(admitted, 2));
-    let relays = server.close_share_keys()?;
+    let relays = server.close_share_keys(shared)?;
     let admitted: Vec<ClientId> = relays.iter().map(|m| m.to).collect();
     for m in relays {
         let c = &mut cs[m.to.0 as usize - 1];
@@ -110,14 +114,17 @@ fn run(cfg: &RoundConfig, drops: &Drops) -> Result<Aggregate, Error> {
     assert_eq!(server.awaiting(), silent(admitted, 3));
     let reqs = server.close_masked_input()?;
     let admitted: Vec<ClientId> = reqs.iter().map(|m| m.to).collect();
+    let mut answers = Vec::new();
     for m in reqs {
         let c = &mut cs[m.to.0 as usize - 1];
         if drops.active(c.id(), 4) {
-            server.receive_unmask(c.unmask(&m)?)?;
+            let msg = c.unmask(&m)?;
+            server.receive_unmask(&msg)?;
+            answers.push(msg);
         }
     }
     assert_eq!(server.awaiting(), silent(admitted, 4));
-    let agg = server.finish(sum)?;
+    let agg = server.finish(sum, answers)?;
     assert!(server.awaiting().is_empty());
     assert_eq!(agg.sum, sum_of(cfg, &xs, &agg.contributors), "unmasked sum");
     Ok(agg)
@@ -245,6 +252,34 @@ fn after_advertise(n: u32, t: u32) -> Setup {
     }
 }
 
+/// Every node's ShareKeys for its broadcast, each accepted by the server and kept, as a relay
+/// keeps them beside the server's state until the stage closes.
+fn share_all(server: &mut Server, cs: &mut [Client], keys: &[KeysBroadcast]) -> Vec<ShareKeys> {
+    keys.iter()
+        .map(|m| {
+            let msg = cs[m.to.0 as usize - 1].share_keys(m).unwrap();
+            server.receive_share_keys(&msg).unwrap();
+            msg
+        })
+        .collect()
+}
+
+/// Every asked node's Unmasking answer, each accepted by the server and kept.
+fn unmask_all(
+    server: &mut Server,
+    cs: &mut [Client],
+    requests: &[UnmaskRequest],
+) -> Vec<UnmaskResponse> {
+    requests
+        .iter()
+        .map(|m| {
+            let msg = cs[m.to.0 as usize - 1].unmask(m).unwrap();
+            server.receive_unmask(&msg).unwrap();
+            msg
+        })
+        .collect()
+}
+
 #[test]
 fn server_refuses_wrong_session_round_replay_duplicate_and_strangers() {
     let cfg = config(5, 3, 4, 4);
@@ -315,7 +350,7 @@ fn server_refuses_wrong_session_round_replay_duplicate_and_strangers() {
         shares: vec![],
     };
     assert_eq!(
-        server.receive_share_keys(late),
+        server.receive_share_keys(&late),
         Err(Error::UnexpectedClient {
             client: ClientId(5),
             round: Round::ShareKeys
@@ -415,6 +450,7 @@ fn a_peer_outside_the_graph_or_a_tampered_share_aborts_the_client() {
     );
 
     // The others carry on; a flipped bit in one relayed ciphertext is caught by the AEAD.
+    let mut shared = Vec::new();
     for (i, m) in keys.drain(1..).enumerate() {
         let c = &mut cs[m.to.0 as usize - 1];
         let shares = c.share_keys(&m).unwrap();
@@ -428,16 +464,17 @@ fn a_peer_outside_the_graph_or_a_tampered_share_aborts_the_client() {
             let mut stray = shares.clone();
             stray.shares[0].peer = off;
             assert_eq!(
-                server.receive_share_keys(stray),
+                server.receive_share_keys(&stray),
                 Err(Error::NotNeighbour {
                     from: m.to,
                     to: off
                 })
             );
         }
-        server.receive_share_keys(shares).unwrap();
+        server.receive_share_keys(&shares).unwrap();
+        shared.push(shares);
     }
-    let relays = server.close_share_keys().unwrap();
+    let relays = server.close_share_keys(shared).unwrap();
     let mut bad = relays[0].clone();
     bad.shares[0].ciphertext[10] ^= 1;
     let from = bad.shares[0].peer;
@@ -475,11 +512,8 @@ fn inputs_outside_the_ring_or_of_the_wrong_length_are_refused_without_aborting()
         mut server,
         keys,
     } = after_advertise(4, 3);
-    for m in &keys {
-        let c = &mut cs[m.to.0 as usize - 1];
-        server.receive_share_keys(c.share_keys(m).unwrap()).unwrap();
-    }
-    let relays = server.close_share_keys().unwrap();
+    let shared = share_all(&mut server, &mut cs, &keys);
+    let relays = server.close_share_keys(shared).unwrap();
     let c = &mut cs[0];
     assert_eq!(
         c.masked_input(&relays[0], &[0; 3]),
@@ -538,13 +572,9 @@ fn an_altered_revealed_share_is_detected() {
             .receive_advertise(c.advertise_keys().unwrap())
             .unwrap();
     }
-    for m in server.close_advertise().unwrap() {
-        let c = &mut cs[m.to.0 as usize - 1];
-        server
-            .receive_share_keys(c.share_keys(&m).unwrap())
-            .unwrap();
-    }
-    for m in server.close_share_keys().unwrap() {
+    let keys = server.close_advertise().unwrap();
+    let shared = share_all(&mut server, &mut cs, &keys);
+    for m in server.close_share_keys(shared).unwrap() {
         let c = &mut cs[m.to.0 as usize - 1];
         server
             .receive_masked_input(
@@ -553,41 +583,49 @@ fn an_altered_revealed_share_is_detected() {
             )
             .unwrap();
     }
+    let mut answers = Vec::new();
     for m in server.close_masked_input().unwrap() {
         let c = &mut cs[m.to.0 as usize - 1];
         let mut r = c.unmask(&m).unwrap();
         if r.from == ClientId(6) {
             r.self_mask_shares[0].share[31] ^= 1; // a malicious holder lies about node 1
         }
-        server.receive_unmask(r).unwrap();
+        server.receive_unmask(&r).unwrap();
+        answers.push(r);
     }
     assert!(matches!(
-        server.finish(sum),
+        server.finish(sum, answers),
         Err(Error::InconsistentShares { .. })
     ));
 }
 
-/// Every byte string the server's serialised state contains, as JSON arrays of numbers.
-fn number_arrays(v: &serde_json::Value, out: &mut Vec<Vec<u64>>) {
+/// Every byte string in `v`: the arrays of numbers, and the strings that decode as base64.
+fn byte_strings(v: &serde_json::Value, out: &mut Vec<Vec<u64>>) {
+    use base64::{engine::general_purpose::STANDARD, Engine};
     match v {
         serde_json::Value::Array(a) => {
             if !a.is_empty() && a.iter().all(|x| x.is_u64()) {
                 out.push(a.iter().map(|x| x.as_u64().unwrap()).collect());
             }
-            a.iter().for_each(|x| number_arrays(x, out));
+            a.iter().for_each(|x| byte_strings(x, out));
         }
-        serde_json::Value::Object(m) => m.values().for_each(|x| number_arrays(x, out)),
+        serde_json::Value::Object(m) => m.values().for_each(|x| byte_strings(x, out)),
+        serde_json::Value::String(s) => {
+            if let Ok(bytes) = STANDARD.decode(s) {
+                out.push(bytes.into_iter().map(u64::from).collect());
+            }
+        }
         _ => {}
     }
 }
 
 /// What a relay stores: the server's serialised state, and beside it the running sum (here as
-/// a plain array of numbers under `masked_sum`, so that the scans below see every number).
-fn stored(server: &Server, sum: &MaskedSum) -> serde_json::Value {
-    let mut state = serde_json::to_value(server).unwrap();
+/// a plain array of numbers under `masked_sum`, so that the scans below see every number) and
+/// the messages it keeps for the stage's close.
+fn stored(server: &Server, sum: &MaskedSum, kept: serde_json::Value) -> serde_json::Value {
+    let state = serde_json::to_value(server).unwrap();
     assert!(state.get("masked_sum").is_none(), "the sum is kept apart");
-    state["masked_sum"] = serde_json::json!(sum.words());
-    state
+    serde_json::json!({"state": state, "masked_sum": sum.words(), "kept": kept})
 }
 
 fn contains_window(hay: &[u64], needle: &[u64]) -> bool {
@@ -602,22 +640,20 @@ fn the_server_state_never_holds_an_input_a_secret_or_a_plain_share() {
     let mut server = Server::new(cfg.clone()).unwrap();
     let mut sum = MaskedSum::zero(&cfg);
     let mut snapshots = Vec::new();
-    let mut snap = |s: &Server, sum: &MaskedSum| snapshots.push(stored(s, sum));
+    let mut snap =
+        |s: &Server, sum: &MaskedSum, kept: serde_json::Value| snapshots.push(stored(s, sum, kept));
+    let none = serde_json::json!([]);
 
     for c in cs.iter_mut() {
         server
             .receive_advertise(c.advertise_keys().unwrap())
             .unwrap();
     }
-    snap(&server, &sum);
-    for m in server.close_advertise().unwrap() {
-        let c = &mut cs[m.to.0 as usize - 1];
-        server
-            .receive_share_keys(c.share_keys(&m).unwrap())
-            .unwrap();
-    }
-    snap(&server, &sum);
-    let relays = server.close_share_keys().unwrap();
+    snap(&server, &sum, none.clone());
+    let keys = server.close_advertise().unwrap();
+    let shared = share_all(&mut server, &mut cs, &keys);
+    snap(&server, &sum, serde_json::to_value(&shared).unwrap());
+    let relays = server.close_share_keys(shared).unwrap();
     // Node 6 drops after ShareKeys: its mask key gets rebuilt, its self mask never.
     for m in relays.iter().filter(|m| m.to != ClientId(6)) {
         let c = &mut cs[m.to.0 as usize - 1];
@@ -627,13 +663,11 @@ fn the_server_state_never_holds_an_input_a_secret_or_a_plain_share() {
                 &mut sum,
             )
             .unwrap();
-        snap(&server, &sum);
+        snap(&server, &sum, none.clone());
     }
-    for m in server.close_masked_input().unwrap() {
-        let c = &mut cs[m.to.0 as usize - 1];
-        server.receive_unmask(c.unmask(&m).unwrap()).unwrap();
-    }
-    snap(&server, &sum);
+    let requests = server.close_masked_input().unwrap();
+    let answers = unmask_all(&mut server, &mut cs, &requests);
+    snap(&server, &sum, serde_json::to_value(&answers).unwrap());
 
     // What the nodes hold secret: their inputs, their key material and the plain shares.
     let mut secrets: Vec<Vec<u64>> = Vec::new();
@@ -652,10 +686,17 @@ fn the_server_state_never_holds_an_input_a_secret_or_a_plain_share() {
                 .map(|s| s.ciphertext.iter().map(|&b| b as u64).collect::<Vec<_>>())
         })
         .collect();
+    let ciphertext_in = |v: &serde_json::Value| {
+        let mut strings = Vec::new();
+        byte_strings(v, &mut strings);
+        strings.iter().any(|a| shares.iter().any(|s| a == s))
+    };
     for (i, snapshot) in snapshots.iter().enumerate() {
-        let mut arrays = Vec::new();
-        number_arrays(snapshot, &mut arrays);
-        for a in &arrays {
+        let mut strings = Vec::new();
+        byte_strings(snapshot, &mut strings);
+        // the scan sees the keys, whichever form they are written in
+        assert!(strings.iter().any(|a| a.len() == 32), "snapshot {i}");
+        for a in &strings {
             for x in &xs {
                 assert!(!contains_window(a, x), "snapshot {i} holds an input vector");
             }
@@ -663,27 +704,18 @@ fn the_server_state_never_holds_an_input_a_secret_or_a_plain_share() {
                 assert!(!contains_window(a, s), "snapshot {i} holds a node's secret");
             }
         }
-        // Ciphertexts only while they wait for relay (snapshot 1), never afterwards.
-        let holds_ciphertext = arrays.iter().any(|a| shares.iter().any(|s| a == s));
-        assert_eq!(holds_ciphertext, i == 1, "snapshot {i}");
-        let keys: BTreeSet<&str> = snapshot
+        // Ciphertexts only while they wait for relay (snapshot 1), never afterwards, and never
+        // in the state that every message reads.
+        assert_eq!(ciphertext_in(snapshot), i == 1, "snapshot {i}");
+        assert!(!ciphertext_in(&snapshot["state"]), "snapshot {i}");
+        let keys: BTreeSet<&str> = snapshot["state"]
             .as_object()
             .unwrap()
             .keys()
             .map(String::as_str)
             .collect();
         let allowed: BTreeSet<&str> = [
-            "config",
-            "round",
-            "keys",
-            "u1",
-            "pending_shares",
-            "u2",
-            "partners",
-            "masked_sum",
-            "u3",
-            "responses",
-            "seen",
+            "config", "round", "keys", "u1", "u2", "partners", "u3", "seen",
         ]
         .into();
         assert_eq!(keys, allowed, "the server keeps nothing else");
@@ -703,7 +735,7 @@ fn the_server_state_never_holds_an_input_a_secret_or_a_plain_share() {
         same <= 1,
         "{same} entries of a single masked input equal the input"
     );
-    let agg = server.finish(sum).unwrap();
+    let agg = server.finish(sum, answers).unwrap();
     assert_eq!(agg.sum, sum_of(&cfg, &xs, &agg.contributors));
 }
 
@@ -718,15 +750,22 @@ fn server_state_survives_a_serde_round_trip_mid_protocol() {
     let json = serde_json::to_string(&server).unwrap();
     let mut server: Server = serde_json::from_str(&json).unwrap();
     let xs = inputs(&cfg);
+    let mut shared = Vec::new();
     for m in &keys {
+        // Messages cross the relay as JSON too, and the relay keeps them as JSON.
+        let m: KeysBroadcast = serde_json::from_str(&serde_json::to_string(m).unwrap()).unwrap();
         let c = &mut cs[m.to.0 as usize - 1];
-        let msg = c.share_keys(m).unwrap();
-        // Messages cross the relay as JSON too.
+        let msg = c.share_keys(&m).unwrap();
         let msg: ShareKeys = serde_json::from_str(&serde_json::to_string(&msg).unwrap()).unwrap();
-        server.receive_share_keys(msg).unwrap();
+        server.receive_share_keys(&msg).unwrap();
+        shared.push(serde_json::to_string(&msg).unwrap());
     }
+    let mut server: Server =
+        serde_json::from_str(&serde_json::to_string(&server).unwrap()).unwrap();
+    let shared = shared.iter().map(|m| serde_json::from_str(m).unwrap());
     let mut sum = MaskedSum::zero(&cfg);
-    for m in server.close_share_keys().unwrap() {
+    for m in server.close_share_keys(shared).unwrap() {
+        let m: SharesRelay = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
         let c = &mut cs[m.to.0 as usize - 1];
         let msg = c.masked_input(&m, &xs[m.to.0 as usize - 1]).unwrap();
         let msg: MaskedInput = serde_json::from_str(&serde_json::to_string(&msg).unwrap()).unwrap();
@@ -735,11 +774,19 @@ fn server_state_survives_a_serde_round_trip_mid_protocol() {
     let mut server: Server =
         serde_json::from_str(&serde_json::to_string(&server).unwrap()).unwrap();
     let sum = MaskedSum::from_bytes(&cfg, &sum.to_bytes(&cfg)).unwrap();
+    let mut answers = Vec::new();
     for m in server.close_masked_input().unwrap() {
-        let c = &mut cs[m.to.0 as usize - 1];
-        server.receive_unmask(c.unmask(&m).unwrap()).unwrap();
+        let m: UnmaskRequest = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
+        let msg = cs[m.to.0 as usize - 1].unmask(&m).unwrap();
+        let msg: UnmaskResponse =
+            serde_json::from_str(&serde_json::to_string(&msg).unwrap()).unwrap();
+        server.receive_unmask(&msg).unwrap();
+        answers.push(serde_json::to_string(&msg).unwrap());
     }
-    let agg = server.finish(sum).unwrap();
+    let mut server: Server =
+        serde_json::from_str(&serde_json::to_string(&server).unwrap()).unwrap();
+    let answers = answers.iter().map(|m| serde_json::from_str(m).unwrap());
+    let agg = server.finish(sum, answers).unwrap();
     assert_eq!(agg.sum, sum_of(&cfg, &xs, &agg.contributors));
 }
 
@@ -755,12 +802,9 @@ fn state_that_still_holds_the_sum_hands_it_over() {
             keys,
         } = after_advertise(5, 3);
         let xs = inputs(&cfg);
-        for m in &keys {
-            let c = &mut cs[m.to.0 as usize - 1];
-            server.receive_share_keys(c.share_keys(m).unwrap()).unwrap();
-        }
+        let shared = share_all(&mut server, &mut cs, &keys);
         let mut sum = MaskedSum::zero(&cfg);
-        for m in server.close_share_keys().unwrap() {
+        for m in server.close_share_keys(shared).unwrap() {
             let c = &mut cs[m.to.0 as usize - 1];
             let msg = c.masked_input(&m, &xs[m.to.0 as usize - 1]).unwrap();
             server.receive_masked_input(&msg, &mut sum).unwrap();
@@ -781,11 +825,165 @@ fn state_that_still_holds_the_sum_hands_it_over() {
             .unwrap()
             .get("masked_sum")
             .is_none());
-        for m in server.close_masked_input().unwrap() {
-            let c = &mut cs[m.to.0 as usize - 1];
-            server.receive_unmask(c.unmask(&m).unwrap()).unwrap();
-        }
-        let agg = server.finish(carried).unwrap();
+        let requests = server.close_masked_input().unwrap();
+        let answers = unmask_all(&mut server, &mut cs, &requests);
+        let agg = server.finish(carried, answers).unwrap();
         assert_eq!(agg.sum, sum_of(&cfg, &xs, &agg.contributors));
     }
+}
+
+/// `v` with every byte string written as an array of numbers, as releases before base64 wrote
+/// them: the named fields, and every fingerprint under `seen`.
+fn as_arrays(v: &mut serde_json::Value, under_seen: bool) {
+    use base64::{engine::general_purpose::STANDARD, Engine};
+    const BYTES: [&str; 4] = ["cipher_pk", "mask_pk", "ciphertext", "share"];
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m.iter_mut() {
+                if let (true, serde_json::Value::String(s)) = (BYTES.contains(&k.as_str()), &*x) {
+                    *x = serde_json::json!(STANDARD.decode(s).unwrap());
+                } else {
+                    as_arrays(x, under_seen || k == "seen");
+                }
+            }
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(|x| as_arrays(x, under_seen)),
+        serde_json::Value::String(s) if under_seen => {
+            *v = serde_json::json!(STANDARD.decode(&*s).unwrap());
+        }
+        _ => {}
+    }
+}
+
+/// State serialised while the server still kept the ShareKeys messages and the Unmasking
+/// answers in it, with every byte string an array of numbers (`keys` as whole AdvertiseKeys
+/// messages), resumes mid-stage: what it holds is handed over once, and the stage closes with
+/// those and the messages that arrive afterwards.
+#[test]
+fn state_that_still_holds_the_messages_hands_them_over() {
+    let Setup {
+        cfg,
+        mut cs,
+        mut server,
+        keys,
+    } = after_advertise(5, 3);
+    let xs = inputs(&cfg);
+    let old = |server: &Server, held: &str, messages: &[serde_json::Value]| -> Server {
+        let mut v = serde_json::to_value(server).unwrap();
+        let mut keys = v["keys"].take();
+        for (id, k) in keys.as_object_mut().unwrap() {
+            k["session"] = serde_json::json!(cfg.session);
+            k["from"] = serde_json::json!(id.parse::<u32>().unwrap());
+        }
+        v["keys"] = keys;
+        let mut map = serde_json::Map::new();
+        for m in messages {
+            map.insert(m["from"].to_string(), m.clone());
+        }
+        for field in ["pending_shares", "responses"] {
+            v[field] = if field == held {
+                serde_json::Value::Object(map.clone())
+            } else {
+                serde_json::json!({})
+            };
+        }
+        as_arrays(&mut v, false);
+        serde_json::from_value(v).unwrap()
+    };
+    // three of five ShareKeys in the old state, two after
+    let shared = share_all(&mut server, &mut cs, &keys);
+    let (before, after) = shared.split_at(3);
+    let held: Vec<serde_json::Value> = before
+        .iter()
+        .map(|m| serde_json::to_value(m).unwrap())
+        .collect();
+    let mut server = old(&server, "pending_shares", &held);
+    let mut kept = server.take_carried_share_keys();
+    assert_eq!(kept, before, "handed over");
+    assert!(server.take_carried_share_keys().is_empty(), "once");
+    assert!(server.take_carried_unmask().is_empty());
+    // the old state's fingerprints tell a replay of a handed-over message
+    assert!(matches!(
+        server.receive_share_keys(&before[0]),
+        Err(Error::Replayed { .. })
+    ));
+    kept.extend_from_slice(after);
+    let mut sum = MaskedSum::zero(&cfg);
+    for m in server.close_share_keys(kept).unwrap() {
+        let msg = cs[m.to.0 as usize - 1]
+            .masked_input(&m, &xs[m.to.0 as usize - 1])
+            .unwrap();
+        server.receive_masked_input(&msg, &mut sum).unwrap();
+    }
+    let requests = server.close_masked_input().unwrap();
+    let answers = unmask_all(&mut server, &mut cs, &requests);
+    let held: Vec<serde_json::Value> = answers[..2]
+        .iter()
+        .map(|m| serde_json::to_value(m).unwrap())
+        .collect();
+    let mut server = old(&server, "responses", &held);
+    assert!(server.take_carried_share_keys().is_empty());
+    let mut kept = server.take_carried_unmask();
+    assert_eq!(kept, answers[..2], "handed over");
+    assert!(server.take_carried_unmask().is_empty(), "once");
+    let state = serde_json::to_value(&server).unwrap();
+    assert!(state.get("pending_shares").is_none() && state.get("responses").is_none());
+    kept.extend_from_slice(&answers[2..]);
+    let agg = server.finish(sum, kept).unwrap();
+    assert_eq!(agg.contributors.len(), 5);
+    assert_eq!(agg.sum, sum_of(&cfg, &xs, &agg.contributors));
+}
+
+/// The messages a relay hands to a stage's close must be the ones the server accepted: one
+/// missing, one altered, one twice or one never accepted is refused, and nothing changes, so
+/// the true ones still close the stage.
+#[test]
+fn a_close_refuses_stored_messages_that_were_not_the_accepted_ones() {
+    let Setup {
+        cfg,
+        mut cs,
+        mut server,
+        keys,
+    } = after_advertise(5, 3);
+    let shared = share_all(&mut server, &mut cs, &keys);
+    let mut altered = shared.clone();
+    altered[1].shares[0].ciphertext[0] ^= 1;
+    let mut stranger = shared.clone();
+    stranger[4].from = ClientId(6);
+    for (case, stored) in [
+        ("one missing", shared[1..].to_vec()),
+        ("one altered", altered),
+        ("one twice", [&shared[..], &shared[..1]].concat()),
+        ("one never accepted", stranger),
+    ] {
+        assert!(
+            matches!(server.close_share_keys(stored), Err(Error::BadStored(_))),
+            "{case}"
+        );
+        assert_eq!(server.round(), Round::ShareKeys, "{case}");
+    }
+    let relays = server.close_share_keys(shared.into_iter().rev()).unwrap();
+    assert_eq!(relays.len(), 5);
+    let xs = inputs(&cfg);
+    let mut sum = MaskedSum::zero(&cfg);
+    for m in &relays {
+        let msg = cs[m.to.0 as usize - 1]
+            .masked_input(m, &xs[m.to.0 as usize - 1])
+            .unwrap();
+        server.receive_masked_input(&msg, &mut sum).unwrap();
+    }
+    let requests = server.close_masked_input().unwrap();
+    let answers = unmask_all(&mut server, &mut cs, &requests);
+    let mut altered = answers.clone();
+    altered[2].self_mask_shares[0].share[0] ^= 1;
+    assert!(matches!(
+        server.finish(sum.clone(), altered),
+        Err(Error::BadStored(_))
+    ));
+    assert!(matches!(
+        server.finish(sum.clone(), answers[..4].to_vec()),
+        Err(Error::BadStored(_))
+    ));
+    let agg = server.finish(sum, answers).unwrap();
+    assert_eq!(agg.sum, sum_of(&cfg, &xs, &agg.contributors));
 }

@@ -2,11 +2,22 @@
 //! routes ciphertexts it cannot read, and in the end removes the masks of the sum.
 //!
 //! Its whole state is serde, so a gateway can keep it in its store between requests. That
-//! state holds public keys, share ciphertexts awaiting relay and, at the end, the shares the
-//! survivors reveal — never an individual input. The running sum of the masked inputs, the
-//! only part as large as the model, is a [`MaskedSum`] of its own that the caller keeps and
-//! hands to the two calls that use it ([`Server::receive_masked_input`], [`Server::finish`]),
-//! so that the small state every message and poll reads stays small.
+//! state holds public keys, who is in at each stage, each node's mask partners and a
+//! fingerprint of every accepted message — never an individual input, and nothing that grows
+//! faster than the nodes times their neighbours' ids. What is larger is kept by the caller and
+//! handed to the one call that uses it, so that the small state every message and poll reads
+//! stays small:
+//!
+//! * the running sum of the masked inputs, the only part as large as the model: a
+//!   [`MaskedSum`] for [`Server::receive_masked_input`] and [`Server::finish`];
+//! * the ShareKeys messages, every node's share ciphertexts for its neighbours (nodes ×
+//!   neighbours of them), which [`Server::receive_share_keys`] checks and the caller stores
+//!   until [`Server::close_share_keys`] relays them;
+//! * the Unmasking answers, the shares each survivor reveals (nodes × neighbours again), which
+//!   [`Server::receive_unmask`] checks and the caller stores until [`Server::finish`].
+//!
+//! The fingerprints in the state let the two closing calls refuse stored messages that are not
+//! the ones accepted ([`Error::BadStored`]).
 //!
 //! `receive_*` refusals change nothing. `close_*` with too few participants also changes
 //! nothing: the caller may wait for stragglers or abandon the session.
@@ -37,6 +48,21 @@ pub struct Aggregate {
     pub contributors: Vec<ClientId>,
 }
 
+/// A node's two public keys, as the server keeps them (an [`AdvertiseKeys`] without the
+/// session and sender, which the state holds already; that message's form is read too).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct PublicKeys {
+    #[serde(with = "crate::bytes::b64_32")]
+    cipher_pk: Bytes32,
+    #[serde(with = "crate::bytes::b64_32")]
+    mask_pk: Bytes32,
+}
+
+/// A message's [`Fingerprint`], base64 in the serialised state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+struct Print(#[serde(with = "crate::bytes::b64_32")] Bytes32);
+
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Server {
     config: RoundConfig,
@@ -44,11 +70,19 @@ pub struct Server {
     #[serde(skip)]
     graph: OnceLock<Graph>,
     /// Round AdvertiseKeys: the public keys received.
-    keys: BTreeMap<ClientId, AdvertiseKeys>,
+    keys: BTreeMap<ClientId, PublicKeys>,
     /// Admitted to ShareKeys (`U1`).
     u1: BTreeSet<ClientId>,
-    /// Round ShareKeys: ciphertexts received, kept only until relayed.
-    pending_shares: BTreeMap<ClientId, ShareKeys>,
+    /// The ShareKeys messages accepted so far, in state serialised while the server still
+    /// kept them itself: read once, handed over by [`Server::take_carried_share_keys`]; never
+    /// written.
+    #[serde(
+        default,
+        rename = "pending_shares",
+        skip_serializing,
+        deserialize_with = "carried"
+    )]
+    carried_share_keys: BTreeMap<ClientId, ShareKeys>,
     /// Admitted to MaskedInputCollection (`U2`).
     u2: BTreeSet<ClientId>,
     /// For each node of `U2`, the nodes whose shares it was sent: its mask partners.
@@ -64,10 +98,18 @@ pub struct Server {
     carried_sum: Option<Vec<u64>>,
     /// Sent a masked input (`U3`).
     u3: BTreeSet<ClientId>,
-    /// Round Unmasking: revealed shares per responder (`U4`).
-    responses: BTreeMap<ClientId, UnmaskResponse>,
-    /// Fingerprint of each accepted message, to tell replays from conflicting messages.
-    seen: BTreeMap<Round, BTreeMap<ClientId, Bytes32>>,
+    /// The Unmasking answers accepted so far, in state serialised while the server still kept
+    /// them itself: read once, handed over by [`Server::take_carried_unmask`]; never written.
+    #[serde(
+        default,
+        rename = "responses",
+        skip_serializing,
+        deserialize_with = "carried"
+    )]
+    carried_unmask: BTreeMap<ClientId, UnmaskResponse>,
+    /// Fingerprint of each accepted message, to tell replays from conflicting messages and
+    /// the messages the caller stores from others.
+    seen: BTreeMap<Round, BTreeMap<ClientId, Print>>,
 }
 
 impl Server {
@@ -80,11 +122,11 @@ impl Server {
             graph: OnceLock::new(),
             keys: BTreeMap::new(),
             u1: BTreeSet::new(),
-            pending_shares: BTreeMap::new(),
+            carried_share_keys: BTreeMap::new(),
             u2: BTreeSet::new(),
             partners: BTreeMap::new(),
             u3: BTreeSet::new(),
-            responses: BTreeMap::new(),
+            carried_unmask: BTreeMap::new(),
             seen: BTreeMap::new(),
         })
     }
@@ -130,7 +172,7 @@ impl Server {
         if session != self.config.session {
             return Err(Error::WrongSession);
         }
-        if let Some(prev) = self.seen.get(&round).and_then(|m| m.get(&from)) {
+        if let Some(Print(prev)) = self.seen.get(&round).and_then(|m| m.get(&from)) {
             return Err(if prev == fp {
                 Error::Replayed {
                     client: from,
@@ -162,7 +204,50 @@ impl Server {
     }
 
     fn record(&mut self, round: Round, from: ClientId, fp: Bytes32) {
-        self.seen.entry(round).or_default().insert(from, fp);
+        self.seen.entry(round).or_default().insert(from, Print(fp));
+    }
+
+    /// The messages of `round` the caller stored, by sender, if they are exactly the ones
+    /// this server accepted: one per sender it heard from, each with the fingerprint recorded.
+    fn stored<M: Fingerprint>(
+        &self,
+        round: Round,
+        stored: impl IntoIterator<Item = M>,
+        from: impl Fn(&M) -> ClientId,
+    ) -> Result<BTreeMap<ClientId, M>, Error> {
+        let accepted = self.seen.get(&round);
+        let mut out = BTreeMap::new();
+        for msg in stored {
+            let sender = from(&msg);
+            match accepted.and_then(|a| a.get(&sender)) {
+                Some(Print(fp)) if *fp == msg.fingerprint() => {}
+                Some(_) => {
+                    return Err(Error::BadStored(format!(
+                        "the stored {round:?} message of client {sender} is not the one accepted"
+                    )))
+                }
+                None => {
+                    return Err(Error::BadStored(format!(
+                        "a {round:?} message of client {sender} is stored, none was accepted"
+                    )))
+                }
+            }
+            if out.insert(sender, msg).is_some() {
+                return Err(Error::BadStored(format!(
+                    "two {round:?} messages of client {sender} are stored"
+                )));
+            }
+        }
+        if let Some(missing) = accepted
+            .into_iter()
+            .flat_map(BTreeMap::keys)
+            .find(|c| !out.contains_key(c))
+        {
+            return Err(Error::BadStored(format!(
+                "the {round:?} message accepted from client {missing} is not stored"
+            )));
+        }
+        Ok(out)
     }
 
     pub fn receive_advertise(&mut self, msg: AdvertiseKeys) -> Result<(), Error> {
@@ -178,7 +263,13 @@ impl Server {
             return Err(Error::ReusedKey);
         }
         self.record(Round::AdvertiseKeys, msg.from, fp);
-        self.keys.insert(msg.from, msg);
+        self.keys.insert(
+            msg.from,
+            PublicKeys {
+                cipher_pk: msg.cipher_pk,
+                mask_pk: msg.mask_pk,
+            },
+        );
         Ok(())
     }
 
@@ -239,7 +330,9 @@ impl Server {
         Ok(out)
     }
 
-    pub fn receive_share_keys(&mut self, msg: ShareKeys) -> Result<(), Error> {
+    /// Checks a node's share ciphertexts and records that it sent them. The caller keeps the
+    /// accepted message until [`Self::close_share_keys`].
+    pub fn receive_share_keys(&mut self, msg: &ShareKeys) -> Result<(), Error> {
         let fp = msg.fingerprint();
         self.admit(Round::ShareKeys, msg.session, msg.from, &fp, Some(&self.u1))?;
         let expected: BTreeSet<ClientId> = self
@@ -276,17 +369,22 @@ impl Server {
             return Err(malformed("ciphertext of the wrong length"));
         }
         self.record(Round::ShareKeys, msg.from, fp);
-        self.pending_shares.insert(msg.from, msg);
         Ok(())
     }
 
-    /// Ends ShareKeys: relays each ciphertext to its recipient and forgets it.
-    pub fn close_share_keys(&mut self) -> Result<Vec<SharesRelay>, Error> {
+    /// Ends ShareKeys: relays each ciphertext of `accepted`, the messages
+    /// [`Self::receive_share_keys`] accepted (in any order), to its recipient. The caller may
+    /// forget them afterwards.
+    pub fn close_share_keys(
+        &mut self,
+        accepted: impl IntoIterator<Item = ShareKeys>,
+    ) -> Result<Vec<SharesRelay>, Error> {
         self.at(Round::ShareKeys)?;
-        let alive = self.prune(self.pending_shares.keys().copied().collect());
+        let pending = self.stored(Round::ShareKeys, accepted, |m| m.from)?;
+        let alive = self.prune(pending.keys().copied().collect());
         self.enough(Round::ShareKeys, alive.len())?;
         let mut inbox: BTreeMap<ClientId, Vec<EncryptedShare>> = BTreeMap::new();
-        for (from, msg) in std::mem::take(&mut self.pending_shares) {
+        for (from, msg) in pending {
             if !alive.contains(&from) {
                 continue;
             }
@@ -321,6 +419,22 @@ impl Server {
     /// hands it over, once, as the session's [`MaskedSum`].
     pub fn take_carried_sum(&mut self) -> Option<MaskedSum> {
         self.carried_sum.take().map(MaskedSum::from_words)
+    }
+
+    /// State serialised before the caller kept the ShareKeys messages holds those accepted so
+    /// far: this hands them over, once, for the caller to keep with the ones still to come.
+    pub fn take_carried_share_keys(&mut self) -> Vec<ShareKeys> {
+        std::mem::take(&mut self.carried_share_keys)
+            .into_values()
+            .collect()
+    }
+
+    /// State serialised before the caller kept the Unmasking answers holds those accepted so
+    /// far: this hands them over, once, for the caller to keep with the ones still to come.
+    pub fn take_carried_unmask(&mut self) -> Vec<UnmaskResponse> {
+        std::mem::take(&mut self.carried_unmask)
+            .into_values()
+            .collect()
     }
 
     /// Adds the masked input to `sum`, the session's running sum, which the caller keeps.
@@ -374,7 +488,9 @@ impl Server {
             .collect())
     }
 
-    pub fn receive_unmask(&mut self, msg: UnmaskResponse) -> Result<(), Error> {
+    /// Checks a survivor's revealed shares and records that it sent them. The caller keeps the
+    /// accepted message until [`Self::finish`].
+    pub fn receive_unmask(&mut self, msg: &UnmaskResponse) -> Result<(), Error> {
         let fp = msg.fingerprint();
         self.admit(Round::Unmasking, msg.session, msg.from, &fp, Some(&self.u3))?;
         let partners = &self.partners[&msg.from];
@@ -408,23 +524,28 @@ impl Server {
             return Err(malformed("a partner's share is missing"));
         }
         self.record(Round::Unmasking, msg.from, fp);
-        self.responses.insert(msg.from, msg);
         Ok(())
     }
 
     /// Ends Unmasking: rebuilds each survivor's self-mask seed and each dropped node's mask
-    /// key from at least `t` shares, removes those masks from `sum`, the running sum of the
-    /// masked inputs, and returns the unmasked sum.
-    pub fn finish(&mut self, sum: MaskedSum) -> Result<Aggregate, Error> {
+    /// key from at least `t` of the shares revealed in `accepted`, the answers
+    /// [`Self::receive_unmask`] accepted (in any order), removes those masks from `sum`, the
+    /// running sum of the masked inputs, and returns the unmasked sum.
+    pub fn finish(
+        &mut self,
+        sum: MaskedSum,
+        accepted: impl IntoIterator<Item = UnmaskResponse>,
+    ) -> Result<Aggregate, Error> {
         self.at(Round::Unmasking)?;
-        self.enough(Round::Unmasking, self.responses.len())?;
+        let responses = self.stored(Round::Unmasking, accepted, |m| m.from)?;
+        self.enough(Round::Unmasking, responses.len())?;
         let t = self.config.threshold as usize;
         let session = self.config.session;
         let ring = self.config.ring_mask();
         // Shares revealed about each owner, by kind, in holder order.
         let mut self_shares: BTreeMap<ClientId, Vec<(ClientId, Bytes32)>> = BTreeMap::new();
         let mut key_shares: BTreeMap<ClientId, Vec<(ClientId, Bytes32)>> = BTreeMap::new();
-        for (holder, r) in &self.responses {
+        for (holder, r) in &responses {
             for s in &r.self_mask_shares {
                 self_shares
                     .entry(s.owner)
@@ -498,4 +619,13 @@ impl Server {
 
 fn carried_sum<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<u64>>, D::Error> {
     crate::packed::deserialize(d).map(Some)
+}
+
+/// Messages an earlier state held; `null` read as none.
+fn carried<'de, D, M>(d: D) -> Result<BTreeMap<ClientId, M>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    M: Deserialize<'de>,
+{
+    Ok(Option::<BTreeMap<ClientId, M>>::deserialize(d)?.unwrap_or_default())
 }

@@ -113,26 +113,30 @@ fn a_secure_aggregation_round_of_dp_encoded_updates_decodes_to_the_noisy_sum() {
             .receive_advertise(c.advertise_keys().unwrap())
             .unwrap();
     }
+    let mut shared = Vec::new();
     for m in server.close_advertise().unwrap() {
         let c = &mut clients[m.to.0 as usize - 1];
-        server
-            .receive_share_keys(c.share_keys(&m).unwrap())
-            .unwrap();
+        let msg = c.share_keys(&m).unwrap();
+        server.receive_share_keys(&msg).unwrap();
+        shared.push(msg);
     }
     let mut noise_rng = ChaCha20Rng::seed_from_u64(77);
     let mut sum = MaskedSum::zero(server.config());
-    for m in server.close_share_keys().unwrap() {
+    for m in server.close_share_keys(shared).unwrap() {
         let i = m.to.0 as usize - 1;
         let encoded = plan.encode(&updates[i], &mut noise_rng).unwrap();
         server
             .receive_masked_input(&clients[i].masked_input(&m, &encoded).unwrap(), &mut sum)
             .unwrap();
     }
+    let mut answers = Vec::new();
     for m in server.close_masked_input().unwrap() {
         let c = &mut clients[m.to.0 as usize - 1];
-        server.receive_unmask(c.unmask(&m).unwrap()).unwrap();
+        let msg = c.unmask(&m).unwrap();
+        server.receive_unmask(&msg).unwrap();
+        answers.push(msg);
     }
-    let agg = server.finish(sum).unwrap();
+    let agg = server.finish(sum, answers).unwrap();
     plan.check_survivors(agg.contributors.len()).unwrap();
     let decoded = plan.decode(&agg.sum).unwrap();
 

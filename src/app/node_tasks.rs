@@ -503,9 +503,16 @@ pub async fn secagg_submit(
         .await
         .map_err(TaskError::Internal)?;
     let stage = message.stage();
+    // the server's state records that a message was accepted; the ShareKeys and Unmasking
+    // messages themselves are kept beside it, for their stage's close
     match message {
-        NodeMessage::AdvertiseKeys(m) => server.receive_advertise(m),
-        NodeMessage::ShareKeys(m) => server.receive_share_keys(m),
+        NodeMessage::AdvertiseKeys(m) => server.receive_advertise(m).map_err(TaskError::Secagg)?,
+        NodeMessage::ShareKeys(m) => {
+            server.receive_share_keys(&m).map_err(TaskError::Secagg)?;
+            sa::keep(tx, round.id, sa::SHARE_KEYS_KEPT, client, &m)
+                .await
+                .map_err(TaskError::Internal)?;
+        }
         NodeMessage::MaskedInput(m) => {
             let mut sum = sa::masked_sum(tx, round.id, &server)
                 .await
@@ -515,11 +522,14 @@ pub async fn secagg_submit(
                 .map_err(TaskError::Secagg)?;
             tx.update_secagg_sum(round.id, &sum.to_bytes(server.config()))
                 .await?;
-            Ok(())
         }
-        NodeMessage::Unmask(m) => server.receive_unmask(m),
+        NodeMessage::Unmask(m) => {
+            server.receive_unmask(&m).map_err(TaskError::Secagg)?;
+            sa::keep(tx, round.id, sa::UNMASK_KEPT, client, &m)
+                .await
+                .map_err(TaskError::Internal)?;
+        }
     }
-    .map_err(TaskError::Secagg)?;
     let state = serde_json::to_vec(&server).map_err(|e| TaskError::Internal(e.into()))?;
     tx.update_secagg_session(round.id, &state).await?;
     tx.append_audit(

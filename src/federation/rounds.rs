@@ -503,6 +503,7 @@ async fn collect_secure(
     round: Round,
     now: Timestamp,
 ) -> anyhow::Result<Step> {
+    use secagg::messages::{ShareKeys, UnmaskResponse};
     use secagg::Round as Stage;
     let mut server = sa::lock_relay(tx.as_mut(), round.id).await?;
     let stage = server.round();
@@ -518,15 +519,21 @@ async fn collect_secure(
         Stage::AdvertiseKeys => server
             .close_advertise()
             .map(|m| m.into_iter().map(Relayed::Keys).collect()),
-        Stage::ShareKeys => server
-            .close_share_keys()
-            .map(|m| m.into_iter().map(Relayed::Shares).collect()),
+        Stage::ShareKeys => {
+            let shared: Vec<ShareKeys> =
+                sa::kept(tx.as_mut(), round.id, sa::SHARE_KEYS_KEPT).await?;
+            server
+                .close_share_keys(shared)
+                .map(|m| m.into_iter().map(Relayed::Shares).collect())
+        }
         Stage::MaskedInputCollection => server
             .close_masked_input()
             .map(|m| m.into_iter().map(Relayed::Unmask).collect()),
         Stage::Unmasking => {
             let masked = sa::masked_sum(tx.as_mut(), round.id, &server).await?;
-            let sum = match server.finish(masked) {
+            let answers: Vec<UnmaskResponse> =
+                sa::kept(tx.as_mut(), round.id, sa::UNMASK_KEPT).await?;
+            let sum = match server.finish(masked, answers) {
                 Ok(sum) => sum,
                 Err(e) => {
                     let reason = format!("secure aggregation failed at unmasking: {e}");
@@ -564,6 +571,11 @@ async fn collect_secure(
         .map(|m| Ok((to(m), serde_json::to_vec(m)?)))
         .collect::<anyhow::Result<Vec<_>>>()?;
     tx.insert_secagg_messages(round.id, kind, &messages).await?;
+    if stage == Stage::ShareKeys {
+        // relayed: the ciphertexts now wait in each recipient's message
+        tx.delete_secagg_received(round.id, sa::SHARE_KEYS_KEPT)
+            .await?;
+    }
     tx.update_secagg_session(round.id, &serde_json::to_vec(&server)?)
         .await?;
     tx.append_audit(system_event(AuditAction::StudyRoundSecagg, &study).details(

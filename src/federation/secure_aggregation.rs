@@ -3,7 +3,9 @@
 //! update, the stage deadlines, and what travels through `/v1/node/tasks/{id}/secagg`.
 //!
 //! The protocol itself is the `secagg` crate's: the gateway keeps a `secagg::Server` per round
-//! in its store, each node a `secagg::Client` in memory for the round.
+//! in its store, with beside it what the server leaves to its caller (the running sum of the
+//! masked inputs, and the ShareKeys and Unmasking messages until their stage closes), each
+//! node a `secagg::Client` in memory for the round.
 
 use chrono::{DateTime, Utc};
 use secagg::{
@@ -14,7 +16,7 @@ use secagg::{
     },
     ClientId, MaskedSum, Round as Stage, RoundConfig, Server, SessionId,
 };
-use serde::{Deserialize, Serialize};
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::domain::{
@@ -95,11 +97,19 @@ pub fn session_config(
     Ok(config)
 }
 
+/// The kind under which the relay keeps each holder's accepted ShareKeys message until the
+/// stage closes and relays its ciphertexts.
+pub const SHARE_KEYS_KEPT: &str = "share_keys";
+/// The kind under which the relay keeps each holder's accepted Unmasking answer until the sum
+/// is unmasked.
+pub const UNMASK_KEPT: &str = "unmask";
+
 /// The relay of round attempt `round`, locked until the transaction ends (messages of several
 /// holders and the round loop change it one after the other). The running sum of the masked
-/// inputs is not part of it: [`masked_sum`] loads that where it is used. A state written before
-/// the sum had a table of its own (migration 0007) still carries it; it moves to that table
-/// here, before anything rewrites the state without it.
+/// inputs is not part of it ([`masked_sum`] loads that where it is used), nor are the ShareKeys
+/// and Unmasking messages ([`kept`] loads those for their stage's close). A state written
+/// before these had tables of their own (migrations 0007 and 0008) still carries them; they
+/// move to those tables here, before anything rewrites the state without them.
 pub async fn lock_relay(tx: &mut dyn Tx, round: RoundId) -> anyhow::Result<Server> {
     use anyhow::Context;
     let state = tx
@@ -114,7 +124,44 @@ pub async fn lock_relay(tx: &mut dyn Tx, round: RoundId) -> anyhow::Result<Serve
                 .await?;
         }
     }
+    for m in server.take_carried_share_keys() {
+        keep(tx, round, SHARE_KEYS_KEPT, m.from, &m).await?;
+    }
+    for m in server.take_carried_unmask() {
+        keep(tx, round, UNMASK_KEPT, m.from, &m).await?;
+    }
     Ok(server)
+}
+
+/// Keeps `message`, which the relay of `round` accepted from holder `from`, for its stage's
+/// close. Only under [`lock_relay`]'s lock.
+pub async fn keep<M: Serialize>(
+    tx: &mut dyn Tx,
+    round: RoundId,
+    kind: &str,
+    from: ClientId,
+    message: &M,
+) -> anyhow::Result<()> {
+    tx.insert_secagg_received(round, from.0, kind, &serde_json::to_vec(message)?)
+        .await?;
+    Ok(())
+}
+
+/// The messages of `kind` [`keep`] kept for the round. Only under [`lock_relay`]'s lock.
+pub async fn kept<M: DeserializeOwned>(
+    tx: &mut dyn Tx,
+    round: RoundId,
+    kind: &str,
+) -> anyhow::Result<Vec<M>> {
+    use anyhow::Context;
+    tx.secagg_received(round, kind)
+        .await?
+        .into_iter()
+        .map(|(client, bytes)| {
+            serde_json::from_slice(&bytes)
+                .with_context(|| format!("the stored {kind} message of holder {client} is invalid"))
+        })
+        .collect()
 }
 
 /// The running sum of the masked inputs of the round `server` relays, zero before the first
@@ -184,6 +231,7 @@ pub fn refusal_code(e: &secagg::Error) -> &'static str {
         E::Encoding(_) => "secagg_encoding",
         E::Dp(_) => "secagg_distributed_dp",
         E::BadSum(_) => "secagg_stored_sum_invalid",
+        E::BadStored(_) => "secagg_stored_messages_invalid",
     }
 }
 

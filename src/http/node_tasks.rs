@@ -215,10 +215,13 @@ fn task_refusal(action: AuditAction, id: TaskId) -> impl Fn(TaskError) -> ApiErr
                 "secure_aggregation_not_used",
                 "the task is not a fit task of a study under secure aggregation",
             )),
+            // the gateway's own stored sum or messages do not fit its session: not the
+            // holder's fault
+            TaskError::Secagg(e @ (secagg::Error::BadSum(_) | secagg::Error::BadStored(_))) => {
+                ApiError::internal(e)
+            }
             // a retried delivery of an accepted message; another session or stage, a second
             // different message, or a holder dropped from the session: nothing changed
-            // the gateway's own stored sum does not fit its session: not the holder's fault
-            TaskError::Secagg(e @ secagg::Error::BadSum(_)) => ApiError::internal(e),
             TaskError::Secagg(e) if e.is_routing() => tag(ApiError::new(
                 StatusCode::CONFLICT,
                 sa::refusal_code(&e),

@@ -211,6 +211,20 @@ pub trait Tx: Send {
         client: u32,
         kind: &str,
     ) -> Result<Option<Vec<u8>>>;
+    /// Keeps a holder's message of `kind` that the relay accepted, until the stage that uses
+    /// it closes; a second one of the same holder and kind is ignored (the relay's state tells
+    /// which one it accepted). Only under [`Tx::lock_secagg_session`].
+    async fn insert_secagg_received(
+        &mut self,
+        round: RoundId,
+        client: u32,
+        kind: &str,
+        message: &[u8],
+    ) -> Result<()>;
+    /// Every kept message of `kind` of the round, by holder.
+    async fn secagg_received(&mut self, round: RoundId, kind: &str) -> Result<Vec<(u32, Vec<u8>)>>;
+    /// Forgets the kept messages of `kind` of the round (its stage closed).
+    async fn delete_secagg_received(&mut self, round: RoundId, kind: &str) -> Result<()>;
     /// Forgets a closed round's protocol state and messages.
     async fn delete_secagg(&mut self, round: RoundId) -> Result<()>;
 

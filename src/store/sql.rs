@@ -857,8 +857,57 @@ macro_rules! impl_tx {
                     .await?)
             }
 
+            async fn insert_secagg_received(&mut self, round: crate::domain::RoundId, client: u32,
+                kind: &str, message: &[u8]) -> crate::store::Result<()> {
+                sqlx::query(
+                    "insert into secagg_received (round_id, client, kind, message) values ($1, $2, $3, $4) \
+                     on conflict (round_id, client, kind) do nothing")
+                    .bind(round.0)
+                    .bind(i64::from(client))
+                    .bind(kind)
+                    .bind(message)
+                    .execute(&mut *self.tx)
+                    .await?;
+                Ok(())
+            }
+
+            async fn secagg_received(&mut self, round: crate::domain::RoundId, kind: &str)
+                -> crate::store::Result<Vec<(u32, Vec<u8>)>> {
+                let rows: Vec<(i64, Vec<u8>)> = sqlx::query_as(
+                    "select client, message from secagg_received where round_id = $1 and kind = $2 \
+                     order by client")
+                    .bind(round.0)
+                    .bind(kind)
+                    .fetch_all(&mut *self.tx)
+                    .await?;
+                rows.into_iter()
+                    .map(|(client, message)| {
+                        let client = u32::try_from(client).map_err(|_| {
+                            crate::store::StoreError::Corrupt(format!(
+                                "secagg_received holds client number {client}"
+                            ))
+                        })?;
+                        Ok((client, message))
+                    })
+                    .collect()
+            }
+
+            async fn delete_secagg_received(&mut self, round: crate::domain::RoundId, kind: &str)
+                -> crate::store::Result<()> {
+                sqlx::query("delete from secagg_received where round_id = $1 and kind = $2")
+                    .bind(round.0)
+                    .bind(kind)
+                    .execute(&mut *self.tx)
+                    .await?;
+                Ok(())
+            }
+
             async fn delete_secagg(&mut self, round: crate::domain::RoundId) -> crate::store::Result<()> {
                 sqlx::query("delete from secagg_message where round_id = $1")
+                    .bind(round.0)
+                    .execute(&mut *self.tx)
+                    .await?;
+                sqlx::query("delete from secagg_received where round_id = $1")
                     .bind(round.0)
                     .execute(&mut *self.tx)
                     .await?;

@@ -239,11 +239,16 @@ impl Holder<'_> {
     }
 
     async fn send(&self, message: &NodeMessage) -> Reply {
+        self.send_json(&serde_json::to_value(message).unwrap())
+            .await
+    }
+
+    async fn send_json(&self, message: &Value) -> Reply {
         self.app
             .post(
                 &format!("/v1/node/tasks/{}/secagg", self.task.task_id),
                 &self.token,
-                &serde_json::to_value(message).unwrap(),
+                message,
             )
             .await
     }
@@ -394,13 +399,23 @@ async fn a_secure_round_survives_a_dropout_and_reveals_only_the_mean(app: TestAp
         let again = h.send(&m).await;
         assert_eq!(again.code(), "secagg_message_replayed", "{}", again.text);
     }
-    for (h, c) in holders.iter().zip(clients.iter_mut()) {
+    for (i, (h, c)) in holders.iter().zip(clients.iter_mut()).enumerate() {
         let Relayed::Keys(keys) = h.relayed("advertise_keys").await else {
             panic!("keys expected")
         };
-        let r = h
-            .send(&NodeMessage::ShareKeys(c.share_keys(&keys).unwrap()))
-            .await;
+        let mut m =
+            serde_json::to_value(NodeMessage::ShareKeys(c.share_keys(&keys).unwrap())).unwrap();
+        assert!(m["shares"][0]["ciphertext"].is_string(), "base64: {m}");
+        if i == 3 {
+            // a gateway upgraded mid-stage finds the ShareKeys messages accepted so far inside
+            // the relay's state, where releases before migration 0008 kept them: they must
+            // be relayed with va's, which comes in their wire form, bytes as arrays of numbers
+            let moved = messages_as_stored_before_their_table(&app, "share_keys").await;
+            assert_eq!(moved, 3);
+            as_arrays(&mut m, false);
+            assert!(m["shares"][0]["ciphertext"].is_array(), "{m}");
+        }
+        let r = h.send_json(&m).await;
         assert_eq!(r.status, 200, "{}", r.text);
     }
     let mut relays = vec![];
@@ -408,6 +423,7 @@ async fn a_secure_round_survives_a_dropout_and_reveals_only_the_mean(app: TestAp
         let Relayed::Shares(s) = h.relayed("share_keys").await else {
             panic!("shares expected")
         };
+        assert_eq!(s.shares.len(), 3, "one ciphertext from each neighbour");
         relays.push(s);
     }
     // va stops here: it shared its keys but sends no masked input
@@ -448,6 +464,11 @@ async fn a_secure_round_survives_a_dropout_and_reveals_only_the_mean(app: TestAp
             panic!("unmask request expected")
         };
         assert_eq!(request.survivors.len(), 3);
+        if i == 2 {
+            // and the Unmasking answers accepted so far, the same way
+            let moved = messages_as_stored_before_their_table(&app, "unmask").await;
+            assert_eq!(moved, 2);
+        }
         let r = holders[i]
             .send(&NodeMessage::Unmask(clients[i].unmask(&request).unwrap()))
             .await;
@@ -519,12 +540,105 @@ async fn a_secure_round_survives_a_dropout_and_reveals_only_the_mean(app: TestAp
 
 both_backends!(a_secure_round_survives_a_dropout_and_reveals_only_the_mean);
 
+/// `v` with every byte string written as an array of numbers, as releases before base64 wrote
+/// them in messages and relay state: the named fields, and every fingerprint under `seen`.
+fn as_arrays(v: &mut Value, under_seen: bool) {
+    use base64::{engine::general_purpose::STANDARD, Engine};
+    const BYTES: [&str; 4] = ["cipher_pk", "mask_pk", "ciphertext", "share"];
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m.iter_mut() {
+                if let (true, Value::String(s)) = (BYTES.contains(&k.as_str()), &*x) {
+                    *x = json!(STANDARD.decode(s).unwrap());
+                } else {
+                    as_arrays(x, under_seen || k == "seen");
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| as_arrays(x, under_seen)),
+        Value::String(s) if under_seen => *v = json!(STANDARD.decode(&*s).unwrap()),
+        _ => {}
+    }
+}
+
+/// A relay state as releases before migration 0008 wrote it, holding `messages` (holder,
+/// stored message) under the field of `kind`: the ShareKeys messages and the Unmasking answers
+/// inside it, each holder's keys as its whole AdvertiseKeys message, and every byte string an
+/// array of numbers.
+fn state_before_0008(state: &[u8], kind: Option<&str>, messages: &[(i64, Vec<u8>)]) -> Value {
+    let mut state: Value = serde_json::from_slice(state).unwrap();
+    for field in ["pending_shares", "responses"] {
+        assert!(state.get(field).is_none(), "{state}");
+        state[field] = json!({});
+    }
+    if let Some(kind) = kind {
+        let field = match kind {
+            "share_keys" => "pending_shares",
+            "unmask" => "responses",
+            other => panic!("no such kind {other}"),
+        };
+        for (client, m) in messages {
+            state[field][client.to_string()] = serde_json::from_slice(m).unwrap();
+        }
+    }
+    let session = state["config"]["session"].clone();
+    for (id, k) in state["keys"].as_object_mut().unwrap() {
+        k["session"] = session.clone();
+        k["from"] = json!(id.parse::<u32>().unwrap());
+    }
+    as_arrays(&mut state, false);
+    state
+}
+
+/// Rewrites the one open relay of `app`'s store as releases before migration 0008 wrote it
+/// (`state_before_0008`), with the kept messages of `kind` moved into the state. Returns how
+/// many moved.
+async fn messages_as_stored_before_their_table(app: &TestApp, kind: &str) -> usize {
+    macro_rules! on {
+        ($pool:ty) => {{
+            let pool = <$pool>::connect(&app.database_url).await.unwrap();
+            let mut tx = pool.begin().await.unwrap();
+            // the row is locked first, so that neither the round loop nor a message interleaves
+            let states: Vec<Vec<u8>> = sqlx::query_scalar(
+                "update secagg_session set row_version = row_version + 1 returning state",
+            )
+            .fetch_all(&mut *tx)
+            .await
+            .unwrap();
+            assert_eq!(states.len(), 1, "one open relay");
+            let kept: Vec<(i64, Vec<u8>)> =
+                sqlx::query_as("select client, message from secagg_received where kind = $1")
+                    .bind(kind)
+                    .fetch_all(&mut *tx)
+                    .await
+                    .unwrap();
+            let state = state_before_0008(&states[0], Some(kind), &kept);
+            sqlx::query("update secagg_session set state = $1")
+                .bind(serde_json::to_vec(&state).unwrap())
+                .execute(&mut *tx)
+                .await
+                .unwrap();
+            sqlx::query("delete from secagg_received")
+                .execute(&mut *tx)
+                .await
+                .unwrap();
+            tx.commit().await.unwrap();
+            pool.close().await;
+            kept.len()
+        }};
+    }
+    match app.backend {
+        Backend::Sqlite => on!(sqlx::SqlitePool),
+        Backend::Postgres => on!(sqlx::PgPool),
+    }
+}
+
 /// Rewrites the one open relay of `app`'s store as releases before migration 0007 wrote it:
 /// the running sum of the masked inputs as a JSON array inside the state, and no row of its
-/// own. Returns that sum.
+/// own; the rest as before migration 0008 (`state_before_0008`). Returns that sum.
 async fn sum_as_stored_before_its_table(app: &TestApp) -> Vec<u64> {
     fn rewrite(state: &[u8], sum: &[u8]) -> (Vec<u8>, Vec<u64>) {
-        let mut state: Value = serde_json::from_slice(state).unwrap();
+        let mut state = state_before_0008(state, None, &[]);
         assert!(state.get("masked_sum").is_none(), "{state}");
         // without distributed DP the ring is Z_2^64: eight bytes an entry
         let words: Vec<u64> = sum
