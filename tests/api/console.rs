@@ -733,12 +733,6 @@ async fn researcher_submits_a_study_with_the_api_validation(app: TestApp) {
 }
 both_backends!(researcher_submits_a_study_with_the_api_validation);
 
-async fn etag_of(app: &TestApp, pid: &str) -> String {
-    let r = app.get(&format!("/v1/permits/{pid}"), &app.officer()).await;
-    assert_eq!(r.status, 200, "{}", r.text);
-    r.body["etag"].as_str().unwrap().to_owned()
-}
-
 /// The officer amends, extends and revokes a permit through the console: each change is the
 /// API's (state read back through the API, a new version of the terms on the page, the audit
 /// entry), and a change the API refuses is shown with its message and changes nothing.
@@ -748,7 +742,7 @@ async fn officer_amends_extends_and_revokes_through_the_console(app: TestApp) {
     let action = |name: &str| format!("/console/permits/{pid}/{name}");
 
     // Amend: new conditions and a smaller budget, as version 2 of the terms.
-    let etag = etag_of(&app, &pid).await;
+    let etag = app.permit_etag(&pid).await;
     let bad = submit(
         &app,
         &action("amend"),
@@ -800,7 +794,7 @@ async fn officer_amends_extends_and_revokes_through_the_console(app: TestApp) {
     );
 
     // Extend: a date before the current expiry is the API's field error; a later one holds.
-    let etag = etag_of(&app, &pid).await;
+    let etag = app.permit_etag(&pid).await;
     let earlier = in_days(100)[..10].to_owned();
     let refused = submit(
         &app,
@@ -847,7 +841,7 @@ async fn officer_amends_extends_and_revokes_through_the_console(app: TestApp) {
     assert!(now["extended_at"].is_string(), "{now}");
 
     // Revoke: a reason is required; then the permit is revoked and offers no action.
-    let etag = etag_of(&app, &pid).await;
+    let etag = app.permit_etag(&pid).await;
     let no_reason = submit(
         &app,
         &action("revoke"),

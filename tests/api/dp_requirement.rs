@@ -97,15 +97,6 @@ async fn epsilon_planned(app: &TestApp, id: &str) -> f64 {
     r.body["epsilon_planned"].as_f64().unwrap()
 }
 
-async fn etag(app: &TestApp, pid: &str) -> String {
-    app.get(&format!("/v1/permits/{pid}"), &app.officer())
-        .await
-        .headers["etag"]
-        .to_str()
-        .unwrap()
-        .to_owned()
-}
-
 async fn dp_requirement_is_a_permit_term(app: TestApp) {
     // The default decision keeps formal DP mandatory, at either level.
     let (default, issued) = permit_requiring(&app, None).await;
@@ -297,7 +288,7 @@ async fn amendment_changes_the_dp_requirement(app: TestApp) {
         .post_if_match(
             &path,
             &app.officer(),
-            &etag(&app, &pid).await,
+            &app.permit_etag(&pid).await,
             &json!({"dp_requirement": "sometimes", "reason": "relax DP"}),
         )
         .await;
@@ -312,7 +303,7 @@ async fn amendment_changes_the_dp_requirement(app: TestApp) {
         .post_if_match(
             &path,
             &app.officer(),
-            &etag(&app, &pid).await,
+            &app.permit_etag(&pid).await,
             &json!({"dp_requirement": "none_allowed", "reason": "output-checked models only"}),
         )
         .await;
@@ -327,7 +318,7 @@ async fn amendment_changes_the_dp_requirement(app: TestApp) {
         .post_if_match(
             &path,
             &app.officer(),
-            &etag(&app, &pid).await,
+            &app.permit_etag(&pid).await,
             &json!({"dp_requirement": "client", "reason": "holder-level protection"}),
         )
         .await;

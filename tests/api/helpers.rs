@@ -334,6 +334,15 @@ impl TestApp {
         .await
     }
 
+    /// The permit's current ETag, as an officer reads it (for `If-Match` on its changes).
+    pub async fn permit_etag(&self, pid: &str) -> String {
+        let r = self
+            .get(&format!("/v1/permits/{pid}"), &self.officer())
+            .await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        r.body["etag"].as_str().unwrap().to_owned()
+    }
+
     pub async fn post_if_match(&self, path: &str, token: &str, etag: &str, body: &Value) -> Reply {
         self.send(
             self.client

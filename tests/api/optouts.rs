@@ -103,13 +103,7 @@ async fn opt_outs_bind_only_permits_issued_after_them(app: TestApp) {
     );
 
     // Data added by an amendment is judged at the amendment: subject 2 opted out before it.
-    let etag = app
-        .get(&format!("/v1/permits/{pid}"), &app.officer())
-        .await
-        .body["etag"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let etag = app.permit_etag(&pid).await;
     let amended = app.post_if_match(&format!("/v1/permits/{pid}/amend"), &app.officer(), &etag,
         &json!({"categories": ["ehr_data", "health_determinants", "biobank_data"], "reason": "biobank linkage"})).await;
     assert_eq!(amended.status, 200, "{}", amended.text);

@@ -1851,18 +1851,11 @@ async fn fltrust_stops_when_an_amendment_removes_the_root_holder(app: TestApp) {
     for node in &nodes {
         tasks.push(node.task(&id, 1, TaskKind::Fit).await);
     }
-    let etag = app
-        .get(&format!("/v1/permits/{pid}"), &app.officer())
-        .await
-        .body["etag"]
-        .as_str()
-        .unwrap()
-        .to_owned();
     let amended = app
         .post_if_match(
             &format!("/v1/permits/{pid}/amend"),
             &app.officer(),
-            &etag,
+            &app.permit_etag(&pid).await,
             &json!({"data_holders": ["cleveland", "hungarian"], "reason": "switzerland withdrew"}),
         )
         .await;
