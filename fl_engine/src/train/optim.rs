@@ -244,10 +244,8 @@ impl Optimizer {
                         found: n,
                     });
                 }
-                let t = self.step as i32;
-                let bc1 = 1.0 - beta1.powi(t);
-                let bc2_sqrt = (1.0 - beta2.powi(t)).sqrt() as f32;
-                let step_size = (lr / bc1) as f32;
+                let (step_size, bc2_sqrt) = adam_scales(self.step, lr, beta1, beta2);
+                let (step_size, bc2_sqrt) = (step_size as f32, bc2_sqrt as f32);
                 let (b1, b2, eps, wd, lr) = (
                     beta1 as f32,
                     beta2 as f32,
@@ -289,6 +287,13 @@ impl Optimizer {
         }
         Ok(())
     }
+}
+
+/// Adam's bias corrections at step `t`: the step size `lr / (1 - b1^t)` and `sqrt(1 - b2^t)`,
+/// which divides `sqrt(v)`.
+fn adam_scales(t: u64, lr: f64, beta1: f64, beta2: f64) -> (f64, f64) {
+    let t = t as i32;
+    (lr / (1.0 - beta1.powi(t)), (1.0 - beta2.powi(t)).sqrt())
 }
 
 /// The optimiser's moments as tensors on the model's device for one local training run:
@@ -457,9 +462,7 @@ impl Optimizer {
                 check(&v)?;
                 let m = (m.affine(beta1, 0.0)? + g.affine(1.0 - beta1, 0.0)?)?;
                 let v = (v.affine(beta2, 0.0)? + g.sqr()?.affine(1.0 - beta2, 0.0)?)?;
-                let t = self.step as i32;
-                let bc2_sqrt = (1.0 - beta2.powi(t)).sqrt();
-                let step_size = lr / (1.0 - beta1.powi(t));
+                let (step_size, bc2_sqrt) = adam_scales(self.step, lr, beta1, beta2);
                 let denom = v.sqrt()?.affine(1.0 / bc2_sqrt, eps)?;
                 let new = (p - (m.affine(step_size, 0.0)? / denom)?)?;
                 moments.m.insert(name.to_owned(), m);
