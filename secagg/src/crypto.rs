@@ -1,18 +1,21 @@
 //! The primitives, each from a maintained crate: X25519 (x25519-dalek), HKDF-SHA-256 (hkdf),
-//! ChaCha20-Poly1305 (chacha20poly1305), the ChaCha20 stream as mask generator (rand_chacha)
-//! and Shamir sharing over the P-256 scalar field (vsss-rs over p256's `Scalar`).
+//! ChaCha20-Poly1305 (chacha20poly1305), the ChaCha20 stream as mask generator (chacha20, the
+//! stream cipher under chacha20poly1305; the same stream as rand_chacha's `ChaCha20Rng`) and
+//! Shamir sharing over the P-256 scalar field (vsss-rs over p256's `Scalar`).
 //!
 //! A node's two secrets — the seed of its mask key and its self-mask seed — are field
 //! elements, so that they can be shared as they are; the X25519 key and the mask stream are
 //! derived from them with HKDF under the session id.
 
+use chacha20::cipher::{KeyIvInit, StreamCipher};
+use chacha20::ChaCha20;
 use chacha20poly1305::aead::{Aead, KeyInit, Payload};
 use chacha20poly1305::{ChaCha20Poly1305, Nonce};
 use hkdf::Hkdf;
 use p256::elliptic_curve::ff::{Field, PrimeField};
 use p256::Scalar;
 use rand_chacha::ChaCha20Rng;
-use rand_core::{CryptoRng, Rng, SeedableRng};
+use rand_core::{CryptoRng, SeedableRng};
 use sha2::Sha256;
 use vsss_rs::{IdentifierPrimeField, PrimeFieldShare, ReadableShareSet, Shamir};
 use x25519_dalek::{PublicKey, StaticSecret};
@@ -174,15 +177,22 @@ pub(crate) fn decrypt_shares(
     Ok((a, b))
 }
 
-/// Adds `sign * PRG(seed)` to `acc` in `Z_{2^b}` (`mask` is `2^b - 1`). The stream is drawn
-/// a block of 8 KiB at a time: one `fill_bytes` call per block instead of one call per entry.
+/// Adds `sign * PRG(seed)` to `acc` in `Z_{2^b}` (`mask` is `2^b - 1`): entry `i` takes the
+/// little-endian word at bytes `8i..8i+8` of the ChaCha20 stream under key `seed`, nonce 0,
+/// counter from 0. That is the stream of rand_chacha's `ChaCha20Rng::from_seed(seed)`, which
+/// nodes of earlier releases draw their masks from (up to 2^32 blocks, 256 GiB, where the
+/// IETF variant's 32-bit counter ends). The stream is drawn 8 KiB at a time through the
+/// cipher's own keystream, which runs its AVX-512 code where the CPU has it (see
+/// `.cargo/config.toml`): mask expansion is most of a node's protocol cost and of the
+/// server's unmasking.
 pub(crate) fn apply_mask(acc: &mut [u64], seed: &Bytes32, negate: bool, mask: u64) {
     const WORDS: usize = 1024;
-    let mut prg = ChaCha20Rng::from_seed(*seed);
+    let mut stream = ChaCha20::new(seed.into(), &[0u8; 12].into());
     let mut buf = [0u8; WORDS * 8];
     for chunk in acc.chunks_mut(WORDS) {
         let bytes = &mut buf[..chunk.len() * 8];
-        prg.fill_bytes(bytes);
+        bytes.fill(0);
+        stream.apply_keystream(bytes);
         let words = bytes
             .chunks_exact(8)
             .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
@@ -274,4 +284,43 @@ pub(crate) fn cipher_keypair<R: CryptoRng + ?Sized>(rng: &mut R) -> (StaticSecre
 
 pub(crate) fn public_key(sk: &StaticSecret) -> Bytes32 {
     PublicKey::from(sk).to_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand_core::Rng;
+
+    /// Words `0..n` of rand_chacha's stream, which earlier releases masked with.
+    fn rand_chacha_words(seed: &Bytes32, n: usize) -> Vec<u64> {
+        let mut prg = ChaCha20Rng::from_seed(*seed);
+        (0..n).map(|_| prg.next_u64()).collect()
+    }
+
+    #[test]
+    fn masks_are_the_stream_of_rand_chachas_generator() {
+        let seed: Bytes32 = core::array::from_fn(|i| (i * 7 + 3) as u8);
+        // not a multiple of the 1024-word blocks it is drawn in, nor of ChaCha's 8 words
+        let n = 2 * 1024 + 37;
+        let expected = rand_chacha_words(&seed, n);
+        let mut added = vec![0u64; n];
+        apply_mask(&mut added, &seed, false, u64::MAX);
+        assert_eq!(added, expected);
+        let mut subtracted = vec![0u64; n];
+        apply_mask(&mut subtracted, &seed, true, u64::MAX);
+        let negated: Vec<u64> = expected.iter().map(|w| w.wrapping_neg()).collect();
+        assert_eq!(subtracted, negated);
+        // in a smaller ring: the low bits of the same words, and a mask removes itself
+        let ring = (1u64 << 20) - 1;
+        let input: Vec<u64> = (0..n as u64).map(|i| (i * 977) & ring).collect();
+        let mut masked = input.clone();
+        apply_mask(&mut masked, &seed, false, ring);
+        assert!(masked
+            .iter()
+            .zip(&input)
+            .zip(&expected)
+            .all(|((m, x), w)| *m == x.wrapping_add(*w) & ring));
+        apply_mask(&mut masked, &seed, true, ring);
+        assert_eq!(masked, input);
+    }
 }
