@@ -6,6 +6,8 @@
 
 use std::collections::HashMap;
 
+use bytes::Bytes;
+
 use fl_engine::{load_safetensors, strategy::validate_results, FitIns, FitRes, ParameterSet};
 
 use super::Requester;
@@ -14,11 +16,15 @@ use crate::{
     domain::{
         audit::{AuditAction, AuditSubject},
         audit_details::{ParametersSent, ResultAccepted, SecaggMessageAccepted, TasksDelivered},
-        study::{Round, RoundPhase, Study, StudyStatus, Task, TaskKind, TaskReport, TaskStatus},
+        study::{
+            Checkpoint, Round, RoundPhase, Study, StudyStatus, Task, TaskKind, TaskReport,
+            TaskStatus,
+        },
         time::Timestamp,
         OrgId, PermitState, StudyId,
     },
     federation::{
+        parameter_files::ParameterFiles,
         secure_aggregation::{self as sa, NodeMessage, Relayed, SecaggView},
         wire::{decode_update, encode_fit_ins, NodeStudy, NodeTask, TaskResultBody, UpdateError},
     },
@@ -190,19 +196,13 @@ async fn workable(tx: &mut dyn Tx, task: &Task, now: Timestamp) -> Result<Study,
         .ok_or(TaskError::NotLive)
 }
 
-/// What the server sends for the task: the global model of the previous round with the
-/// strategy's extras (fit), or the final model (evaluate).
-async fn fit_ins(tx: &mut dyn Tx, study: &Study, task: &Task) -> Result<FitIns, SetupError> {
-    Ok(fit_ins_and_server(tx, study, task).await?.0)
-}
-
-/// The instructions of `task` and the method's server they came from (at the study's last
-/// checkpoint).
-async fn fit_ins_and_server(
+/// The study's last checkpoint, which `task` starts from: the global model of the previous
+/// round (fit) or the final model (evaluate).
+async fn task_checkpoint(
     tx: &mut dyn Tx,
     study: &Study,
     task: &Task,
-) -> Result<(FitIns, Box<dyn fl_engine::strategy::ServerStrategy>), SetupError> {
+) -> Result<Checkpoint, SetupError> {
     let checkpoint = tx
         .latest_checkpoint(study.id)
         .await?
@@ -214,6 +214,15 @@ async fn fit_ins_and_server(
     if checkpoint.round != expected {
         return Err(SetupError::RoundMoved);
     }
+    Ok(checkpoint)
+}
+
+/// The instructions of `task` and the method's server they came from, at `checkpoint`.
+fn configure(
+    study: &Study,
+    task: &Task,
+    checkpoint: Checkpoint,
+) -> Result<(FitIns, Box<dyn fl_engine::strategy::ServerStrategy>), SetupError> {
     let internal = |e: fl_engine::EngineError| SetupError::Internal(e.into());
     let (global, _) = load_safetensors(&checkpoint.global).map_err(internal)?;
     let mut server = study
@@ -233,17 +242,43 @@ async fn fit_ins_and_server(
     Ok((ins, server))
 }
 
-/// The parameters `task` starts from, as safetensors; the download is audited.
+/// The instructions of `task` and the method's server they came from (at the study's last
+/// checkpoint).
+async fn fit_ins_and_server(
+    tx: &mut dyn Tx,
+    study: &Study,
+    task: &Task,
+) -> Result<(FitIns, Box<dyn fl_engine::strategy::ServerStrategy>), SetupError> {
+    let checkpoint = task_checkpoint(tx, study, task).await?;
+    configure(study, task, checkpoint)
+}
+
+/// The parameters `task` starts from, as safetensors; the download is audited. The file is
+/// built once per round and checkpoint (`ParameterFiles`).
 #[tracing::instrument(name = "Sending task parameters", skip_all, fields(task = %task.id))]
 pub async fn parameters(
     tx: &mut dyn Tx,
     by: &Requester<'_>,
     task: &Task,
+    files: &ParameterFiles,
     now: Timestamp,
-) -> Result<Vec<u8>, TaskError> {
+) -> Result<Bytes, TaskError> {
     let study = workable(tx, task, now).await?;
-    let ins = fit_ins(tx, &study, task).await.map_err(TaskError::Setup)?;
-    let bytes = encode_fit_ins(&ins, study.id).map_err(|e| TaskError::Internal(e.into()))?;
+    let checkpoint = task_checkpoint(tx, &study, task)
+        .await
+        .map_err(TaskError::Setup)?;
+    let bytes = match files.get(study.id, task.round, task.kind, &checkpoint) {
+        Some(file) => file,
+        None => {
+            // once per round: the copy is kept to recognise the checkpoint
+            let (ins, _) = configure(&study, task, checkpoint.clone()).map_err(TaskError::Setup)?;
+            let file = Bytes::from(
+                encode_fit_ins(&ins, study.id).map_err(|e| TaskError::Internal(e.into()))?,
+            );
+            files.keep(study.id, task.round, task.kind, checkpoint, file.clone());
+            file
+        }
+    };
     tx.append_audit(
         by.audit(AuditAction::NodeTaskParameters, AuditSubject::Task(task.id))
             .permit(study.spec.permit_id)

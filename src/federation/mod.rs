@@ -3,6 +3,7 @@
 //! to and from the data-holder nodes ([`wire`]), and the parameters and messages of secure
 //! aggregation shared by the gateway's relay and the nodes ([`secure_aggregation`]).
 
+pub mod parameter_files;
 pub mod rounds;
 pub mod secure_aggregation;
 pub mod wire;
@@ -37,6 +38,8 @@ pub struct Federation {
     /// Woken when the round loop moves a secure aggregation on (a stage closed, the round
     /// aggregated or failed), so that holders waiting on `GET …/secagg?wait=` answer at once.
     pub secagg_changed: Arc<Notify>,
+    /// The parameter file of each recent round, built once for all its holders.
+    pub parameter_files: parameter_files::ParameterFiles,
 }
 
 impl Federation {
@@ -54,6 +57,7 @@ impl Federation {
             tasks_changed: Arc::new(Notify::new()),
             wake: Arc::new(Notify::new()),
             secagg_changed: Arc::new(Notify::new()),
+            parameter_files: Default::default(),
         }
     }
 

@@ -256,7 +256,8 @@ pub async fn parameters(
     const ACTION: AuditAction = AuditAction::NodeTaskParameters;
     let mut tx = state.store.begin().await?;
     let task = assigned_task(&state, &caller, &mut *tx, id, ACTION).await?;
-    let bytes = node_tasks::parameters(&mut *tx, &caller.requester(), &task, time::now())
+    let files = &state.federation.parameter_files;
+    let bytes = node_tasks::parameters(&mut *tx, &caller.requester(), &task, files, time::now())
         .await
         .map_err(task_refusal(ACTION, id))?;
     tx.commit().await?;
