@@ -808,8 +808,17 @@ pub(crate) fn conv_gn(
 struct ConvGnOp {
     conv: Geometry,
     gn: GroupNormOp,
-    /// The convolution's output, its GroupNorm statistics and the kept column matrices.
-    saved: OnceLock<(Vec<f32>, Vec<(f32, f32)>, Kept)>,
+    saved: OnceLock<Saved>,
+}
+
+/// What [`ConvGnOp`]'s forward pass keeps for its backward pass.
+struct Saved {
+    /// The convolution's output.
+    y: Vec<f32>,
+    /// Its GroupNorm statistics.
+    stats: Vec<(f32, f32)>,
+    /// The column matrices, for small maps.
+    cols: Kept,
 }
 
 impl CustomOp3 for ConvGnOp {
@@ -832,7 +841,7 @@ impl CustomOp3 for ConvGnOp {
         let (y, cols) = g.forward(x, w, true)?;
         let (gamma, beta) = affine.split_at(self.gn.channels);
         let (out, stats) = self.gn.forward(&y, gamma, beta);
-        if self.saved.set((y, stats, cols)).is_err() {
+        if self.saved.set(Saved { y, stats, cols }).is_err() {
             candle_core::bail!("conv2d-group-norm: node computed twice")
         }
         Ok((
@@ -850,7 +859,7 @@ impl CustomOp3 for ConvGnOp {
         grad: &Tensor,
     ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
         let g = &self.conv;
-        let Some((y, stats, cols)) = self.saved.get() else {
+        let Some(Saved { y, stats, cols }) = self.saved.get() else {
             candle_core::bail!("conv2d-group-norm: backward pass before the forward pass")
         };
         let grad = grad.contiguous()?;
