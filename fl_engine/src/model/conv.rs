@@ -6,16 +6,20 @@
 //! GroupNorm is about ten graph nodes (reshape, two means, subtract, square, add, sqrt,
 //! divide, scale, shift), each with its own backward pass. Here a convolution unfolds each
 //! image into columns (`im2col`, `[in * k * k, positions]`) and makes each direction one
-//! matrix product per image: forward `W cols`; backward `cols dO^T` for the kernel (its
-//! transpose, so that `gemm` reads the columns along their rows) and, for the input, with
-//! stride 1 the convolution of `dO` with the flipped kernel (unfolded the same way), with
-//! larger strides `W^T dO` folded back (`col2im`). The columns are rebuilt in the backward
-//! pass rather than kept, into one buffer per thread. With more than one thread, each thread
-//! takes a contiguous run of images through that whole chain. GroupNorm (optionally followed
-//! by ReLU) reads each group once for its statistics and once to normalise, and its backward
-//! pass is the closed form `dx = rstd (dx̂ - mean(dx̂) - x̂ mean(dx̂ x̂))`, `dx̂ = dy gamma`.
-//! The backbone runs convolution and GroupNorm as one node ([`conv_gn`]) and a residual
-//! block's skip sum and ReLU as another ([`add_relu`]).
+//! matrix product per group of images, their columns side by side (one image per group for
+//! large maps, up to [`COLUMNS_PER_PRODUCT`] values for small ones): forward `W cols`;
+//! backward `cols dO^T` for the kernel (its transpose, so that `gemm` reads the columns along
+//! their rows) and, for the input, with stride 1 the convolution of `dO` with the flipped
+//! kernel (unfolded the same way), with larger strides `W^T dO` folded back (`col2im`). The
+//! fused convolution-GroupNorm node keeps a small batch's columns (up to [`KEPT_COLUMNS`]
+//! values) for its backward pass; other columns are rebuilt there, into one buffer per
+//! thread. With more than one thread, each thread takes a contiguous run of images through
+//! that whole chain. GroupNorm (optionally followed by ReLU) reads each group once for its
+//! statistics and once to normalise, and its backward pass is the closed form
+//! `dx = rstd (dx̂ - mean(dx̂) - x̂ mean(dx̂ x̂))`, `dx̂ = dy gamma`, with the statistics of
+//! the forward pass where the fused node kept them. The backbone runs convolution and
+//! GroupNorm as one node ([`conv_gn`]) and a residual block's skip sum and ReLU as another
+//! ([`add_relu`]).
 //!
 //! Both keep candle's arithmetic (biased variance, `(x - mean) / sqrt(var + eps)` forward,
 //! ReLU derivative 1 at 0) and fall back to candle's ops off the CPU or for other dtypes; the
@@ -226,8 +230,9 @@ impl Geometry {
     }
 }
 
-/// Most values in one column matrix of images side by side (1 MiB of f32): within a core's
-/// L2 here (AMD EPYC, 1 MiB), so the columns stay in cache between unfolding and product.
+/// Most values in one column matrix of images side by side (1 MiB of f32, a core's L2 on
+/// the AMD EPYC machines measured), so the columns stay in cache between unfolding and
+/// product.
 const COLUMNS_PER_PRODUCT: usize = 1 << 18;
 
 /// Most values in the column matrices of a batch that a forward pass keeps for the backward
@@ -281,8 +286,8 @@ fn flipped(w: &[f32], g: &Geometry) -> Vec<f32> {
 /// an in-place op is candle's safe way to refill one tensor's own buffer between them
 /// (a fresh tensor per image would allocate and zero its columns every time). Its rows are
 /// `ld` apart, a whole and odd number of cache lines: rows a power of two apart (an 8x8 map
-/// has 64 positions, 32 of them side by side 2,048) fall into the same few sets of the L1
-/// cache, and writing one image's columns row after row then evicts line after line.
+/// has 64 positions, 16 images side by side 1,024) map to the same few sets of the L1
+/// cache, so one image's columns, written row after row, would evict each other.
 struct Scratch {
     buf: Tensor,
     cols: usize,
