@@ -14,7 +14,9 @@
 //!
 //! Options: `--threads N`, `--repeats N` (timed loops per side and turn, default 5),
 //! `--only a,b` (cases whose name contains one of these), `--device cuda` (both sides on the
-//! first GPU; the engine needs `--features cuda`, PyTorch a CUDA build).
+//! first GPU; the engine needs `--features cuda`, PyTorch a CUDA build), `--engine-only` (the
+//! engine's loops alone, for profiling it without the PyTorch processes: the PyTorch columns
+//! and the ratio stay empty).
 use std::io::Write;
 use std::process::Command;
 use std::time::Instant;
@@ -274,6 +276,7 @@ fn main() {
     let repeats: usize = value("--repeats").map_or(5, |v| v.parse().expect("--repeats N"));
     let device_name = value("--device").unwrap_or_else(|| "cpu".into());
     let device = fl_engine::device::parse(&device_name).expect("--device");
+    let engine_only = args.iter().any(|a| a == "--engine-only");
     let only: Vec<String> = value("--only")
         .map(|v| v.split(',').map(str::to_owned).collect())
         .unwrap_or_default();
@@ -301,33 +304,45 @@ fn main() {
             std::process::id(),
             case.name
         ));
-        write_rows(&case.data, &rows_file);
+        if !engine_only {
+            write_rows(&case.data, &rows_file);
+        }
         let ours = case.spec.parameter_count().unwrap();
         let (mut torch_times, mut engine_times) = (vec![], vec![]);
         for _turn in 0..2 {
-            let (params, t) = torch_side(&case, threads, &device_name, &rows_file);
-            assert_eq!(
-                params, ours,
-                "{}: the two sides build different models",
-                case.name
-            );
-            torch_times.extend(t);
+            if !engine_only {
+                let (params, t) = torch_side(&case, threads, &device_name, &rows_file);
+                assert_eq!(
+                    params, ours,
+                    "{}: the two sides build different models",
+                    case.name
+                );
+                torch_times.extend(t);
+            }
             engine_times.extend(engine_side(&case, &device));
         }
-        let _ = std::fs::remove_file(&rows_file);
         let steps = case.epochs * case.data.len().div_ceil(BATCH);
-        let (t, e) = (median(&torch_times), median(&engine_times));
+        let e = median(&engine_times);
+        // PyTorch's ms/loop and steps/s, and the ratio; empty with --engine-only
+        let (torch_ms, torch_rate, ratio) = if engine_only {
+            Default::default()
+        } else {
+            let _ = std::fs::remove_file(&rows_file);
+            let t = median(&torch_times);
+            (
+                format!("{:.1}", t * 1e3),
+                format!("{:.0}", steps as f64 / t),
+                format!("{:.2}", t / e),
+            )
+        };
         println!(
-            "| {} | {} | {} | {} | {:.1} | {:.1} | {:.0} | {:.0} | {:.2} |",
+            "| {} | {} | {} | {} | {torch_ms} | {:.1} | {torch_rate} | {:.0} | {ratio} |",
             case.name,
             ours,
             case.data.len(),
             steps,
-            t * 1e3,
             e * 1e3,
-            steps as f64 / t,
             steps as f64 / e,
-            t / e
         );
     }
 }

@@ -6,16 +6,20 @@
 //! GroupNorm is about ten graph nodes (reshape, two means, subtract, square, add, sqrt,
 //! divide, scale, shift), each with its own backward pass. Here a convolution unfolds each
 //! image into columns (`im2col`, `[in * k * k, positions]`) and makes each direction one
-//! matrix product per image: forward `W cols`; backward `cols dO^T` for the kernel (its
-//! transpose, so that `gemm` reads the columns along their rows) and, for the input, with
-//! stride 1 the convolution of `dO` with the flipped kernel (unfolded the same way), with
-//! larger strides `W^T dO` folded back (`col2im`). The columns are rebuilt in the backward
-//! pass rather than kept, into one buffer per thread. With more than one thread, each thread
-//! takes a contiguous run of images through that whole chain. GroupNorm (optionally followed
-//! by ReLU) reads each group once for its statistics and once to normalise, and its backward
-//! pass is the closed form `dx = rstd (dx̂ - mean(dx̂) - x̂ mean(dx̂ x̂))`, `dx̂ = dy gamma`.
-//! The backbone runs convolution and GroupNorm as one node ([`conv_gn`]) and a residual
-//! block's skip sum and ReLU as another ([`add_relu`]).
+//! matrix product per group of images, their columns side by side (one image per group for
+//! large maps, up to [`COLUMNS_PER_PRODUCT`] values for small ones): forward `W cols`;
+//! backward `cols dO^T` for the kernel (its transpose, so that `gemm` reads the columns along
+//! their rows) and, for the input, with stride 1 the convolution of `dO` with the flipped
+//! kernel (unfolded the same way), with larger strides `W^T dO` folded back (`col2im`). The
+//! fused convolution-GroupNorm node keeps a small batch's columns (up to [`KEPT_COLUMNS`]
+//! values) for its backward pass; other columns are rebuilt there, into one buffer per
+//! thread. With more than one thread, each thread takes a contiguous run of images through
+//! that whole chain. GroupNorm (optionally followed by ReLU) reads each group once for its
+//! statistics and once to normalise, and its backward pass is the closed form
+//! `dx = rstd (dx̂ - mean(dx̂) - x̂ mean(dx̂ x̂))`, `dx̂ = dy gamma`, with the statistics of
+//! the forward pass where the fused node kept them. The backbone runs convolution and
+//! GroupNorm as one node ([`conv_gn`]) and a residual block's skip sum and ReLU as another
+//! ([`add_relu`]).
 //!
 //! Both keep candle's arithmetic (biased variance, `(x - mean) / sqrt(var + eps)` forward,
 //! ReLU derivative 1 at 0) and fall back to candle's ops off the CPU or for other dtypes; the
@@ -28,7 +32,7 @@ use candle_core::{
 use candle_nn::{Conv2d, Conv2dConfig, GroupNorm};
 use rayon::prelude::*;
 
-use super::fused::{cpu_slice, f32_slice, matmul_into};
+use super::fused::{cpu_slice, f32_slice, matmul_into, matmul_with};
 
 /// Geometry of one convolution (square kernel, same stride and padding on both axes).
 #[derive(Clone, Copy, Debug)]
@@ -41,6 +45,9 @@ struct Geometry {
     k: usize,
     stride: usize,
     pad: usize,
+    /// Most values in one column matrix of images side by side ([`COLUMNS_PER_PRODUCT`];
+    /// tests set 1 for one image per product).
+    columns: usize,
 }
 
 impl Geometry {
@@ -62,13 +69,6 @@ impl Geometry {
         self.cin * self.k * self.k
     }
 
-    /// The input pixel row/column that output `o` and kernel offset `kk` read, if inside.
-    fn source(&self, o: usize, kk: usize, size: usize) -> Option<usize> {
-        (o * self.stride + kk)
-            .checked_sub(self.pad)
-            .filter(|&i| i < size)
-    }
-
     /// The outputs `lo..hi` along an axis of `size` inputs whose kernel offset `kk` reads
     /// inside the image (the rest read padding); output `o` reads input
     /// `o * stride + kk - pad`.
@@ -82,35 +82,67 @@ impl Geometry {
         (lo, hi.max(lo))
     }
 
-    /// One image's `[in, h, w]` unfolded into `cols [in * k * k, positions]`, row
-    /// `(c, ky, kx)`, column `(oy, ox)`. Only the entries that read inside the image are
-    /// written: the rest read padding, the same entries for every image of one geometry, so a
-    /// buffer zeroed once can be reused image after image.
-    fn im2col(&self, x: &[f32], cols: &mut [f32]) {
+    /// One image's `[in, h, w]` unfolded into the columns `[in * k * k, positions]`, row
+    /// `(c, ky, kx)`, column `(oy, ox)`, rows `ld` apart in `cols` (`ld > positions` when the
+    /// columns of several images lie side by side). Only the entries that read inside the
+    /// image are written: the rest read padding, the same entries for every image of one
+    /// geometry, so a buffer zeroed once can be reused image after image.
+    fn im2col(&self, x: &[f32], cols: &mut [f32], ld: usize) {
         let (l, ow, k) = (self.positions(), self.out_w(), self.k);
-        if l == 0 {
+        let plane_len = self.h * self.w;
+        if l == 0 || plane_len == 0 {
             return;
         }
-        for (r, row) in cols.chunks_mut(l).enumerate() {
-            let (c, ky, kx) = (r / (k * k), (r / k) % k, r % k);
-            let plane = &x[c * self.h * self.w..][..self.h * self.w];
-            let (lo, hi) = self.span(kx, self.w, ow);
-            if lo == hi {
-                continue;
-            }
-            // the input column of output `lo`
-            let first = lo * self.stride + kx - self.pad;
-            for oy in 0..self.out_h() {
-                let Some(iy) = self.source(oy, ky, self.h) else {
+        // the bounds depend on the kernel offset only: worked out once per offset, not per
+        // row (with 8x8 maps they cost more than the row's copy)
+        for ky in 0..k {
+            let (y_lo, y_hi) = self.span(ky, self.h, self.out_h());
+            for kx in 0..k {
+                let (lo, hi) = self.span(kx, self.w, ow);
+                if lo == hi || y_lo == y_hi {
                     continue;
-                };
-                let dst = &mut row[oy * ow + lo..oy * ow + hi];
-                let src = &plane[iy * self.w..][..self.w];
-                if self.stride == 1 {
-                    dst.copy_from_slice(&src[first..first + dst.len()]);
-                } else {
-                    for (i, d) in dst.iter_mut().enumerate() {
-                        *d = src[first + i * self.stride];
+                }
+                let rows = (0..self.cin).map(|c| (c * k + ky) * k + kx);
+                let planes = x.chunks_exact(plane_len);
+                if self.stride == 1 && ow == self.w {
+                    // output (oy, ox) reads input (oy + ky - pad, ox + kx - pad): over the
+                    // rows y_lo..y_hi one run of the plane, shifted, in one copy; the entries
+                    // whose `ox + kx - pad` falls off the row's edge (they wrap onto the next
+                    // or last row, or off the plane) are then set back to zero
+                    let shift = (ky * self.w + kx) as isize - (self.pad * (self.w + 1)) as isize;
+                    let (d0, d1) = (y_lo * ow, y_hi * ow);
+                    let from = d0.max((-shift).max(0) as usize);
+                    let to = d1.min((plane_len as isize - shift) as usize);
+                    let src = (from as isize + shift) as usize;
+                    for (r, plane) in rows.zip(planes) {
+                        let row = &mut cols[r * ld..][..l];
+                        row[from..to].copy_from_slice(&plane[src..src + (to - from)]);
+                        // (a column at a time: one or two entries per line with a 3x3 kernel)
+                        for e in (0..lo).chain(hi..ow) {
+                            for v in row[d0 + e..d1].iter_mut().step_by(ow) {
+                                *v = 0.0;
+                            }
+                        }
+                    }
+                    continue;
+                }
+                // the input column of output `lo`
+                let first = lo * self.stride + kx - self.pad;
+                for (r, plane) in rows.zip(planes) {
+                    let row = &mut cols[r * ld..][..l];
+                    for oy in y_lo..y_hi {
+                        let iy = oy * self.stride + ky - self.pad;
+                        let dst = &mut row[oy * ow + lo..oy * ow + hi];
+                        let src = &plane[iy * self.w..][..self.w];
+                        if self.stride == 1 {
+                            dst.copy_from_slice(&src[first..first + dst.len()]);
+                        } else {
+                            for (d, &s) in
+                                dst.iter_mut().zip(src[first..].iter().step_by(self.stride))
+                            {
+                                *d = s;
+                            }
+                        }
                     }
                 }
             }
@@ -131,54 +163,106 @@ impl Geometry {
             k: self.k,
             stride: 1,
             pad: self.k - 1 - self.pad,
+            columns: self.columns,
         })
     }
 
-    /// Adds one image's column gradient back into its `[in, h, w]` input gradient.
-    fn col2im(&self, cols: &[f32], dx: &mut [f32]) {
+    /// Adds one image's column gradient (rows `ld` apart in `cols`, as [`Self::im2col`]
+    /// writes them) back into its `[in, h, w]` input gradient.
+    fn col2im(&self, cols: &[f32], ld: usize, dx: &mut [f32]) {
         let (l, ow, k) = (self.positions(), self.out_w(), self.k);
         let plane_len = self.h * self.w;
-        if plane_len == 0 {
+        if l == 0 || plane_len == 0 {
             return;
         }
-        let add = |(c, plane): (usize, &mut [f32])| {
-            for r in c * k * k..(c + 1) * k * k {
-                let (ky, kx) = ((r / k) % k, r % k);
-                let row = &cols[r * l..][..l];
+        for ky in 0..k {
+            let (y_lo, y_hi) = self.span(ky, self.h, self.out_h());
+            for kx in 0..k {
                 let (lo, hi) = self.span(kx, self.w, ow);
-                if lo == hi {
+                if lo == hi || y_lo == y_hi {
                     continue;
                 }
                 let first = lo * self.stride + kx - self.pad;
-                for oy in 0..self.out_h() {
-                    let Some(iy) = self.source(oy, ky, self.h) else {
-                        continue;
-                    };
-                    let src = &row[oy * ow + lo..oy * ow + hi];
-                    let dst = &mut plane[iy * self.w..][..self.w];
-                    if self.stride == 1 {
-                        let dst = &mut dst[first..first + src.len()];
-                        dst.iter_mut().zip(src).for_each(|(d, s)| *d += s);
-                    } else {
-                        for (i, s) in src.iter().enumerate() {
-                            dst[first + i * self.stride] += s;
+                for (c, plane) in dx.chunks_exact_mut(plane_len).enumerate() {
+                    let row = &cols[((c * k + ky) * k + kx) * ld..][..l];
+                    for oy in y_lo..y_hi {
+                        let iy = oy * self.stride + ky - self.pad;
+                        let src = &row[oy * ow + lo..oy * ow + hi];
+                        let dst = &mut plane[iy * self.w..][..self.w];
+                        for (d, s) in dst[first..].iter_mut().step_by(self.stride).zip(src) {
+                            *d += s;
                         }
                     }
                 }
             }
-        };
-        dx.chunks_mut(plane_len).enumerate().for_each(add);
+        }
     }
 
     /// Images per run: the batch in one contiguous run per rayon thread (fewer when there
-    /// are fewer images), or one run when the work is too small to split.
-    fn images_per_run(&self, work: usize) -> usize {
+    /// are fewer images), or one run when the work (the larger of input and output) is too
+    /// small to split. The same in both directions, so that the backward pass meets the
+    /// groups of images whose columns the forward pass kept.
+    fn images_per_run(&self) -> usize {
+        let work = self.batch * (self.cin * self.h * self.w).max(self.cout * self.positions());
         let runs = if parallel(work) {
             rayon::current_num_threads().min(self.batch)
         } else {
             1
         };
         self.batch.div_ceil(runs.max(1)).max(1)
+    }
+
+    /// Images whose columns go side by side into one matrix product, for a run of `count`
+    /// images: as many as keep that matrix within `columns` values (at least one), in
+    /// groups of equal size but the run's last. Small maps thus share a product (at 8x8,
+    /// one image's products are 9k-150k multiply-adds, and the cost of each call shows),
+    /// large ones keep theirs.
+    fn images_per_product(&self, count: usize) -> usize {
+        // the larger column matrix of the two directions: the input's, or (stride 1) the
+        // output gradient's, unfolded for the input gradient
+        let per_image = self
+            .transposed()
+            .map_or(0, |b| b.patch() * b.positions())
+            .max(self.patch() * self.positions())
+            .max(1);
+        let most = (self.columns / per_image).clamp(1, count.max(1));
+        count.div_ceil(count.max(1).div_ceil(most)).max(1)
+    }
+}
+
+/// Most values in one column matrix of images side by side (1 MiB of f32, a core's L2 on
+/// the AMD EPYC machines measured), so the columns stay in cache between unfolding and
+/// product.
+const COLUMNS_PER_PRODUCT: usize = 1 << 18;
+
+/// Most values in the column matrices of a batch that a forward pass keeps for the backward
+/// pass (4 MiB of f32), which then need not unfold the images again: small maps' columns
+/// (an 8x8 model's are about 1 MiB per layer at 32 images); large ones are rebuilt.
+const KEPT_COLUMNS: usize = 1 << 20;
+
+/// Column matrices kept by a forward pass: first image, images, `[in * k * k, images *
+/// positions]`, one per product.
+type Kept = Vec<(usize, usize, Tensor)>;
+
+/// `dst [images, rows, len]` from `m [rows, images * len]`: each image's columns of a
+/// product over several images side by side, back in the image's own `[rows, len]` order.
+fn split_images(m: &[f32], images: usize, len: usize, dst: &mut [f32]) {
+    let rows = m.len() / (images * len).max(1);
+    for (b, dst) in dst.chunks_exact_mut((rows * len).max(1)).enumerate() {
+        for (r, d) in dst.chunks_exact_mut(len.max(1)).enumerate() {
+            d.copy_from_slice(&m[(r * images + b) * len..][..len]);
+        }
+    }
+}
+
+/// The inverse of [`split_images`]: `m [rows, images * len]`, rows `ld` apart, from
+/// `src [images, rows, len]`.
+fn join_images(src: &[f32], images: usize, len: usize, m: &mut [f32], ld: usize) {
+    let rows = src.len() / (images * len).max(1);
+    for (b, src) in src.chunks_exact((rows * len).max(1)).enumerate() {
+        for (r, s) in src.chunks_exact(len.max(1)).enumerate() {
+            m[r * ld + b * len..][..len].copy_from_slice(s);
+        }
     }
 }
 
@@ -200,18 +284,67 @@ fn flipped(w: &[f32], g: &Geometry) -> Vec<f32> {
 
 /// A `[rows, cols]` f32 matrix reused as scratch space: products take candle tensors, and
 /// an in-place op is candle's safe way to refill one tensor's own buffer between them
-/// (a fresh tensor per image would allocate and zero its columns every time).
-struct Scratch(Tensor);
+/// (a fresh tensor per image would allocate and zero its columns every time). Its rows are
+/// `ld` apart, a whole and odd number of cache lines: rows a power of two apart (an 8x8 map
+/// has 64 positions, 16 images side by side 1,024) map to the same few sets of the L1
+/// cache, so one image's columns, written row after row, would evict each other.
+struct Scratch {
+    buf: Tensor,
+    cols: usize,
+    ld: usize,
+}
 
 impl Scratch {
     fn new(rows: usize, cols: usize) -> candle_core::Result<Self> {
-        Ok(Self(Tensor::zeros((rows, cols), DType::F32, &Device::Cpu)?))
+        let ld = (cols.div_ceil(16) | 1) * 16;
+        Ok(Self {
+            buf: Tensor::zeros((rows, ld), DType::F32, &Device::Cpu)?,
+            cols,
+            ld,
+        })
     }
 
-    /// Runs `fill` on the buffer and returns the matrix.
-    fn fill(&self, fill: impl Fn(&mut [f32])) -> candle_core::Result<&Tensor> {
-        self.0.inplace_op1(&Fill(fill))?;
-        Ok(&self.0)
+    /// Runs `fill` on the buffer (and its row pitch) and returns the matrix, a view of it.
+    fn fill(&self, fill: impl Fn(&mut [f32], usize)) -> candle_core::Result<Tensor> {
+        self.buf
+            .inplace_op1(&Fill(|b: &mut [f32]| fill(b, self.ld)))?;
+        self.buf.narrow(1, 0, self.cols)
+    }
+}
+
+/// Scratch matrices `[rows, images * len]` for the groups of images of one run: groups
+/// differ by at most one image (see [`Geometry::images_per_product`]), so at most two widths,
+/// each made when first needed.
+struct GroupScratch {
+    rows: usize,
+    len: usize,
+    made: Vec<(usize, Scratch)>,
+}
+
+impl GroupScratch {
+    fn new(rows: usize, len: usize) -> Self {
+        Self {
+            rows,
+            len,
+            made: Vec::with_capacity(2),
+        }
+    }
+
+    /// The matrix for `images` images, refilled by `fill` (see [`Scratch::fill`]).
+    fn fill(
+        &mut self,
+        images: usize,
+        fill: impl Fn(&mut [f32], usize),
+    ) -> candle_core::Result<Tensor> {
+        let i = match self.made.iter().position(|(n, _)| *n == images) {
+            Some(i) => i,
+            None => {
+                self.made
+                    .push((images, Scratch::new(self.rows, images * self.len)?));
+                self.made.len() - 1
+            }
+        };
+        self.made[i].1.fill(fill)
     }
 }
 
@@ -274,6 +407,7 @@ impl Conv {
             k: kh,
             stride: self.cfg.stride,
             pad: self.cfg.padding,
+            columns: COLUMNS_PER_PRODUCT,
         }))
     }
 
@@ -355,48 +489,74 @@ fn every_nth(
 
 impl Geometry {
     /// The convolution of the batch `x [batch, in, h, w]` with `w [out, in * k * k]`:
-    /// `[batch, out, positions]`.
-    fn forward(&self, x: &[f32], w: &[f32]) -> candle_core::Result<Vec<f32>> {
+    /// `[batch, out, positions]`; with `keep`, and where the batch's columns are within
+    /// [`KEPT_COLUMNS`], also the column matrices, for [`Self::backward`] to reuse.
+    fn forward(&self, x: &[f32], w: &[f32], keep: bool) -> candle_core::Result<(Vec<f32>, Kept)> {
         let g = self;
         let (l, image) = (g.positions(), g.cin * g.h * g.w);
         let w = Tensor::from_slice(w, (g.cout, g.patch()), &Device::Cpu)?;
         let mut out = vec![0f32; g.batch * g.cout * l];
-        // image by image, so the columns stay in cache between unfolding and product, and
-        // the product lands in `[out, positions]` order; with more than one thread, each
-        // thread takes a contiguous run of images through the whole chain (one image's
-        // product is too small to split well) with its own column buffer. candle still
-        // hands each product to `gemm` with the pool's thread count (it reads
+        let keep = keep && g.batch * g.patch() * l <= KEPT_COLUMNS;
+        // a few images at a time (one, for large maps; see `images_per_product`), their
+        // columns side by side, so they stay in cache between unfolding and product; with
+        // more than one thread, each thread takes a contiguous run of images through the
+        // whole chain (one product is too small to split well) with its own column buffers.
+        // candle still hands each product to `gemm` with the pool's thread count (it reads
         // RAYON_NUM_THREADS, with no per-call setting); nested in a run, rayon keeps both
         // halves on the calling thread unless another one is idle.
         let per_image = (g.cout * l).max(1);
-        let per_run = g.images_per_run(out.len());
-        let run = |(r, out): (usize, &mut [f32])| -> candle_core::Result<()> {
-            let cols = Scratch::new(g.patch(), l)?;
-            for (i, out) in out.chunks_mut(per_image).enumerate() {
-                let n = r * per_run + i;
-                let cols = cols.fill(|c| g.im2col(&x[n * image..(n + 1) * image], c))?;
-                matmul_into(out, false, &w, cols)?;
+        let per_run = g.images_per_run();
+        let run = |(r, out): (usize, &mut [f32])| -> candle_core::Result<Kept> {
+            let count = out.len() / per_image;
+            let per_product = g.images_per_product(count);
+            let mut unfold = GroupScratch::new(g.patch(), l);
+            let mut kept = vec![];
+            for (i, out) in out.chunks_mut(per_product * per_image).enumerate() {
+                let (first, n) = (r * per_run + i * per_product, out.len() / per_image);
+                let fill = |c: &mut [f32], ld| {
+                    for b in 0..n {
+                        g.im2col(&x[(first + b) * image..][..image], &mut c[b * l..], ld);
+                    }
+                };
+                // kept columns need a matrix each; else one is refilled product after product
+                let cols = if keep {
+                    Scratch::new(g.patch(), n * l)?.fill(fill)?
+                } else {
+                    unfold.fill(n, fill)?
+                };
+                matmul_with(&w, &cols, |v| {
+                    split_images(v, n, l, out);
+                    Ok(())
+                })?;
+                if keep {
+                    kept.push((first, n, cols));
+                }
             }
-            Ok(())
+            Ok(kept)
         };
-        if per_run < g.batch {
-            out.par_chunks_mut(per_run * per_image)
+        let kept = if per_run < g.batch {
+            let runs: Vec<Kept> = out
+                .par_chunks_mut(per_run * per_image)
                 .enumerate()
-                .try_for_each(run)?;
+                .map(run)
+                .collect::<candle_core::Result<_>>()?;
+            runs.into_iter().flatten().collect()
         } else {
-            run((0, &mut out))?;
-        }
-        Ok(out)
+            run((0, &mut out))?
+        };
+        Ok((out, kept))
     }
 
     /// The kernel gradient and, with `want_dx`, the input gradient, from the output gradient
-    /// `grad [batch, out, positions]` (contiguous).
+    /// `dy [batch, out, positions]`; the column matrices `kept` by the forward pass are
+    /// reused, the others rebuilt.
     fn backward(
         &self,
         xv: &[f32],
         want_dx: bool,
         w: &[f32],
-        grad: &Tensor,
+        dy: &[f32],
+        kept: &[(usize, usize, Tensor)],
     ) -> candle_core::Result<(Option<Vec<f32>>, Vec<f32>)> {
         let g = self;
         let (l, image) = (g.positions(), g.cin * g.h * g.w);
@@ -408,42 +568,57 @@ impl Geometry {
             None => Tensor::from_slice(w, (g.cout, g.patch()), &Device::Cpu)?.t()?,
         };
         let mut dx = want_dx.then(|| vec![0f32; g.batch * image]);
-        let (gs, gl) = grad.storage_and_layout();
-        let dy = cpu_slice(&gs, gl, "output gradient")?;
-        let per_run = g.images_per_run(g.batch * image);
-        // one run of images: its kernel gradient summed in image order, and the images'
-        // input gradients when asked for
+        let per_run = g.images_per_run();
+        let grad_len = g.cout * l;
+        // one run of images: its kernel gradient summed in the order of its images, and the
+        // images' input gradients when asked for
         let run = |r: usize, mut dx: Option<&mut [f32]>| -> candle_core::Result<Vec<f32>> {
-            let first = r * per_run;
-            let count = per_run.min(g.batch - first);
+            let start = r * per_run;
+            let count = per_run.min(g.batch - start);
+            let per_product = g.images_per_product(count);
             // `dW^T = cols dO^T`, accumulated `[in * k * k, out]` and turned at the end: the
             // product `dO cols^T` would read the columns across their rows (`gemm` packs them
             // element by element with a stride of a whole row), `dO^T` is the small operand
             let mut dw_t = vec![0f32; g.patch() * g.cout];
-            let cols = Scratch::new(g.patch(), l)?;
-            let d_cols = match (&back, &dx) {
-                (Some(b), Some(_)) => Some(Scratch::new(b.patch(), b.positions())?),
-                _ => None,
-            };
-            for n in first..first + count {
-                let cols = cols.fill(|c| g.im2col(&xv[n * image..(n + 1) * image], c))?;
-                let d_out = grad.get(n)?;
-                matmul_into(&mut dw_t, true, cols, &d_out.t()?)?;
+            let mut unfold = GroupScratch::new(g.patch(), l);
+            let mut d_out = GroupScratch::new(g.cout, l);
+            let mut d_cols = back.map(|b| GroupScratch::new(b.patch(), b.positions()));
+            for first in (start..start + count).step_by(per_product) {
+                let n = per_product.min(start + count - first);
+                let cols = match kept.iter().find(|k| (k.0, k.1) == (first, n)) {
+                    Some(k) => k.2.clone(),
+                    None => unfold.fill(n, |c, ld| {
+                        for b in 0..n {
+                            g.im2col(&xv[(first + b) * image..][..image], &mut c[b * l..], ld);
+                        }
+                    })?,
+                };
+                let dy_n = &dy[first * grad_len..][..n * grad_len];
+                let d_out = d_out.fill(n, |m, ld| join_images(dy_n, n, l, m, ld))?;
+                matmul_into(&mut dw_t, true, &cols, &d_out.t()?)?;
                 let Some(dx) = dx.as_deref_mut() else {
                     continue;
                 };
-                let dx = &mut dx[(n - first) * image..][..image];
-                match (&back, &d_cols) {
+                let dx = &mut dx[(first - start) * image..][..n * image];
+                match (&back, d_cols.as_mut()) {
                     (Some(b), Some(d_cols)) => {
-                        let dy_n = &dy[n * g.cout * l..][..g.cout * l];
-                        let d_cols = d_cols.fill(|c| b.im2col(dy_n, c))?;
-                        matmul_into(dx, false, &w_back, d_cols)?;
+                        let lb = b.positions();
+                        let d_cols = d_cols.fill(n, |c, ld| {
+                            for i in 0..n {
+                                b.im2col(&dy_n[i * grad_len..][..grad_len], &mut c[i * lb..], ld);
+                            }
+                        })?;
+                        matmul_with(&w_back, &d_cols, |v| {
+                            split_images(v, n, lb, dx);
+                            Ok(())
+                        })?;
                     }
-                    _ => {
-                        let d_cols = w_back.matmul(&d_out)?;
-                        let (ds, dl) = d_cols.storage_and_layout();
-                        g.col2im(cpu_slice(&ds, dl, "column gradient")?, dx);
-                    }
+                    _ => matmul_with(&w_back, &d_out, |v| {
+                        for (i, dx) in dx.chunks_exact_mut(image.max(1)).enumerate() {
+                            g.col2im(&v[i * l..], n * l, dx);
+                        }
+                        Ok(())
+                    })?,
                 }
             }
             let mut dw = vec![0f32; g.cout * g.patch()];
@@ -475,7 +650,6 @@ impl Geometry {
         for p in parts {
             dw.iter_mut().zip(&p).for_each(|(d, v)| *d += v);
         }
-        drop(gs);
         Ok((dx, dw))
     }
 }
@@ -497,7 +671,7 @@ impl CustomOp2 for ConvOp {
         let g = &self.0;
         let (x, w) = (f32_slice(xs, xl, "input")?, f32_slice(ws, wl, "kernel")?);
         Ok((
-            CpuStorage::F32(g.forward(x, w)?),
+            CpuStorage::F32(g.forward(x, w, false)?.0),
             Shape::from((g.batch, g.cout, g.out_h(), g.out_w())),
         ))
     }
@@ -510,18 +684,18 @@ impl CustomOp2 for ConvOp {
         grad: &Tensor,
     ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>)> {
         let g = &self.0;
-        let grad = grad
-            .contiguous()?
-            .reshape((g.batch, g.cout, g.positions()))?;
+        let grad = grad.contiguous()?;
         let (dx, dw) = {
             let (xs, xl) = x.storage_and_layout();
             let (ws, wl) = w.storage_and_layout();
+            let (gs, gl) = grad.storage_and_layout();
             // the image batch itself needs no gradient
             g.backward(
                 cpu_slice(&xs, xl, "input")?,
                 x.track_op(),
                 cpu_slice(&ws, wl, "kernel")?,
-                &grad,
+                cpu_slice(&gs, gl, "output gradient")?,
+                &[],
             )?
         };
         Ok((
@@ -626,7 +800,7 @@ pub(crate) fn conv_gn(
             eps: gn.eps as f32,
             relu,
         },
-        conv_out: OnceLock::new(),
+        saved: OnceLock::new(),
     };
     // scale and shift as one operand (a node has at most three)
     let affine = Tensor::cat(&[&gn.weight, &gn.bias], 0)?;
@@ -634,11 +808,22 @@ pub(crate) fn conv_gn(
         .apply_op3(&conv.conv.weight().contiguous()?, &affine, op)
 }
 
-/// Over `(x, W, [gamma, beta])`; keeps the convolution's output for the backward pass.
+/// Over `(x, W, [gamma, beta])`; keeps the convolution's output, the GroupNorm statistics
+/// and (small maps) the columns for the backward pass.
 struct ConvGnOp {
     conv: Geometry,
     gn: GroupNormOp,
-    conv_out: OnceLock<Vec<f32>>,
+    saved: OnceLock<Saved>,
+}
+
+/// What [`ConvGnOp`]'s forward pass keeps for its backward pass.
+struct Saved {
+    /// The convolution's output.
+    y: Vec<f32>,
+    /// Its GroupNorm statistics.
+    stats: Vec<(f32, f32)>,
+    /// The column matrices, for small maps.
+    cols: Kept,
 }
 
 impl CustomOp3 for ConvGnOp {
@@ -658,10 +843,10 @@ impl CustomOp3 for ConvGnOp {
         let g = &self.conv;
         let (x, w) = (f32_slice(xs, xl, "input")?, f32_slice(ws, wl, "kernel")?);
         let affine = f32_slice(s3, l3, "scale and shift")?;
-        let y = g.forward(x, w)?;
+        let (y, cols) = g.forward(x, w, true)?;
         let (gamma, beta) = affine.split_at(self.gn.channels);
-        let out = self.gn.forward(&y, gamma, beta);
-        if self.conv_out.set(y).is_err() {
+        let (out, stats) = self.gn.forward(&y, gamma, beta);
+        if self.saved.set(Saved { y, stats, cols }).is_err() {
             candle_core::bail!("conv2d-group-norm: node computed twice")
         }
         Ok((
@@ -679,7 +864,7 @@ impl CustomOp3 for ConvGnOp {
         grad: &Tensor,
     ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
         let g = &self.conv;
-        let Some(y) = self.conv_out.get() else {
+        let Some(Saved { y, stats, cols }) = self.saved.get() else {
             candle_core::bail!("conv2d-group-norm: backward pass before the forward pass")
         };
         let grad = grad.contiguous()?;
@@ -687,11 +872,10 @@ impl CustomOp3 for ConvGnOp {
             let (as_, al) = affine.storage_and_layout();
             let (gs, gl) = grad.storage_and_layout();
             let (gamma, beta) = cpu_slice(&as_, al, "scale and shift")?.split_at(self.gn.channels);
-            self.gn
-                .backward(y, gamma, beta, cpu_slice(&gs, gl, "output gradient")?)
+            let dy = cpu_slice(&gs, gl, "output gradient")?;
+            self.gn.backward(y, stats, gamma, beta, dy)
         };
         d_affine.extend_from_slice(&dbeta);
-        let dy = Tensor::from_vec(dy, (g.batch, g.cout, g.positions()), &Device::Cpu)?;
         let (dx, dw) = {
             let (xs, xl) = x.storage_and_layout();
             let (ws, wl) = w.storage_and_layout();
@@ -701,6 +885,7 @@ impl CustomOp3 for ConvGnOp {
                 x.track_op(),
                 cpu_slice(&ws, wl, "kernel")?,
                 &dy,
+                cols,
             )?
         };
         Ok((
@@ -810,13 +995,28 @@ fn lanes(x: &[f32], f: impl Fn(f32) -> f32) -> f32 {
 }
 
 impl GroupNormOp {
-    /// The normalised (and rectified) batch `x [batch, channels, positions]`.
-    fn forward(&self, x: &[f32], gamma: &[f32], beta: &[f32]) -> Vec<f32> {
+    /// Each group's mean and `sqrt(var + eps)`, group after group (image-major).
+    fn group_stats(&self, x: &[f32]) -> Vec<(f32, f32)> {
+        let len = self.group_len();
+        if len == 0 {
+            return vec![];
+        }
+        if parallel(x.len()) {
+            x.par_chunks(len).map(|x| self.stats(x)).collect()
+        } else {
+            x.chunks(len).map(|x| self.stats(x)).collect()
+        }
+    }
+
+    /// The normalised (and rectified) batch `x [batch, channels, positions]`, and the groups'
+    /// statistics (see [`Self::group_stats`]), which the backward pass reads again.
+    fn forward(&self, x: &[f32], gamma: &[f32], beta: &[f32]) -> (Vec<f32>, Vec<(f32, f32)>) {
         let (len, per) = (self.group_len(), self.channels / self.groups);
         let mut out = vec![0f32; x.len()];
+        let stats = self.group_stats(x);
         if len > 0 {
             let norm = |(i, (o, x)): (usize, (&mut [f32], &[f32]))| {
-                let (mean, std) = self.stats(x);
+                let (mean, std) = stats[i];
                 let c0 = (i % self.groups) * per;
                 for ((o, x), c) in o
                     .chunks_mut(self.positions)
@@ -841,13 +1041,15 @@ impl GroupNormOp {
                     .for_each(norm);
             }
         }
-        out
+        (out, stats)
     }
 
-    /// The input, scale and shift gradients from the output gradient `dy`.
+    /// The input, scale and shift gradients from the output gradient `dy`, with the groups'
+    /// statistics from the forward pass.
     fn backward(
         &self,
         x: &[f32],
+        stats: &[(f32, f32)],
         gamma: &[f32],
         beta: &[f32],
         dy: &[f32],
@@ -859,7 +1061,7 @@ impl GroupNormOp {
         if len > 0 {
             type Group<'a> = (((&'a mut [f32], &'a [f32]), &'a [f32]), &'a mut [f32]);
             let group = |(i, (((dx, x), dy), part)): (usize, Group)| {
-                let (mean, std) = self.stats(x);
+                let (mean, std) = stats[i];
                 let c0 = (i % self.groups) * per;
                 let m = len as f32;
                 // x̂ is rebuilt where needed rather than kept: one multiply per element,
@@ -959,7 +1161,7 @@ impl CustomOp3 for GroupNormOp {
         let x = f32_slice(xs, xl, "input")?;
         let (gamma, beta) = (f32_slice(ws, wl, "scale")?, f32_slice(bs, bl, "shift")?);
         Ok((
-            CpuStorage::F32(self.forward(x, gamma, beta)),
+            CpuStorage::F32(self.forward(x, gamma, beta).0),
             xl.shape().clone(),
         ))
     }
@@ -978,8 +1180,11 @@ impl CustomOp3 for GroupNormOp {
             let (ws, wl) = w.storage_and_layout();
             let (bs, bl) = b.storage_and_layout();
             let (gs, gl) = grad.storage_and_layout();
+            let x = cpu_slice(&xs, xl, "input")?;
+            // the statistics again: this op keeps nothing from its forward pass
             self.backward(
-                cpu_slice(&xs, xl, "input")?,
+                x,
+                &self.group_stats(x),
                 cpu_slice(&ws, wl, "scale")?,
                 cpu_slice(&bs, bl, "shift")?,
                 cpu_slice(&gs, gl, "output gradient")?,
@@ -1085,6 +1290,158 @@ mod tests {
         }
     }
 
+    /// im2col (its one-copy path for stride 1 and its row-by-row path) and col2im agree
+    /// with their definitions, entry by entry, for the columns of two images side by side
+    /// in one buffer with padded rows, written twice (the padding entries stay zero).
+    #[test]
+    fn im2col_and_col2im_match_their_definition() {
+        let mut rng = ChaCha8Rng::seed_from_u64(8);
+        for (cin, h, w, k, stride, pad) in [
+            (2, 8, 8, 3, 1, 1),
+            (3, 5, 7, 3, 1, 1),
+            (2, 4, 4, 5, 1, 2),
+            (2, 6, 6, 3, 1, 0),
+            (1, 1, 1, 3, 1, 1),
+            (2, 9, 9, 3, 2, 1),
+            (3, 8, 6, 1, 2, 0),
+            (2, 7, 7, 1, 1, 0),
+        ] {
+            let g = Geometry {
+                batch: 2,
+                cin,
+                h,
+                w,
+                cout: 1,
+                k,
+                stride,
+                pad,
+                columns: COLUMNS_PER_PRODUCT,
+            };
+            let (l, image, ld) = (g.positions(), cin * h * w, 2 * g.positions() + 5);
+            let x: Vec<f32> = (0..2 * image).map(|_| rng.gen_range(-1.0..1.0)).collect();
+            // entry (row, image, position) of the definition
+            let value = |r: usize, b: usize, p: usize| {
+                let (c, ky, kx) = (r / (k * k), (r / k) % k, r % k);
+                let (iy, ix) = (
+                    ((p / g.out_w()) * stride + ky).checked_sub(pad),
+                    ((p % g.out_w()) * stride + kx).checked_sub(pad),
+                );
+                match (iy, ix) {
+                    (Some(iy), Some(ix)) if iy < h && ix < w => {
+                        x[b * image + (c * h + iy) * w + ix]
+                    }
+                    _ => 0.0,
+                }
+            };
+            let mut cols = vec![0f32; g.patch() * ld];
+            for _ in 0..2 {
+                for b in 0..2 {
+                    g.im2col(&x[b * image..][..image], &mut cols[b * l..], ld);
+                }
+                for r in 0..g.patch() {
+                    for b in 0..2 {
+                        for p in 0..l {
+                            assert_eq!(
+                                cols[r * ld + b * l + p],
+                                value(r, b, p),
+                                "{g:?} {r} {b} {p}"
+                            );
+                        }
+                    }
+                }
+            }
+            // col2im: each column entry added to the pixel it was read from
+            let grads: Vec<f32> = (0..cols.len()).map(|_| rng.gen_range(-1.0..1.0)).collect();
+            for b in 0..2 {
+                let mut dx = vec![0f32; image];
+                g.col2im(&grads[b * l..], ld, &mut dx);
+                let mut want = vec![0f32; image];
+                for r in 0..g.patch() {
+                    let (c, ky, kx) = (r / (k * k), (r / k) % k, r % k);
+                    for p in 0..l {
+                        let (iy, ix) = (
+                            ((p / g.out_w()) * stride + ky).checked_sub(pad),
+                            ((p % g.out_w()) * stride + kx).checked_sub(pad),
+                        );
+                        if let (Some(iy), Some(ix)) = (iy, ix) {
+                            if iy < h && ix < w {
+                                want[(c * h + iy) * w + ix] += grads[r * ld + b * l + p];
+                            }
+                        }
+                    }
+                }
+                for (a, e) in dx.iter().zip(&want) {
+                    assert!((a - e).abs() <= 1e-5 * (1.0 + e.abs()), "{g:?}: {a} vs {e}");
+                }
+            }
+        }
+    }
+
+    /// Images side by side in one product per group (groups of one, two and all images;
+    /// the last group of a run smaller), with and without the forward pass's columns kept
+    /// for the backward pass, give the output, input and kernel gradients of one image per
+    /// product with the columns rebuilt.
+    #[test]
+    fn grouped_products_match_one_image_per_product() {
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        for (batch, cin, cout, k, stride, side) in [
+            (5, 3, 4, 3, 1, 8),
+            (5, 4, 6, 3, 2, 9),
+            (7, 4, 5, 1, 2, 6),
+            (4, 16, 8, 3, 1, 8),
+        ] {
+            let base = Geometry {
+                batch,
+                cin,
+                h: side,
+                w: side,
+                cout,
+                k,
+                stride,
+                pad: k / 2,
+                columns: 1,
+            };
+            let image = cin * side * side;
+            let random = |rng: &mut ChaCha8Rng, n: usize| -> Vec<f32> {
+                (0..n).map(|_| rng.gen_range(-1.0..1.0)).collect()
+            };
+            let x = random(&mut rng, batch * image);
+            let w = random(&mut rng, cout * base.patch());
+            let dy = random(&mut rng, batch * cout * base.positions());
+            let run = |g: &Geometry, keep: bool| {
+                let (y, kept) = g.forward(&x, &w, keep).unwrap();
+                let (dx, dw) = g.backward(&x, true, &w, &dy, &kept).unwrap();
+                (y, dx.unwrap(), dw, kept.len())
+            };
+            let one = run(&base, false);
+            let per_image = base.patch() * base.positions();
+            let per_image = base
+                .transposed()
+                .map_or(per_image, |b| per_image.max(b.patch() * b.positions()));
+            for (columns, keep) in [
+                (2 * per_image, false),
+                (2 * per_image, true),
+                (COLUMNS_PER_PRODUCT, true),
+                (1, true),
+            ] {
+                let g = Geometry { columns, ..base };
+                let many = run(&g, keep);
+                assert_eq!(many.3 > 0, keep, "columns kept");
+                let near = |a: &[f32], b: &[f32], what: &str| {
+                    for (x, y) in a.iter().zip(b) {
+                        assert!(
+                            (x - y).abs() <= 1e-5 * (1.0 + y.abs()),
+                            "{what}, {g:?}: {x} vs {y}"
+                        );
+                    }
+                };
+                near(&many.0, &one.0, "output");
+                near(&many.1, &one.1, "input gradient");
+                near(&many.2, &one.2, "kernel gradient");
+            }
+        }
+    }
+
     /// With the batch split into runs of images over several threads (runs of unequal
     /// length included), output and gradients equal the one-thread result up to the order
     /// in which the runs' kernel gradients are summed.
@@ -1145,9 +1502,11 @@ mod tests {
         }
     }
 
-    /// Convolution, GroupNorm and ReLU as one node agree with the two ops in turn (which the
-    /// tests above check against candle): output and the input, kernel, scale and shift
-    /// gradients, with and without ReLU, strides 1 and 2, 3x3 and 1x1 kernels.
+    /// Convolution, GroupNorm and ReLU as one node (which keeps the columns of these small
+    /// maps for its backward pass) agree with the two ops in turn (which the tests above
+    /// check against candle, and which rebuild the columns): output and the input, kernel,
+    /// scale and shift gradients, with and without ReLU, strides 1 and 2, 3x3 and 1x1
+    /// kernels, on one thread and, for the last case, large enough to be split, on two.
     #[test]
     fn conv_gn_matches_two_ops() {
         let mut rng = ChaCha8Rng::seed_from_u64(7);
@@ -1156,6 +1515,7 @@ mod tests {
             (2, 6, 8, 3, 2, false),
             (3, 8, 4, 1, 2, false),
             (2, 16, 16, 3, 1, true),
+            (15, 16, 16, 3, 1, true),
         ] {
             let (h, w) = (12, 12);
             let map = VarMap::new();
@@ -1189,12 +1549,19 @@ mod tests {
                 let get = |t: &Tensor| grads.get(t).unwrap().clone();
                 (y, get(&x), get(&wt), get(&gn.weight), get(&gn.bias))
             };
-            let (a, b) = (run(true), run(false));
-            close(&a.0, &b.0, "output");
-            close(&a.1, &b.1, "input gradient");
-            close(&a.2, &b.2, "kernel gradient");
-            close(&a.3, &b.3, "scale gradient");
-            close(&a.4, &b.4, "shift gradient");
+            let b = run(false);
+            for threads in [1, 2] {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                let a = pool.install(|| run(true));
+                close(&a.0, &b.0, "output");
+                close(&a.1, &b.1, "input gradient");
+                close(&a.2, &b.2, "kernel gradient");
+                close(&a.3, &b.3, "scale gradient");
+                close(&a.4, &b.4, "shift gradient");
+            }
         }
     }
 

@@ -243,16 +243,26 @@ pub(crate) fn matmul_into(
     a: &Tensor,
     b: &Tensor,
 ) -> candle_core::Result<()> {
+    matmul_with(a, b, |v| {
+        if v.len() != dst.len() {
+            candle_core::bail!("fused op: product of {} values into {}", v.len(), dst.len())
+        }
+        if accumulate {
+            dst.iter_mut().zip(v).for_each(|(d, v)| *d += v);
+        } else {
+            dst.copy_from_slice(v);
+        }
+        Ok(())
+    })
+}
+
+/// `read` over the values of the product `a b` (row-major), operands as [`matmul_into`]'s.
+pub(crate) fn matmul_with<T>(
+    a: &Tensor,
+    b: &Tensor,
+    read: impl FnOnce(&[f32]) -> candle_core::Result<T>,
+) -> candle_core::Result<T> {
     let r = a.matmul(b)?;
     let (s, l) = r.storage_and_layout();
-    let v = cpu_slice(&s, l, "product")?;
-    if v.len() != dst.len() {
-        candle_core::bail!("fused op: product of {} values into {}", v.len(), dst.len())
-    }
-    if accumulate {
-        dst.iter_mut().zip(v).for_each(|(d, v)| *d += v);
-    } else {
-        dst.copy_from_slice(v);
-    }
-    Ok(())
+    read(cpu_slice(&s, l, "product")?)
 }
