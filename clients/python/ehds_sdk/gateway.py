@@ -1,8 +1,9 @@
-"""A researcher's view of the gateway: apply, decide, submit, follow, read and download.
+"""A researcher's view of the gateway: apply, decide, submit, follow, read and download; and
+the HDAB's bulk import of Art. 71 opt-outs.
 
 The calls go through the generated client (`ehds_gateway_client`, from openapi/openapi.json);
-what it does not model (the event stream, the model's bytes and headers) goes through the
-same authenticated HTTP connection.
+what it does not model (the event stream, the model's bytes and headers, the NDJSON and FHIR
+bodies of the opt-out import) goes through the same authenticated HTTP connection.
 """
 
 from __future__ import annotations
@@ -105,6 +106,45 @@ class Gateway:
 
     def permit(self, permit_id: str) -> PermitView:
         return self._ok(permits_read.sync_detailed(str(permit_id), client=self.client))
+
+    # --- opt-outs (Art. 71) ---------------------------------------------------------------
+
+    def import_opt_outs(
+        self,
+        records: list[dict[str, Any]] | dict[str, Any] | str | bytes,
+        *,
+        member_state: str | None = None,
+        channel: str | None = None,
+    ) -> dict[str, Any]:
+        """Imports opt-outs into the registry, all or nothing (`POST /v1/opt-outs/import`, an
+        opt-out registrar's call). `records` is a list of NDJSON objects
+        (`{"subject_pseudonym": ..., "id": ..., "member_state": ..., "withdrawn": ...}`),
+        NDJSON text, or a FHIR R4 Bundle of Consent resources (a dict with
+        `"resourceType": "Bundle"`). Returns the import report: `registered`, `withdrawn`,
+        `unchanged` (re-imports of the same source ids) and the `registry_version` after it. A
+        refused import changes nothing and raises `GatewayError` with every bad line."""
+        if isinstance(records, dict):
+            if records.get("resourceType") != "Bundle":
+                raise ValueError("a dict must be a FHIR R4 Bundle of Consent resources")
+            content, media = json.dumps(records).encode(), "application/fhir+json"
+        elif isinstance(records, list):
+            lines = "".join(json.dumps(r) + "\n" for r in records)
+            content, media = lines.encode(), "application/x-ndjson"
+        else:
+            text = records.encode() if isinstance(records, str) else records
+            content, media = text, "application/x-ndjson"
+        params = {
+            k: v for k, v in {"member_state": member_state, "channel": channel}.items() if v
+        }
+        response = self._http().post(
+            "/v1/opt-outs/import",
+            content=content,
+            params=params,
+            headers={"content-type": media},
+        )
+        if response.status_code >= 400:
+            raise GatewayError(response.status_code, _problem(response.content))
+        return response.json()
 
     # --- studies -------------------------------------------------------------------------
 
