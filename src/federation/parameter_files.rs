@@ -4,8 +4,9 @@
 //! safetensors — was most of a download's cost, repeated for each holder.
 //!
 //! A file is found again only for the checkpoint it was built from, compared byte for byte
-//! (parameters and the method's server state), so a gateway replica that did not see a
-//! change can never serve a stale file; the store stays the only truth.
+//! (parameters and the method's server state; which round's checkpoint a task starts from
+//! follows from its round and kind), so a gateway replica that did not see a change can
+//! never serve a stale file; the store stays the only truth.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -24,7 +25,6 @@ struct Entry {
     study: StudyId,
     round: u64,
     kind: TaskKind,
-    checkpoint_round: u64,
     global: Vec<u8>,
     server_state: serde_json::Value,
     file: Bytes,
@@ -35,7 +35,6 @@ impl Entry {
         self.study == study
             && self.round == round
             && self.kind == kind
-            && self.checkpoint_round == c.round
             && self.global == c.global
             && self.server_state == c.server_state
     }
@@ -79,7 +78,6 @@ impl ParameterFiles {
             study,
             round,
             kind,
-            checkpoint_round: checkpoint.round,
             global: checkpoint.global,
             server_state: checkpoint.server_state,
             file,
