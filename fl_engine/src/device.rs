@@ -152,11 +152,9 @@ mod tests {
                 let logits = net
                     .forward(&net.input(&x, rows, spec.inputs()).unwrap(), None)
                     .unwrap();
-                let store = LossKind::bce()
-                    .compute(&logits, &labels)
-                    .unwrap()
-                    .backward()
-                    .unwrap();
+                let store =
+                    crate::model::backward(&LossKind::bce().compute(&logits, &labels).unwrap())
+                        .unwrap();
                 net.vars()
                     .iter()
                     .map(|(name, var)| {

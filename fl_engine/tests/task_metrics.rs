@@ -371,7 +371,7 @@ fn cox_gradient_matches_finite_differences() {
     )
     .unwrap();
     let l = LossKind::Cox.compute(var.as_tensor(), &codes).unwrap();
-    let g = l.backward().unwrap();
+    let g = fl_engine::model::backward(&l).unwrap();
     let g = g.get(var.as_tensor()).unwrap().flatten_all().unwrap();
     let g = g.to_vec1::<f32>().unwrap();
     for i in 0..12 {

@@ -1267,12 +1267,9 @@ mod tests {
                     1 => conv.unfused(&x).unwrap(),
                     _ => conv.by_slices(&x).unwrap(),
                 };
-                let grads = (&y * up.as_tensor())
-                    .unwrap()
-                    .sum_all()
-                    .unwrap()
-                    .backward()
-                    .unwrap();
+                let grads =
+                    crate::model::backward(&(&y * up.as_tensor()).unwrap().sum_all().unwrap())
+                        .unwrap();
                 (
                     y,
                     grads.get(&x).unwrap().clone(),
@@ -1467,12 +1464,9 @@ mod tests {
                     .unwrap();
                 pool.install(|| {
                     let y = conv.forward(&x).unwrap();
-                    let grads = (&y * up.as_tensor())
-                        .unwrap()
-                        .sum_all()
-                        .unwrap()
-                        .backward()
-                        .unwrap();
+                    let grads =
+                        crate::model::backward(&(&y * up.as_tensor()).unwrap().sum_all().unwrap())
+                            .unwrap();
                     (
                         y,
                         grads.get(&x).unwrap().clone(),
@@ -1540,12 +1534,9 @@ mod tests {
                 } else {
                     gn.forward(&conv.forward(&x).unwrap(), relu).unwrap()
                 };
-                let grads = (&y * up.as_tensor())
-                    .unwrap()
-                    .sum_all()
-                    .unwrap()
-                    .backward()
-                    .unwrap();
+                let grads =
+                    crate::model::backward(&(&y * up.as_tensor()).unwrap().sum_all().unwrap())
+                        .unwrap();
                 let get = |t: &Tensor| grads.get(t).unwrap().clone();
                 (y, get(&x), get(&wt), get(&gn.weight), get(&gn.bias))
             };
@@ -1592,12 +1583,8 @@ mod tests {
             } else {
                 (a.as_tensor() + b.as_tensor()).unwrap().relu().unwrap()
             };
-            let grads = (&y * up.as_tensor())
-                .unwrap()
-                .sum_all()
-                .unwrap()
-                .backward()
-                .unwrap();
+            let grads =
+                crate::model::backward(&(&y * up.as_tensor()).unwrap().sum_all().unwrap()).unwrap();
             (
                 y,
                 grads.get(&a).unwrap().clone(),
@@ -1630,12 +1617,9 @@ mod tests {
                 } else {
                     gn.unfused(&x, relu).unwrap()
                 };
-                let grads = (&y * up.as_tensor())
-                    .unwrap()
-                    .sum_all()
-                    .unwrap()
-                    .backward()
-                    .unwrap();
+                let grads =
+                    crate::model::backward(&(&y * up.as_tensor()).unwrap().sum_all().unwrap())
+                        .unwrap();
                 (
                     y,
                     grads.get(&x).unwrap().clone(),

@@ -16,6 +16,7 @@
 //! groups. Every model reads flat rows; [`ModelSpec::inputs`] is their width.
 mod apfl;
 mod backbone;
+mod backward;
 mod compose;
 mod conv;
 mod fenda;
@@ -34,6 +35,7 @@ pub use backbone::{
     Backbone, Cell, CnnConfig, ColumnRange, MaskLayout, Norm, Readout, SeqConfig,
     MAX_RECURRENT_LAYERS,
 };
+pub use backward::backward;
 pub use compose::{BackboneApfl, BackboneFenda, BackboneHeadNet, BackboneNet};
 pub use fenda::{Fenda, HeadNet};
 pub use mlp::{Mlp, MlpConfig};

@@ -726,7 +726,7 @@ mod tests {
                         l1.unfused(&l0.unfused(&x, p).unwrap(), p).unwrap()
                     };
                     let loss = (&s * &weights).unwrap().sum_all().unwrap();
-                    let grads = loss.backward().unwrap();
+                    let grads = crate::model::backward(&loss).unwrap();
                     let mut out = vec![s.flatten_all().unwrap().to_vec1::<f32>().unwrap()];
                     let mut vars = map.all_vars();
                     vars.push(x.clone());

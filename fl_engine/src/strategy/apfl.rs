@@ -122,8 +122,8 @@ pub(crate) fn apfl_step(
     if !global_loss.is_finite() || !mixed_loss.is_finite() {
         return Err(EngineError::NonFinite("training loss".into()));
     }
-    let global_grads = global_t.backward()?;
-    let mixed_grads = mixed_t.backward()?;
+    let global_grads = crate::model::backward(&global_t)?;
+    let mixed_grads = crate::model::backward(&mixed_t)?;
     let mut grads = ParameterSet::new();
     for (name, var) in net.vars() {
         let source = if name.starts_with("global.") {

@@ -157,7 +157,7 @@ fn per_example_gradients(
             return Err(EngineError::NonFinite("training loss".into()));
         }
         total += value as f64;
-        let grads = loss_t.backward()?;
+        let grads = crate::model::backward(&loss_t)?;
         for (_, var) in net.vars() {
             match grads.get(var.as_tensor()) {
                 Some(g) => flat.extend(g.flatten_all()?.to_vec1::<f32>()?),

@@ -254,7 +254,7 @@ fn forward_backward(
     if !value.is_finite() || !task_loss.is_finite() {
         return Err(EngineError::NonFinite("training loss".into()));
     }
-    Ok((task_loss, loss_t.backward()?))
+    Ok((task_loss, crate::model::backward(&loss_t)?))
 }
 
 /// One optimiser step with `grads` (plus the objective terms' gradients) on the variables it

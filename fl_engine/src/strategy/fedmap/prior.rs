@@ -343,7 +343,7 @@ impl Prior {
             let f = Self::forward(&layers, self.inputs(&[var.as_tensor().clone()], &mu_t)?)?
                 .sum_all()?;
             value += to_f64(&f)?;
-            let back = f.backward()?;
+            let back = crate::model::backward(&f)?;
             let mut g = match back.get(var.as_tensor()) {
                 Some(g) => g.to_vec1::<f32>()?,
                 None => vec![0.0; n],
@@ -431,7 +431,7 @@ impl Prior {
         if !value.is_finite() {
             return Err(EngineError::NonFinite("FedMAP prior objective".into()));
         }
-        let back = total.backward()?;
+        let back = crate::model::backward(&total)?;
         let mut grads = ParameterSet::new();
         for (name, var) in &vars {
             let g = match back.get(var.as_tensor()) {
