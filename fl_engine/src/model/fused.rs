@@ -356,7 +356,13 @@ mod tests {
     fn case(seed: usize) -> Case {
         let (rows, inputs, outputs) = (6, 5, 4);
         let mask_values: Vec<f32> = (0..rows * outputs)
-            .map(|i| if (i * 7 + seed).is_multiple_of(3) { 0.0 } else { 1.25 })
+            .map(|i| {
+                if (i * 7 + seed).is_multiple_of(3) {
+                    0.0
+                } else {
+                    1.25
+                }
+            })
             .collect();
         Case {
             w: Var::from_tensor(&tensor(seed, (outputs, inputs))).unwrap(),
