@@ -145,9 +145,11 @@ impl Provider {
             .expect("node starts the provider");
         let stdout = process.stdout.take().expect("piped stdout");
         let mut lines = BufReader::new(stdout).lines();
-        let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+        // generous: the tests of this file start their providers (each making an RSA key)
+        // at once, beside their gateways, on CI's two cores
+        let line = tokio::time::timeout(Duration::from_secs(90), lines.next_line())
             .await
-            .expect("the provider starts within 30 s")
+            .expect("the provider starts within 90 s")
             .expect("the provider's stdout is readable")
             .expect("the provider prints its issuer");
         let issuer = line
