@@ -49,6 +49,17 @@ pub fn parse(name: &str) -> Result<Device> {
     }
 }
 
+/// `f` on a rayon pool of its own with `threads` threads: tests that compare a split over
+/// threads with one thread.
+#[cfg(test)]
+pub(crate) fn on_threads<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("a thread pool")
+        .install(f)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1458,11 +1458,7 @@ mod tests {
             let conv = Conv::new(Conv2d::new(wt.as_tensor().clone(), None, cfg));
             let up = random(&mut rng, &[batch, cout, h / stride, w / stride]);
             let run = |threads: usize| {
-                let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .build()
-                    .unwrap();
-                pool.install(|| {
+                crate::device::on_threads(threads, || {
                     let y = conv.forward(&x).unwrap();
                     let grads =
                         crate::model::backward(&(&y * up.as_tensor()).unwrap().sum_all().unwrap())
@@ -1542,11 +1538,7 @@ mod tests {
             };
             let b = run(false);
             for threads in [1, 2] {
-                let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .build()
-                    .unwrap();
-                let a = pool.install(|| run(true));
+                let a = crate::device::on_threads(threads, || run(true));
                 close(&a.0, &b.0, "output");
                 close(&a.1, &b.1, "input gradient");
                 close(&a.2, &b.2, "kernel gradient");

@@ -451,11 +451,8 @@ mod tests {
             bits(grads.get(c.w.as_tensor()).unwrap())
         };
         let alone: Vec<_> = (0..32).map(pass).collect();
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(4)
-            .build()
-            .unwrap();
-        let side_by_side: Vec<_> = pool.install(|| (0..32).into_par_iter().map(pass).collect());
+        let side_by_side: Vec<_> =
+            crate::device::on_threads(4, || (0..32).into_par_iter().map(pass).collect());
         assert_eq!(alone, side_by_side);
     }
 }

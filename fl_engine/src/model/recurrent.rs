@@ -675,11 +675,7 @@ mod tests {
                     ]
                 };
                 let one = run(std::slice::from_ref(&(0..b)));
-                let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(3)
-                    .build()
-                    .unwrap();
-                let split = pool.install(|| run(&[0..2, 2..3, 3..7]));
+                let split = crate::device::on_threads(3, || run(&[0..2, 2..3, 3..7]));
                 for (k, (a, r)) in split.iter().zip(&one).enumerate() {
                     assert_eq!(a.len(), r.len());
                     for (x, y) in a.iter().zip(r) {

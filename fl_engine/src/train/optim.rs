@@ -692,11 +692,7 @@ mod tests {
         ];
         for cfg in configs {
             let run = |threads: usize| {
-                let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .build()
-                    .unwrap();
-                pool.install(|| {
+                crate::device::on_threads(threads, || {
                     let mut opt = Optimizer::new(cfg.clone()).unwrap();
                     let mut p: Vec<f32> = (0..n).map(|i| (i % 13) as f32 / 13.0).collect();
                     for step in 0..3 {
