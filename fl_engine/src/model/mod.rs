@@ -14,6 +14,7 @@
 //! the `Backbone*` variants compose any [`Backbone`] (normalised MLP, GRU/LSTM over a masked
 //! series, LSTM + static fusion, ResNet-style CNN, column selections) with the same parameter
 //! groups. Every model reads flat rows; [`ModelSpec::inputs`] is their width.
+mod activation;
 mod apfl;
 mod backbone;
 mod backward;
@@ -23,6 +24,7 @@ mod fenda;
 mod fused;
 mod mlp;
 mod recurrent;
+mod spare;
 
 use candle_core::{DType, Device, Tensor, Var};
 use candle_nn::{VarBuilder, VarMap};

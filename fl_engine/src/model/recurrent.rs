@@ -17,13 +17,16 @@
 //! carry `s = s + (new - s) p`; the unfused composition in [`RecurrentLayer::unfused`] is the
 //! reference the tests compare against, and the path off the CPU.
 use std::ops::Range;
+use std::sync::Mutex;
 
 use candle_core::{CpuStorage, CustomOp3, DType, Device, Layout, Shape, Tensor};
 use candle_nn::{Linear, VarBuilder};
 use rayon::prelude::*;
 
+use super::activation;
 use super::backbone::Cell;
 use super::fused::{cpu_slice, matmul_into, Dense};
+use super::spare;
 
 /// One recurrent layer: `weight_ih_l{k}`, `weight_hh_l{k}`, `bias_ih_l{k}`, `bias_hh_l{k}`
 /// (PyTorch's names and shapes).
@@ -119,7 +122,7 @@ impl RecurrentLayer {
             cell: self.cell,
             dims,
             present: p,
-            states,
+            states: Mutex::new(states),
             saved,
         };
         xp.apply_op3(&w_hh, &b_hh, op)
@@ -217,19 +220,55 @@ struct Saved {
     tanh_c: Vec<f32>,
 }
 
-fn sigmoid(x: f32) -> f32 {
-    1.0 / (1.0 + (-x).exp())
+impl Drop for Saved {
+    fn drop(&mut self) {
+        for v in [
+            &mut self.gates,
+            &mut self.h_prev,
+            &mut self.aux,
+            &mut self.tanh_c,
+        ] {
+            spare::give_back(std::mem::take(v));
+        }
+    }
 }
 
-/// `tanh` through `exp`: libm's `tanhf` (by way of `expm1f`) was the largest single cost of
-/// the recurrence in profiles. Near 0, where `1 - 2 / (e^2x + 1)` loses relative precision,
-/// the Taylor series to `x^7` (error below `3e-13` for `|x| < 1/16`).
-fn tanh(x: f32) -> f32 {
-    if x.abs() < 0.0625 {
-        let x2 = x * x;
-        x * (1.0 + x2 * (-1.0 / 3.0 + x2 * (2.0 / 15.0 - x2 * (17.0 / 315.0))))
-    } else {
-        1.0 - 2.0 / ((2.0 * x).exp() + 1.0)
+/// Values added between the rows of the weight copies the recurrent products read. `gemm`
+/// reads them in place, column by column, and rows a multiple of 4 KiB apart (the 2,048
+/// values of `W_hh^T` for an LSTM with 512 units) put every column in the same few L1 sets:
+/// without the pad that LSTM's training loop ran 10-30 % slower (docs/benchmarks.md).
+const PAD: usize = 16;
+
+/// `w [rows, cols]` (row-major) transposed: `[cols, rows]` with rows `rows + PAD` values
+/// apart. Made once per pass, so that the product of every step reads it as it is instead of
+/// repacking it.
+fn padded_transpose(w: &[f32], rows: usize, cols: usize) -> candle_core::Result<Tensor> {
+    let ld = rows + PAD;
+    let mut out = vec![0f32; cols * ld];
+    for (r, row) in w.chunks_exact(cols).enumerate() {
+        for (c, v) in row.iter().enumerate() {
+            out[c * ld + r] = *v;
+        }
+    }
+    Tensor::from_vec(out, (cols, ld), &Device::Cpu)?.narrow(1, 0, rows)
+}
+
+/// `w [rows, cols]` with rows `cols + PAD` values apart (see [`PAD`]).
+fn padded(w: &[f32], rows: usize, cols: usize) -> candle_core::Result<Tensor> {
+    let ld = cols + PAD;
+    let mut out = vec![0f32; rows * ld];
+    for (dst, src) in out.chunks_exact_mut(ld).zip(w.chunks_exact(cols)) {
+        dst[..cols].copy_from_slice(src);
+    }
+    Tensor::from_vec(out, (rows, ld), &Device::Cpu)?.narrow(1, 0, cols)
+}
+
+/// The mask carry `s + (new - s) p` of one value (`new` where the step is not masked).
+#[inline(always)]
+fn carry(old: f32, new: f32, p: Option<f32>) -> f32 {
+    match p {
+        Some(p) => old + (new - old) * p,
+        None => new,
     }
 }
 
@@ -307,15 +346,13 @@ fn forward_kernel(
     let (b, t, h) = (d.batch, d.time, d.hidden);
     let g = d.gates * h;
     let lstm = cell == Cell::Lstm;
-    // a transposed view: the matrix kernel packs it at every step into its blocked layout,
-    // which measured faster than reading a contiguous `W_hh^T` unpacked
-    let w_t = Tensor::from_slice(w_hh, (g, h), &Device::Cpu)?.t()?;
+    let w_t = padded_transpose(w_hh, g, h)?;
     let mut states = vec![0f32; b * t * h];
     let mut saved = Saved {
-        gates: vec![0f32; t * b * g],
-        h_prev: vec![0f32; t * b * h],
-        aux: vec![0f32; t * b * h],
-        tanh_c: if lstm { vec![0f32; t * b * h] } else { vec![] },
+        gates: spare::zeroed(t * b * g),
+        h_prev: spare::zeroed(t * b * h),
+        aux: spare::zeroed(t * b * h),
+        tanh_c: spare::zeroed(if lstm { t * b * h } else { 0 }),
     };
     let work: Vec<_> = rows_of(&mut states, t * h, parts)
         .into_iter()
@@ -368,12 +405,10 @@ fn forward_rows(
     let mut cs = vec![0f32; if lstm { b * h } else { 0 }];
     let mut hh = vec![0f32; b * g];
     for s in 0..t {
-        // `h W_hh^T + b_hh`, in candle's order: the product, then the bias
+        // `h W_hh^T`; `b_hh` is added to it in the element loop (candle's order: product,
+        // then bias)
         let h_t = Tensor::from_slice(&hs, (b, h), &Device::Cpu)?;
         matmul_into(&mut hh, false, &h_t, w_t)?;
-        for row in hh.chunks_exact_mut(g) {
-            row.iter_mut().zip(b_hh).for_each(|(v, b)| *v += b);
-        }
         saved.h_prev[s].copy_from_slice(&hs);
         if lstm {
             saved.aux[s].copy_from_slice(&cs);
@@ -384,42 +419,47 @@ fn forward_rows(
             let p = present.map(|p| p[bi * t + s]);
             let at = bi * h;
             let gate = &mut saved.gates[s][bi * g..(bi + 1) * g];
-            let hrow = &mut hs[bi * h..(bi + 1) * h];
-            for j in 0..h {
-                let hp = hrow[j];
-                let nh = if lstm {
-                    let i = sigmoid(x[j] + hh[j]);
-                    let f = sigmoid(x[h + j] + hh[h + j]);
-                    let gg = tanh(x[2 * h + j] + hh[2 * h + j]);
-                    let o = sigmoid(x[3 * h + j] + hh[3 * h + j]);
-                    let cp = cs[bi * h + j];
-                    let nc = f * cp + i * gg;
-                    let tc = tanh(nc);
-                    cs[bi * h + j] = match p {
-                        Some(p) => cp + (nc - cp) * p,
-                        None => nc,
-                    };
-                    gate[j] = i;
-                    gate[h + j] = f;
-                    gate[2 * h + j] = gg;
-                    gate[3 * h + j] = o;
-                    saved.tanh_c[s][at + j] = tc;
-                    o * tc
-                } else {
-                    let r = sigmoid(x[j] + hh[j]);
-                    let z = sigmoid(x[h + j] + hh[h + j]);
-                    let hn = hh[2 * h + j];
-                    let n = tanh(x[2 * h + j] + r * hn);
-                    gate[j] = r;
-                    gate[h + j] = z;
-                    gate[2 * h + j] = n;
-                    saved.aux[s][at + j] = hn;
-                    z * hp - (z - 1.0) * n
-                };
-                hrow[j] = match p {
-                    Some(p) => hp + (nh - hp) * p,
-                    None => nh,
-                };
+            let hrow = &mut hs[at..at + h];
+            // the pre-activations `x + (W_hh h + b_hh)` of the gates that take them whole
+            // (all of the LSTM's, the GRU's `r` and `z`), then their nonlinearities block by
+            // block; the loops hold no calls, so they run as vector code
+            let whole = if lstm { g } else { 2 * h };
+            for (((a, x), hh), b) in gate[..whole].iter_mut().zip(x).zip(hh).zip(b_hh) {
+                *a = x + (hh + b);
+            }
+            if lstm {
+                let (ifg, o) = gate.split_at_mut(3 * h);
+                let (i_f, g_pre) = ifg.split_at_mut(2 * h);
+                activation::sigmoid_in_place(i_f);
+                g_pre.iter_mut().for_each(|v| *v = activation::tanh(*v));
+                activation::sigmoid_in_place(o);
+                let (i, rest) = gate.split_at(h);
+                let (f, rest) = rest.split_at(h);
+                let (gg, o) = rest.split_at(h);
+                let c = &mut cs[at..at + h];
+                let tanh_c = &mut saved.tanh_c[s][at..at + h];
+                for j in 0..h {
+                    let (cp, hp) = (c[j], hrow[j]);
+                    let nc = f[j] * cp + i[j] * gg[j];
+                    let tc = activation::tanh(nc);
+                    tanh_c[j] = tc;
+                    c[j] = carry(cp, nc, p);
+                    hrow[j] = carry(hp, o[j] * tc, p);
+                }
+            } else {
+                let (rz, n) = gate.split_at_mut(2 * h);
+                activation::sigmoid_in_place(rz);
+                let (r, z) = rz.split_at(h);
+                let (x_n, hh_n, b_n) = (&x[2 * h..], &hh[2 * h..], &b_hh[2 * h..]);
+                let aux = &mut saved.aux[s][at..at + h];
+                for j in 0..h {
+                    let hn = hh_n[j] + b_n[j];
+                    let nj = activation::tanh(x_n[j] + r[j] * hn);
+                    aux[j] = hn;
+                    n[j] = nj;
+                    let hp = hrow[j];
+                    hrow[j] = carry(hp, z[j] * hp - (z[j] - 1.0) * nj, p);
+                }
             }
             states[(bi * t + s) * h..(bi * t + s + 1) * h].copy_from_slice(hrow);
         }
@@ -440,6 +480,11 @@ fn backward_kernel(
 ) -> candle_core::Result<(Vec<f32>, Tensor, Vec<f32>)> {
     let (b, t, h) = (d.batch, d.time, d.hidden);
     let g = d.gates * h;
+    let w_hh = {
+        let (ws, wl) = w_hh.storage_and_layout();
+        padded(cpu_slice(&ws, wl, "weight_hh")?, g, h)?
+    };
+    let w_hh = &w_hh;
     // gradient of `W_hh h + b_hh` per step, `[time, batch, gates * hidden]`
     let mut dhh = vec![0f32; t * b * g];
     let mut dxp = vec![0f32; b * t * g];
@@ -550,7 +595,8 @@ struct RecurrenceOp {
     cell: Cell,
     dims: Dims,
     present: Option<Vec<f32>>,
-    states: Vec<f32>,
+    /// The states the forward pass computed, handed to candle (once) as the node's value.
+    states: Mutex<Vec<f32>>,
     saved: Saved,
 }
 
@@ -569,8 +615,15 @@ impl CustomOp3 for RecurrenceOp {
         _: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
         let d = self.dims;
+        let states = match self.states.lock() {
+            Ok(mut states) => std::mem::take(&mut *states),
+            Err(_) => candle_core::bail!("recurrence: states lock poisoned"),
+        };
+        if states.len() != d.batch * d.time * d.hidden {
+            candle_core::bail!("recurrence: the forward pass's states were already taken")
+        }
         Ok((
-            CpuStorage::F32(self.states.clone()),
+            CpuStorage::F32(states),
             Shape::from((d.batch, d.time, d.hidden)),
         ))
     }
@@ -591,7 +644,7 @@ impl CustomOp3 for RecurrenceOp {
                 self.cell,
                 d,
                 &self.saved,
-                &w_hh.detach(),
+                &w_hh.detach().contiguous()?,
                 self.present.as_deref(),
                 cpu_slice(&gs, gl, "state gradient")?,
                 &parts(d),
@@ -616,23 +669,6 @@ mod tests {
 
     fn random(rng: &mut ChaCha8Rng, n: usize) -> Vec<f32> {
         (0..n).map(|_| rng.gen_range(-1.0f32..1.0)).collect()
-    }
-
-    #[test]
-    fn tanh_matches_libm() {
-        for i in -4000..=4000 {
-            let x = i as f32 * 0.005;
-            let (a, b) = (tanh(x), x.tanh());
-            assert!((a - b).abs() <= 2e-7, "{x}: {a} vs {b}");
-        }
-        for (x, want) in [
-            (100.0f32, 1.0f32),
-            (-100.0, -1.0),
-            (1e-30, 1e-30),
-            (0.0, 0.0),
-        ] {
-            assert_eq!(tanh(x), want);
-        }
     }
 
     /// The recurrence split over batch rows (uneven parts, run on a three-thread pool)
@@ -665,10 +701,10 @@ mod tests {
                     let dw = dw.flatten_all().unwrap().to_vec1::<f32>().unwrap();
                     [
                         states,
-                        saved.gates,
-                        saved.h_prev,
-                        saved.aux,
-                        saved.tanh_c,
+                        saved.gates.clone(),
+                        saved.h_prev.clone(),
+                        saved.aux.clone(),
+                        saved.tanh_c.clone(),
                         dxp,
                         dw,
                         db,
