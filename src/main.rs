@@ -1,5 +1,10 @@
 use clap::Parser;
 
+/// See the `mimalloc` entry in Cargo.toml for why the binary does not use the system
+/// allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() {
     let cli = ehds_gateway::cli::Cli::parse();

@@ -17,6 +17,11 @@
 //! first GPU; the engine needs `--features cuda`, PyTorch a CUDA build), `--engine-only` (the
 //! engine's loops alone, for profiling it without the PyTorch processes: the PyTorch columns
 //! and the ratio stay empty).
+/// The allocator of the `ehds-gateway` binary, whose node agent runs this training loop in
+/// production (see its Cargo.toml for why).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::io::Write;
 use std::process::Command;
 use std::time::Instant;
