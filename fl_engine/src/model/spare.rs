@@ -1,8 +1,8 @@
 //! Large scratch buffers kept per thread from one training step to the next.
 //!
-//! A fused recurrent layer saves about ten of its outputs' sizes of activations for the
-//! backward pass (6 MB for the gates of an LSTM with 256 units over 48 steps of 32 rows)
-//! and drops them when the step's graph goes. Allocators hand blocks of that size back to
+//! A fused recurrent layer saves five (GRU) to seven (LSTM) times its output in activations
+//! for the backward pass (6 MB for the gates alone of an LSTM with 256 units over 48 steps of
+//! 32 rows) and drops them when the step's graph goes. Allocators hand blocks of that size back to
 //! the kernel on free, so every step faulted them in and had the kernel zero them again:
 //! about a tenth of the step in profiles. Buffers given back here are reused by the next
 //! step on the same thread instead.
