@@ -473,18 +473,14 @@ fn backward_kernel(
     cell: Cell,
     d: Dims,
     saved: &Saved,
-    w_hh: &Tensor,
+    w_hh: &[f32],
     present: Option<&[f32]>,
     d_states: &[f32],
     parts: &[Range<usize>],
 ) -> candle_core::Result<(Vec<f32>, Tensor, Vec<f32>)> {
     let (b, t, h) = (d.batch, d.time, d.hidden);
     let g = d.gates * h;
-    let w_hh = {
-        let (ws, wl) = w_hh.storage_and_layout();
-        padded(cpu_slice(&ws, wl, "weight_hh")?, g, h)?
-    };
-    let w_hh = &w_hh;
+    let w_hh = &padded(w_hh, g, h)?;
     // gradient of `W_hh h + b_hh` per step, `[time, batch, gates * hidden]`
     let mut dhh = vec![0f32; t * b * g];
     let mut dxp = vec![0f32; b * t * g];
@@ -637,14 +633,15 @@ impl CustomOp3 for RecurrenceOp {
         grad: &Tensor,
     ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
         let d = self.dims;
-        let grad = grad.contiguous()?;
+        let (grad, w_hh) = (grad.contiguous()?, w_hh.contiguous()?);
         let (dxp, dw, db) = {
             let (gs, gl) = grad.storage_and_layout();
+            let (ws, wl) = w_hh.storage_and_layout();
             backward_kernel(
                 self.cell,
                 d,
                 &self.saved,
-                &w_hh.detach().contiguous()?,
+                cpu_slice(&ws, wl, "weight_hh")?,
                 self.present.as_deref(),
                 cpu_slice(&gs, gl, "state gradient")?,
                 &parts(d),
@@ -692,12 +689,11 @@ mod tests {
                 let p: Vec<f32> = (0..b * t).map(|k| f32::from(k % 4 != 2)).collect();
                 let p = masked.then_some(&p[..]);
                 let d_states = random(&mut rng, b * t * h);
-                let w_hh = Tensor::from_slice(&w, (g, h), &Device::Cpu).unwrap();
                 let run = |parts: &[Range<usize>]| {
                     let (states, saved) =
                         forward_kernel(cell, d, &xp, &w, &bias, p, parts).unwrap();
                     let (dxp, dw, db) =
-                        backward_kernel(cell, d, &saved, &w_hh, p, &d_states, parts).unwrap();
+                        backward_kernel(cell, d, &saved, &w, p, &d_states, parts).unwrap();
                     let dw = dw.flatten_all().unwrap().to_vec1::<f32>().unwrap();
                     [
                         states,
