@@ -27,6 +27,20 @@ pub(crate) fn bound_product_splitting() {
     ONCE.call_once(|| gemm::set_threading_threshold(SPLIT_PRODUCTS_FROM));
 }
 
+/// Runs `op` compiled for the widest vector instructions this CPU has (AVX2 and FMA, or
+/// AVX-512), chosen at run time. The engine is built for the baseline x86-64 so that one
+/// binary runs on every x86-64 CPU, and the compiler vectorises its own loops with SSE2 (4
+/// lanes, few shuffles). `op.with_simd` must be `#[inline(always)]`, and so must what it calls
+/// in its loops: inlined into a function with those features enabled, the code is compiled
+/// for them (a closure would not do: called from three such functions, it is compiled once,
+/// for the baseline, and not inlined). `pulp` holds the `unsafe` that the call of such a
+/// function needs (it checks the features first); the engine itself has none. Other
+/// architectures run `op` as it is.
+pub(crate) fn with_widest_vectors<Op: pulp::WithSimd>(op: Op) -> Op::Output {
+    static ARCH: std::sync::OnceLock<pulp::Arch> = std::sync::OnceLock::new();
+    ARCH.get_or_init(pulp::Arch::new).dispatch(op)
+}
+
 /// `cpu`, `cuda` (the first GPU) or `cuda:N`.
 pub fn parse(name: &str) -> Result<Device> {
     let gpu = |ordinal: usize| {

@@ -61,6 +61,7 @@ struct Geometry {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Algorithm {
     Im2col,
+    #[cfg(test)]
     Winograd,
     Fastest,
 }

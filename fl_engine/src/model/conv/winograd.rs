@@ -25,6 +25,7 @@ use candle_core::{Device, Tensor};
 use rayon::prelude::*;
 
 use super::{matmul_into, matmul_with, Algorithm, Geometry, GroupScratch};
+use crate::device::with_widest_vectors;
 
 /// Entries of a transformed tile, and so products per direction.
 const XI: usize = 16;
@@ -34,6 +35,7 @@ pub(super) fn applies(g: &Geometry) -> bool {
     let fits = g.k == 3 && g.stride == 1 && g.pad == 1 && g.h > 0 && g.w > 0;
     fits && match g.algorithm {
         Algorithm::Im2col => false,
+        #[cfg(test)]
         Algorithm::Winograd => true,
         Algorithm::Fastest => pays(g),
     }
@@ -165,6 +167,7 @@ impl Tiles {
 
     /// `V = B^T d B` of every tile of one input plane `x [h, w]`: entry `ξ` of tile `t` goes
     /// to `v[ξ * pitch + at + t]`.
+    #[inline(always)]
     fn transform_input(
         &self,
         x: &[f32],
@@ -210,17 +213,13 @@ impl Tiles {
             let (h1, rest) = rest.split_at_mut(tc);
             let (h2, h3) = rest.split_at_mut(tc);
             let (e0, e1, o0, o1) = (&e[..tc], &e[1..], &o[..tc], &o[1..]);
-            for (h, (a, b)) in h0.iter_mut().zip(e0.iter().zip(e1)) {
-                *h = a - b;
-            }
-            for (h, (a, b)) in h1.iter_mut().zip(o0.iter().zip(e1)) {
-                *h = a + b;
-            }
-            for (h, (a, b)) in h2.iter_mut().zip(e1.iter().zip(o0)) {
-                *h = a - b;
-            }
-            for (h, (a, b)) in h3.iter_mut().zip(o0.iter().zip(o1)) {
-                *h = a - b;
+            for (((h0, h1), (h2, h3)), ((a, b), (c, d))) in h0
+                .iter_mut()
+                .zip(h1.iter_mut())
+                .zip(h2.iter_mut().zip(h3.iter_mut()))
+                .zip(e0.iter().zip(o0).zip(e1.iter().zip(o1)))
+            {
+                [*h0, *h1, *h2, *h3] = input_1d([*a, *b, *c, *d]);
             }
         }
         // down the columns: tile row `r` reads padded rows `2r .. 2r + 4`
@@ -228,18 +227,17 @@ impl Tiles {
             for j in 0..4 {
                 let row = |i: usize| &across[((2 * r + i) * 4 + j) * tc..][..tc];
                 let (r0, r1, r2, r3) = (row(0), row(1), row(2), row(3));
-                let dst = |i: usize| (i * 4 + j) * pitch + at + r * tc;
-                for (d, (a, b)) in v[dst(0)..][..tc].iter_mut().zip(r0.iter().zip(r2)) {
-                    *d = a - b;
-                }
-                for (d, (a, b)) in v[dst(1)..][..tc].iter_mut().zip(r1.iter().zip(r2)) {
-                    *d = a + b;
-                }
-                for (d, (a, b)) in v[dst(2)..][..tc].iter_mut().zip(r2.iter().zip(r1)) {
-                    *d = a - b;
-                }
-                for (d, (a, b)) in v[dst(3)..][..tc].iter_mut().zip(r1.iter().zip(r3)) {
-                    *d = a - b;
+                // entries `ξ = 4i + j`, `i = 0..4`: rows `4 * pitch` apart
+                let (d0, rest) = v[j * pitch + at + r * tc..].split_at_mut(4 * pitch);
+                let (d1, rest) = rest.split_at_mut(4 * pitch);
+                let (d2, d3) = rest.split_at_mut(4 * pitch);
+                for (((d0, d1), (d2, d3)), ((a, b), (c, d))) in d0[..tc]
+                    .iter_mut()
+                    .zip(d1[..tc].iter_mut())
+                    .zip(d2[..tc].iter_mut().zip(d3[..tc].iter_mut()))
+                    .zip(r0.iter().zip(r1).zip(r2.iter().zip(r3)))
+                {
+                    [*d0, *d1, *d2, *d3] = input_1d([*a, *b, *c, *d]);
                 }
             }
         }
@@ -247,6 +245,7 @@ impl Tiles {
 
     /// One output plane `y [h, w]` from the products' entries `m[ξ * pitch + at + t]`:
     /// `A^T M A` per tile, cut to the image.
+    #[inline(always)]
     fn transform_output(
         &self,
         m: &[f32],
@@ -298,6 +297,7 @@ impl Tiles {
 
     /// `dM = A dY A^T` of every tile of one output-gradient plane `dy [h, w]`, entry `ξ` of
     /// tile `t` to `dm[ξ * pitch + at + t]` (outside the image `dY` is zero).
+    #[inline(always)]
     fn transform_output_gradient(
         &self,
         dy: &[f32],
@@ -354,6 +354,7 @@ impl Tiles {
 
     /// One input-gradient plane `dx [h, w]` from `dV`'s entries `dv[ξ * pitch + at + t]`:
     /// `B dV B^T` per tile, the overlapping patches summed, cut to the image.
+    #[inline(always)]
     fn transform_input_gradient(
         &self,
         dv: &[f32],
@@ -445,6 +446,94 @@ impl Tiles {
     }
 }
 
+/// One of the four transforms over several images' planes at once. `ld` is the row pitch of
+/// a stacked scratch `[16, channels, ld]`; the products' own results are contiguous,
+/// `[16, channels, images * tiles]`; image `b`'s tiles are columns `b * tiles ..`.
+enum Pass<'a> {
+    /// `V` of the inputs `x [n, in, h, w]`.
+    OfInputs {
+        x: &'a [f32],
+        v: &'a mut [f32],
+        ld: usize,
+    },
+    /// The outputs `[n, out, h, w]` from the products `M`.
+    ToOutputs { m: &'a [f32], out: &'a mut [f32] },
+    /// `dM` of the output gradients `dy [n, out, h, w]`.
+    OfOutputGradients {
+        dy: &'a [f32],
+        dm: &'a mut [f32],
+        ld: usize,
+    },
+    /// The input gradients `[n, in, h, w]` from the products `dV`.
+    ToInputGradients { dv: &'a [f32], dx: &'a mut [f32] },
+}
+
+impl Pass<'_> {
+    /// Runs the pass with the CPU's widest vector instructions: the loops are short (four to
+    /// sixteen tiles a row) and gain most from wider vectors and their shuffles.
+    fn run(self, tiles: Tiles, g: &Geometry) {
+        with_widest_vectors(Transform {
+            tiles,
+            g,
+            pass: self,
+        })
+    }
+}
+
+struct Transform<'a> {
+    tiles: Tiles,
+    g: &'a Geometry,
+    pass: Pass<'a>,
+}
+
+impl pulp::WithSimd for Transform<'_> {
+    type Output = ();
+
+    // inlined whole into the function compiled for the chosen instructions, with the
+    // transforms (also `inline(always)`) it calls
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _: S) {
+        let Transform { tiles, g, pass } = self;
+        let (plane, nt) = (tiles.h * tiles.w, tiles.count());
+        let mut scratch = tiles.scratch();
+        match pass {
+            Pass::OfInputs { x, v, ld } => {
+                for (b, x) in x.chunks_exact(g.cin * plane).enumerate() {
+                    for (c, x) in x.chunks_exact(plane).enumerate() {
+                        tiles.transform_input(x, &mut scratch, v, g.cin * ld, c * ld + b * nt);
+                    }
+                }
+            }
+            Pass::ToOutputs { m, out } => {
+                let pitch = out.len() / (g.cout * plane).max(1) * nt;
+                for (b, out) in out.chunks_exact_mut(g.cout * plane).enumerate() {
+                    for (k, y) in out.chunks_exact_mut(plane).enumerate() {
+                        let at = k * pitch + b * nt;
+                        tiles.transform_output(m, g.cout * pitch, at, &mut scratch, y);
+                    }
+                }
+            }
+            Pass::OfOutputGradients { dy, dm, ld } => {
+                for (b, dy) in dy.chunks_exact(g.cout * plane).enumerate() {
+                    for (k, dy) in dy.chunks_exact(plane).enumerate() {
+                        let at = k * ld + b * nt;
+                        tiles.transform_output_gradient(dy, &mut scratch, dm, g.cout * ld, at);
+                    }
+                }
+            }
+            Pass::ToInputGradients { dv, dx } => {
+                let pitch = dx.len() / (g.cin * plane).max(1) * nt;
+                for (b, dx) in dx.chunks_exact_mut(g.cin * plane).enumerate() {
+                    for (c, dx) in dx.chunks_exact_mut(plane).enumerate() {
+                        let at = c * pitch + b * nt;
+                        tiles.transform_input_gradient(dv, g.cin * pitch, at, &mut scratch, dx);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Images whose transformed tiles go side by side into one set of products, for a run of
 /// `count` images: as im2col's [`Geometry::images_per_product`], with an image's share the
 /// larger of its transformed input and output.
@@ -470,31 +559,12 @@ pub(super) fn forward(g: &Geometry, x: &[f32], w: &[f32]) -> candle_core::Result
         let count = out.len() / per_image;
         let per_product = images_per_product(g, count);
         let mut v = GroupScratch::stacked(XI, g.cin, nt);
-        let mut scratch = tiles.scratch();
         for (i, out) in out.chunks_mut(per_product * per_image).enumerate() {
             let (first, n) = (r * per_run + i * per_product, out.len() / per_image);
-            let v = v.fill(n, |buf, ld| {
-                let mut scratch = tiles.scratch();
-                for b in 0..n {
-                    let x = &x[(first + b) * image..][..image];
-                    for (c, x) in x.chunks_exact(plane).enumerate() {
-                        tiles.transform_input(x, &mut scratch, buf, g.cin * ld, c * ld + b * nt);
-                    }
-                }
-            })?;
+            let x = &x[first * image..][..n * image];
+            let v = v.fill(n, |v, ld| Pass::OfInputs { x, v, ld }.run(tiles, g))?;
             matmul_with(&u, &v, |m| {
-                let pitch = n * nt;
-                for (b, out) in out.chunks_exact_mut(per_image).enumerate() {
-                    for (k, y) in out.chunks_exact_mut(plane).enumerate() {
-                        tiles.transform_output(
-                            m,
-                            g.cout * pitch,
-                            k * pitch + b * nt,
-                            &mut scratch,
-                            y,
-                        );
-                    }
-                }
+                Pass::ToOutputs { m, out }.run(tiles, g);
                 Ok(())
             })?;
         }
@@ -541,32 +611,13 @@ pub(super) fn backward(
         let mut du = vec![0f32; XI * g.cout * g.cin];
         let mut v = GroupScratch::stacked(XI, g.cin, nt);
         let mut dm = GroupScratch::stacked(XI, g.cout, nt);
-        let mut scratch = tiles.scratch();
         for first in (start..start + count).step_by(per_product) {
             let n = per_product.min(start + count - first);
-            let v = v.fill(n, |buf, ld| {
-                let mut scratch = tiles.scratch();
-                for b in 0..n {
-                    let x = &x[(first + b) * image..][..image];
-                    for (c, x) in x.chunks_exact(plane).enumerate() {
-                        tiles.transform_input(x, &mut scratch, buf, g.cin * ld, c * ld + b * nt);
-                    }
-                }
-            })?;
-            let dm = dm.fill(n, |buf, ld| {
-                let mut scratch = tiles.scratch();
-                for b in 0..n {
-                    let dy = &dy[(first + b) * per_image..][..per_image];
-                    for (k, dy) in dy.chunks_exact(plane).enumerate() {
-                        tiles.transform_output_gradient(
-                            dy,
-                            &mut scratch,
-                            buf,
-                            g.cout * ld,
-                            k * ld + b * nt,
-                        );
-                    }
-                }
+            let x = &x[first * image..][..n * image];
+            let v = v.fill(n, |v, ld| Pass::OfInputs { x, v, ld }.run(tiles, g))?;
+            let dy = &dy[first * per_image..][..n * per_image];
+            let dm = dm.fill(n, |dm, ld| {
+                Pass::OfOutputGradients { dy, dm, ld }.run(tiles, g)
             })?;
             matmul_into(&mut du, true, &dm, &v.transpose(1, 2)?)?;
             let Some(dx) = dx.as_deref_mut() else {
@@ -574,18 +625,7 @@ pub(super) fn backward(
             };
             let dx = &mut dx[(first - start) * image..][..n * image];
             matmul_with(&u_t, &dm, |dv| {
-                let pitch = n * nt;
-                for (b, dx) in dx.chunks_exact_mut(image).enumerate() {
-                    for (c, dx) in dx.chunks_exact_mut(plane).enumerate() {
-                        tiles.transform_input_gradient(
-                            dv,
-                            g.cin * pitch,
-                            c * pitch + b * nt,
-                            &mut scratch,
-                            dx,
-                        );
-                    }
-                }
+                Pass::ToInputGradients { dv, dx }.run(tiles, g);
                 Ok(())
             })?;
         }
