@@ -15,8 +15,9 @@
 //! values) for its backward pass; other columns are rebuilt there, into one buffer per
 //! thread. With more than one thread, each thread takes a contiguous run of images through
 //! that whole chain. 3x3 stride-1 convolutions with enough channels go by Winograd's
-//! F(2x2, 3x3) tiles instead ([`winograd`]), the same chain with 16 smaller products. GroupNorm (optionally followed by ReLU) reads each group once for its
-//! statistics and once to normalise, and its backward pass is the closed form
+//! F(2x2, 3x3) tiles instead ([`winograd`]), the same chain with 16 smaller products.
+//! GroupNorm (optionally followed by ReLU) reads each group once for its statistics and
+//! once to normalise, and its backward pass is the closed form
 //! `dx = rstd (dx̂ - mean(dx̂) - x̂ mean(dx̂ x̂))`, `dx̂ = dy gamma`, with the statistics of
 //! the forward pass where the fused node kept them. The backbone runs convolution and
 //! GroupNorm as one node ([`conv_gn`]) and a residual block's skip sum and ReLU as another

@@ -14,7 +14,8 @@
 //! transformed input 4 times the input's size where im2col's columns are 9 times. The
 //! backward pass is the adjoint of the same linear maps:
 //!
-//!   `dM = A dY A^T`,  `dU_ξ = dM_ξ V_ξ^T`,  `dg = G^T dU G`,  `dV_ξ = U_ξ^T dM_ξ`,  `dd = B dV B^T`,
+//!   `dM = A dY A^T`,  `dU_ξ = dM_ξ V_ξ^T`,  `dg = G^T dU G`,
+//!   `dV_ξ = U_ξ^T dM_ξ`,  `dd = B dV B^T`,
 //!
 //! the last added into the input gradient (neighbouring patches overlap by two). The
 //! transforms' coefficients are 0, ±1 and ±1/2, so rounding stays close to the direct sum's.
