@@ -705,29 +705,42 @@ impl Geometry {
             }
             Ok(dw)
         };
-        let runs = g.batch.div_ceil(per_run);
-        let parts: Vec<Vec<f32>> = match (dx.as_mut(), runs > 1) {
-            (Some(dx), true) => dx
-                .par_chunks_mut(per_run * image.max(1))
-                .enumerate()
-                .map(|(r, d)| run(r, Some(d)))
-                .collect::<candle_core::Result<_>>()?,
-            (None, true) => (0..runs)
-                .into_par_iter()
-                .map(|r| run(r, None))
-                .collect::<candle_core::Result<_>>()?,
-            (dx, false) => vec![run(0, dx.map(|d| d.as_mut_slice()))?],
-        };
-        // runs summed in order: the result depends on the thread count by rounding only
-        let mut parts = parts.into_iter();
-        let mut dw = parts
-            .next()
-            .unwrap_or_else(|| vec![0f32; g.cout * g.patch()]);
-        for p in parts {
-            dw.iter_mut().zip(&p).for_each(|(d, v)| *d += v);
-        }
+        let dw = in_runs(g, per_run, dx.as_deref_mut(), g.cout * g.patch(), run)?;
         Ok((dx, dw))
     }
+}
+
+/// The backward pass's runs of `per_run` images (over the pool when there are several), each
+/// given its images' part of the input gradient `dx` where there is one, and the kernel
+/// gradients they return (`len` values each) summed in run order: the result depends on the
+/// thread count by rounding only.
+fn in_runs(
+    g: &Geometry,
+    per_run: usize,
+    dx: Option<&mut [f32]>,
+    len: usize,
+    run: impl Fn(usize, Option<&mut [f32]>) -> candle_core::Result<Vec<f32>> + Sync,
+) -> candle_core::Result<Vec<f32>> {
+    let image = g.cin * g.h * g.w;
+    let runs = g.batch.div_ceil(per_run);
+    let parts: Vec<Vec<f32>> = match (dx, runs > 1) {
+        (Some(dx), true) => dx
+            .par_chunks_mut(per_run * image.max(1))
+            .enumerate()
+            .map(|(r, d)| run(r, Some(d)))
+            .collect::<candle_core::Result<_>>()?,
+        (None, true) => (0..runs)
+            .into_par_iter()
+            .map(|r| run(r, None))
+            .collect::<candle_core::Result<_>>()?,
+        (dx, false) => vec![run(0, dx)?],
+    };
+    let mut parts = parts.into_iter();
+    let mut sum = parts.next().unwrap_or_else(|| vec![0f32; len]);
+    for p in parts {
+        sum.iter_mut().zip(&p).for_each(|(d, v)| *d += v);
+    }
+    Ok(sum)
 }
 
 struct ConvOp(Geometry);

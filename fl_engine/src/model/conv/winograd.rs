@@ -25,7 +25,7 @@
 use candle_core::{Device, Tensor};
 use rayon::prelude::*;
 
-use super::{matmul_into, matmul_with, Algorithm, Geometry, GroupScratch};
+use super::{in_runs, matmul_into, matmul_with, Algorithm, Geometry, GroupScratch};
 use crate::device::with_widest_vectors;
 
 /// Entries of a transformed tile, and so products per direction.
@@ -632,27 +632,7 @@ pub(super) fn backward(
         }
         Ok(du)
     };
-    let runs = g.batch.div_ceil(per_run);
-    let parts: Vec<Vec<f32>> = match (dx.as_mut(), runs > 1) {
-        (Some(dx), true) => dx
-            .par_chunks_mut(per_run * image.max(1))
-            .enumerate()
-            .map(|(r, d)| run(r, Some(d)))
-            .collect::<candle_core::Result<_>>()?,
-        (None, true) => (0..runs)
-            .into_par_iter()
-            .map(|r| run(r, None))
-            .collect::<candle_core::Result<_>>()?,
-        (dx, false) => vec![run(0, dx.map(|d| d.as_mut_slice()))?],
-    };
-    // runs summed in order: the result depends on the thread count by rounding only
-    let mut parts = parts.into_iter();
-    let mut du = parts
-        .next()
-        .unwrap_or_else(|| vec![0f32; XI * g.cout * g.cin]);
-    for p in parts {
-        du.iter_mut().zip(&p).for_each(|(d, v)| *d += v);
-    }
+    let du = in_runs(g, per_run, dx.as_deref_mut(), XI * g.cout * g.cin, run)?;
     Ok((dx, kernel_gradient(&du, g.cout, g.cin)))
 }
 
