@@ -227,6 +227,17 @@ pub async fn fresh_postgres_database() -> String {
     format!("{base}/{name}")
 }
 
+/// The gateway's error log goes to the test's captured output, so a failing test shows why
+/// the server answered 500; `TEST_LOG` (an `EnvFilter`, e.g. `info`) shows more.
+fn log_server_errors() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_env("TEST_LOG").unwrap_or_else(|_| EnvFilter::new("error"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_test_writer()
+        .try_init();
+}
+
 impl TestApp {
     pub async fn spawn(backend: Backend) -> TestApp {
         Self::spawn_with(backend, |_| {}).await
@@ -251,6 +262,7 @@ impl TestApp {
         database_url: String,
         tweak: impl FnOnce(&mut Settings),
     ) -> TestApp {
+        log_server_errors();
         let mut settings = Settings {
             listen: "127.0.0.1:0".parse().unwrap(),
             data_dir: dir.path().to_path_buf(),
