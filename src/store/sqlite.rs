@@ -1,6 +1,8 @@
 //! SQLite, the embedded default. One writer at a time: a transaction takes the process-wide
-//! write lock before it begins, so reads that a transaction later turns into writes never hit
-//! SQLITE_BUSY and the audit chain has a single, ordered head.
+//! write lock before it begins and SQLite's write lock as it begins (`BEGIN IMMEDIATE`), so
+//! reads that a transaction later turns into writes never hit SQLITE_BUSY and the audit chain
+//! has a single, ordered head. The second lock matters even within one process: a dropped
+//! transaction's rollback runs on its connection's worker thread after the first is released.
 
 use std::{str::FromStr, sync::Arc, time::Duration};
 
@@ -111,7 +113,9 @@ impl Store for SqliteStore {
     async fn begin(&self) -> Result<Box<dyn Tx>> {
         let guard = self.writer.clone().lock_owned().await;
         Ok(Box::new(SqliteTx {
-            tx: self.pool.begin().await?,
+            // IMMEDIATE: the write lock is taken here, where SQLite waits for it (busy
+            // timeout), not at the first write after a read, where it fails at once
+            tx: self.pool.begin_with("BEGIN IMMEDIATE").await?,
             _writer: guard,
             observed: Default::default(),
             edge: self.edge.clone(),
@@ -134,3 +138,53 @@ impl Store for SqliteStore {
 }
 
 super::sql::impl_tx!(SqliteTx, sqlx::Sqlite);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::audit::{Actor, AuditAction, AuditSubject, NewAuditEvent};
+
+    fn event() -> NewAuditEvent {
+        let actor = Actor {
+            sub: "officer".into(),
+            roles: vec![],
+            organisation: None,
+        };
+        NewAuditEvent::success(
+            &actor,
+            AuditAction::Request(crate::authz::Action::PermitCheck),
+            AuditSubject::Permit(crate::domain::PermitId::new()),
+        )
+    }
+
+    /// A transaction must wait while another connection holds the database's write lock:
+    /// another process on the same file (the command-line tools), or a transaction of this
+    /// one that was dropped after a write and whose rollback is still queued on its
+    /// connection's worker thread. A read transaction that then wants the write lock gets
+    /// "database is locked" at once, without waiting, so transactions must take the lock when
+    /// they begin.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_transaction_waits_for_a_writer_on_another_connection() {
+        use sqlx::Connection;
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}?mode=rwc", dir.path().join("g.db").display());
+        let store = SqliteStore::connect(&url).await.unwrap();
+        let mut other = sqlx::SqliteConnection::connect(&url).await.unwrap();
+        sqlx::query("begin immediate")
+            .execute(&mut other)
+            .await
+            .unwrap();
+        let release = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            sqlx::query("rollback").execute(&mut other).await.unwrap();
+            other
+        });
+        let mut tx = store.begin().await.unwrap();
+        let size = tx.audit_tree_size().await.unwrap();
+        tx.append_audit(event()).await.unwrap();
+        tx.commit().await.unwrap();
+        release.await.unwrap().close().await.unwrap();
+        let mut check = store.begin().await.unwrap();
+        assert_eq!(check.audit_tree_size().await.unwrap(), size + 1);
+    }
+}
