@@ -31,7 +31,9 @@ use candle_nn::{
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::conv::{add_relu, conv_gn, Conv, GroupNormAct};
+use super::conv::{
+    add_relu, conv_gn, residual_body, Conv, ConvGnLayer, GroupNormAct, ResidualBlock,
+};
 use super::dropout_mask;
 use super::fused::Dense;
 use super::recurrent::RecurrentLayer;
@@ -614,6 +616,13 @@ impl ConvGn {
     fn forward(&self, xs: &Tensor, relu: bool) -> candle_core::Result<Tensor> {
         conv_gn(&self.conv, &self.gn, xs, relu)
     }
+
+    fn layer(&self) -> ConvGnLayer<'_> {
+        ConvGnLayer {
+            conv: &self.conv,
+            gn: &self.gn,
+        }
+    }
 }
 
 struct ResBlock {
@@ -662,7 +671,27 @@ impl Cnn {
         let c = &self.cfg;
         let b = xs.dim(0)?;
         let x = xs.reshape((b, c.channels, c.height, c.width))?;
-        let mut h = self.stem.forward(&x, true)?;
+        match residual_body(self.stem.layer(), &self.blocks(), &x)? {
+            Some(features) => Ok(features),
+            None => self.forward_by_layers(&x),
+        }
+    }
+
+    fn blocks(&self) -> Vec<ResidualBlock<'_>> {
+        self.stages
+            .iter()
+            .map(|s| ResidualBlock {
+                a: s.a.layer(),
+                b: s.b.layer(),
+                proj: s.proj.as_ref().map(ConvGn::layer),
+            })
+            .collect()
+    }
+
+    /// The body layer by layer, each layer a graph node: where [`residual_body`] does not
+    /// take it, and the reference its tests compare with.
+    fn forward_by_layers(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        let mut h = self.stem.forward(x, true)?;
         for block in &self.stages {
             let y = block.b.forward(&block.a.forward(&h, true)?, false)?;
             let skip = match &block.proj {
@@ -1072,5 +1101,110 @@ mod tests {
             outputs: 1,
         };
         assert!(Net::new(&spec, 0).is_err());
+    }
+
+    /// The body as one node ([`residual_body`]) against the same layers as graph nodes:
+    /// features and every variable's gradient, for an identity skip and a projection, an odd
+    /// map, a stride-2 stage, and layers that take Winograd's tiles (32 channels at 32x32).
+    #[test]
+    fn the_body_as_one_node_matches_the_layers() {
+        use candle_nn::{VarBuilder, VarMap};
+        use rand::{Rng, SeedableRng};
+        let cases = [
+            (3, 12, 10, vec![4, 8], 2, 3),
+            (1, 9, 7, vec![4, 4, 8], 4, 2),
+            (3, 32, 32, vec![32, 64], 4, 2),
+        ];
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        for (channels, height, width, stages, groups, batch) in cases {
+            let cfg = CnnConfig {
+                channels,
+                height,
+                width,
+                stages: stages.clone(),
+                groups,
+            };
+            let vars = VarMap::new();
+            let cnn = Cnn::new(
+                &cfg,
+                VarBuilder::from_varmap(&vars, candle_core::DType::F32, &Device::Cpu),
+            )
+            .unwrap();
+            // scales and shifts away from 1 and 0, so that their gradients are exercised
+            for (name, v) in vars.data().lock().unwrap().iter() {
+                if name.contains(".gn.") {
+                    let n = v.elem_count();
+                    let values: Vec<f32> = (0..n).map(|_| rng.gen_range(-1.5..1.5)).collect();
+                    v.set(&Tensor::from_vec(values, n, &Device::Cpu).unwrap())
+                        .unwrap();
+                }
+            }
+            let len = batch * channels * height * width;
+            let x: Vec<f32> = (0..len).map(|_| rng.gen_range(-1.0..1.0)).collect();
+            let x = Tensor::from_vec(x, (batch, channels * height * width), &Device::Cpu).unwrap();
+            let four = x.reshape((batch, channels, height, width)).unwrap();
+            let last = *stages.last().unwrap();
+            let c: Vec<f32> = (0..batch * last)
+                .map(|_| rng.gen_range(-1.0..1.0))
+                .collect();
+            let c = Tensor::from_vec(c, (batch, last), &Device::Cpu).unwrap();
+            let run = |features: Tensor| {
+                let loss = (&features * &c).unwrap().sum_all().unwrap();
+                let grads = crate::model::backward(&loss).unwrap();
+                let mut by_name: Vec<(String, Vec<f32>)> = vars
+                    .data()
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .map(|(name, v)| {
+                        let g = grads
+                            .get(v.as_tensor())
+                            .expect("every variable has a gradient");
+                        (name.clone(), g.flatten_all().unwrap().to_vec1().unwrap())
+                    })
+                    .collect();
+                by_name.sort_by(|a, b| a.0.cmp(&b.0));
+                (
+                    features.flatten_all().unwrap().to_vec1::<f32>().unwrap(),
+                    by_name,
+                )
+            };
+            let blocks = cnn.blocks();
+            let fused = residual_body(cnn.stem.layer(), &blocks, &four)
+                .unwrap()
+                .expect("the body runs as one node");
+            let (features, grads) = run(fused);
+            let (want_features, want_grads) = run(cnn.forward_by_layers(&four).unwrap());
+            let close = |a: &[f32], b: &[f32], what: &str| {
+                let top = b.iter().fold(0f32, |m, v| m.max(v.abs()));
+                for (x, y) in a.iter().zip(b) {
+                    assert!(
+                        (x - y).abs() <= 2e-5 * (1.0 + top),
+                        "{what}: {x} vs {y} {stages:?}"
+                    );
+                }
+                assert_eq!(a.len(), b.len(), "{what}");
+            };
+            close(&features, &want_features, "features");
+            assert_eq!(grads.len(), want_grads.len());
+            for ((name, g), (want_name, want)) in grads.iter().zip(&want_grads) {
+                assert_eq!(name, want_name);
+                close(g, want, name);
+            }
+            // the forward through `Cnn` takes the one node
+            let direct = cnn.forward(&x).unwrap();
+            close(
+                &direct.flatten_all().unwrap().to_vec1::<f32>().unwrap(),
+                &want_features,
+                "Cnn::forward",
+            );
+            // an input that needs its own gradient goes layer by layer
+            let tracked = candle_core::Var::from_tensor(&four).unwrap();
+            assert!(
+                residual_body(cnn.stem.layer(), &blocks, tracked.as_tensor())
+                    .unwrap()
+                    .is_none()
+            );
+        }
     }
 }

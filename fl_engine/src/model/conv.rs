@@ -36,7 +36,10 @@ use rayon::prelude::*;
 
 use super::fused::{cpu_slice, f32_slice, matmul_into, matmul_with};
 
+mod body;
 mod winograd;
+
+pub(crate) use body::{residual_body, ConvGnLayer, ResidualBlock};
 
 /// Geometry of one convolution (square kernel, same stride and padding on both axes).
 #[derive(Clone, Copy, Debug)]
@@ -441,6 +444,18 @@ fn parallel(work: usize) -> bool {
     work >= 1 << 15 && rayon::current_num_threads() > 1
 }
 
+/// `len` zeros, written over the pool where that pays: the buffers the kernels then fill
+/// over the pool are the size of the activations, and zeroed on the calling thread alone
+/// they left the other threads waiting (4 % of a two-thread CNN step's samples).
+fn zeros(len: usize) -> Vec<f32> {
+    if !parallel(len) {
+        return vec![0.0; len];
+    }
+    let mut v = Vec::with_capacity(len);
+    v.par_extend(rayon::iter::repeat_n(0f32, len).with_min_len(PER_TASK));
+    v
+}
+
 /// A bias-free convolution (`weight [out, in, k, k]`, PyTorch's layout).
 pub(crate) struct Conv {
     conv: Conv2d,
@@ -457,9 +472,16 @@ impl Conv {
     /// group, no dilation, a square kernel that fits the padded input); `None` for candle's
     /// own convolution.
     fn geometry(&self, x: &Tensor) -> candle_core::Result<Option<Geometry>> {
+        self.geometry_over(x.dims4()?)
+    }
+
+    /// [`Self::geometry`] over an input of dimensions `(batch, in, h, w)`.
+    fn geometry_over(
+        &self,
+        (batch, cin, h, wd): (usize, usize, usize, usize),
+    ) -> candle_core::Result<Option<Geometry>> {
         let w = self.conv.weight();
         let (cout, cin_w, kh, kw) = w.dims4()?;
-        let (batch, cin, h, wd) = x.dims4()?;
         let plain = self.conv.bias().is_none()
             && self.cfg.groups == 1
             && self.cfg.dilation == 1
@@ -568,7 +590,7 @@ impl Geometry {
         let g = self;
         let (l, image) = (g.positions(), g.cin * g.h * g.w);
         let w = Tensor::from_slice(w, (g.cout, g.patch()), &Device::Cpu)?;
-        let mut out = vec![0f32; g.batch * g.cout * l];
+        let mut out = zeros(g.batch * g.cout * l);
         let keep = keep && g.batch * g.patch() * l <= KEPT_COLUMNS;
         // a few images at a time (one, for large maps; see `images_per_product`), their
         // columns side by side, so they stay in cache between unfolding and product; with
@@ -643,7 +665,7 @@ impl Geometry {
             Some(b) => Tensor::from_vec(flipped(w, g), (g.cin, b.patch()), &Device::Cpu)?,
             None => Tensor::from_slice(w, (g.cout, g.patch()), &Device::Cpu)?.t()?,
         };
-        let mut dx = want_dx.then(|| vec![0f32; g.batch * image]);
+        let mut dx = want_dx.then(|| zeros(g.batch * image));
         let per_run = g.images_per_run();
         let grad_len = g.cout * l;
         // one run of images: its kernel gradient summed in the order of its images, and the
@@ -880,15 +902,7 @@ pub(crate) fn conv_gn(
         _ => return gn.forward(&conv.forward(x)?, relu),
     };
     let op = ConvGnOp {
-        conv: g,
-        gn: GroupNormOp {
-            batch: g.batch,
-            channels: g.cout,
-            positions: g.positions(),
-            groups: gn.groups,
-            eps: gn.eps as f32,
-            relu,
-        },
+        kernel: ConvGnKernel::new(g, gn, relu),
         saved: OnceLock::new(),
     };
     // scale and shift as one operand (a node has at most three)
@@ -897,11 +911,77 @@ pub(crate) fn conv_gn(
         .apply_op3(&conv.conv.weight().contiguous()?, &affine, op)
 }
 
+/// A convolution, its GroupNorm and (optionally) ReLU on slices: the kernels of
+/// [`ConvGnOp`] and of the residual body ([`body`]).
+#[derive(Clone, Copy)]
+struct ConvGnKernel {
+    conv: Geometry,
+    gn: GroupNormOp,
+}
+
+impl ConvGnKernel {
+    fn new(conv: Geometry, gn: &GroupNormAct, relu: bool) -> Self {
+        Self {
+            conv,
+            gn: GroupNormOp {
+                batch: conv.batch,
+                channels: conv.cout,
+                positions: conv.positions(),
+                groups: gn.groups,
+                eps: gn.eps as f32,
+                relu,
+            },
+        }
+    }
+
+    /// The output `[batch, out, positions]` and what the backward pass needs.
+    fn forward(
+        &self,
+        x: &[f32],
+        w: &[f32],
+        gamma: &[f32],
+        beta: &[f32],
+    ) -> candle_core::Result<(Vec<f32>, Saved)> {
+        let (y, cols) = self.conv.forward(x, w, true)?;
+        let (out, stats) = self.gn.forward(&y, gamma, beta);
+        Ok((out, Saved { y, stats, cols }))
+    }
+
+    /// `(dx, dW, dgamma, dbeta)` from the output gradient; `dx` only with `want_dx`.
+    #[allow(clippy::too_many_arguments)]
+    fn backward(
+        &self,
+        saved: &Saved,
+        x: &[f32],
+        want_dx: bool,
+        w: &[f32],
+        gamma: &[f32],
+        beta: &[f32],
+        dout: &[f32],
+    ) -> candle_core::Result<ConvGnGradients> {
+        let (dy, dgamma, dbeta) = self.gn.backward(&saved.y, &saved.stats, gamma, beta, dout);
+        let (dx, dw) = self.conv.backward(x, want_dx, w, &dy, &saved.cols)?;
+        Ok(ConvGnGradients {
+            dx,
+            dw,
+            dgamma,
+            dbeta,
+        })
+    }
+}
+
+/// The gradients [`ConvGnKernel::backward`] gives.
+struct ConvGnGradients {
+    dx: Option<Vec<f32>>,
+    dw: Vec<f32>,
+    dgamma: Vec<f32>,
+    dbeta: Vec<f32>,
+}
+
 /// Over `(x, W, [gamma, beta])`; keeps the convolution's output, the GroupNorm statistics
 /// and (small maps) the columns for the backward pass.
 struct ConvGnOp {
-    conv: Geometry,
-    gn: GroupNormOp,
+    kernel: ConvGnKernel,
     saved: OnceLock<Saved>,
 }
 
@@ -929,13 +1009,12 @@ impl CustomOp3 for ConvGnOp {
         s3: &CpuStorage,
         l3: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
-        let g = &self.conv;
+        let g = &self.kernel.conv;
         let (x, w) = (f32_slice(xs, xl, "input")?, f32_slice(ws, wl, "kernel")?);
         let affine = f32_slice(s3, l3, "scale and shift")?;
-        let (y, cols) = g.forward(x, w, true)?;
-        let (gamma, beta) = affine.split_at(self.gn.channels);
-        let (out, stats) = self.gn.forward(&y, gamma, beta);
-        if self.saved.set(Saved { y, stats, cols }).is_err() {
+        let (gamma, beta) = affine.split_at(g.cout);
+        let (out, saved) = self.kernel.forward(x, w, gamma, beta)?;
+        if self.saved.set(saved).is_err() {
             candle_core::bail!("conv2d-group-norm: node computed twice")
         }
         Ok((
@@ -952,31 +1031,34 @@ impl CustomOp3 for ConvGnOp {
         _res: &Tensor,
         grad: &Tensor,
     ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
-        let g = &self.conv;
-        let Some(Saved { y, stats, cols }) = self.saved.get() else {
+        let Some(saved) = self.saved.get() else {
             candle_core::bail!("conv2d-group-norm: backward pass before the forward pass")
         };
         let grad = grad.contiguous()?;
-        let (dy, mut d_affine, dbeta) = {
+        let ConvGnGradients {
+            dx,
+            dw,
+            dgamma: mut d_affine,
+            dbeta,
+        } = {
             let (as_, al) = affine.storage_and_layout();
             let (gs, gl) = grad.storage_and_layout();
-            let (gamma, beta) = cpu_slice(&as_, al, "scale and shift")?.split_at(self.gn.channels);
-            let dy = cpu_slice(&gs, gl, "output gradient")?;
-            self.gn.backward(y, stats, gamma, beta, dy)
-        };
-        d_affine.extend_from_slice(&dbeta);
-        let (dx, dw) = {
             let (xs, xl) = x.storage_and_layout();
             let (ws, wl) = w.storage_and_layout();
+            let (gamma, beta) =
+                cpu_slice(&as_, al, "scale and shift")?.split_at(self.kernel.conv.cout);
             // the image batch itself needs no gradient
-            g.backward(
+            self.kernel.backward(
+                saved,
                 cpu_slice(&xs, xl, "input")?,
                 x.track_op(),
                 cpu_slice(&ws, wl, "kernel")?,
-                &dy,
-                cols,
+                gamma,
+                beta,
+                cpu_slice(&gs, gl, "output gradient")?,
             )?
         };
+        d_affine.extend_from_slice(&dbeta);
         Ok((
             dx.map(|dx| Tensor::from_vec(dx, x.shape(), x.device()))
                 .transpose()?,
@@ -999,6 +1081,36 @@ pub(crate) fn add_relu(a: &Tensor, b: &Tensor) -> candle_core::Result<Tensor> {
 
 struct AddRelu;
 
+/// `max(a + b, 0)`, split over the pool like the kernels around it: on the calling thread
+/// alone, the other threads would wait through this pass.
+fn sum_relu(a: &[f32], b: &[f32]) -> Vec<f32> {
+    let sum_relu = |(a, b): (&f32, &f32)| (a + b).max(0.0);
+    if parallel(a.len()) {
+        a.par_iter()
+            .zip(b)
+            .with_min_len(PER_TASK)
+            .map(sum_relu)
+            .collect()
+    } else {
+        a.iter().zip(b).map(sum_relu).collect()
+    }
+}
+
+/// The gradient of [`sum_relu`] with respect to either summand, from the output gradient `g`.
+fn sum_relu_gradient(a: &[f32], b: &[f32], g: &[f32]) -> Vec<f32> {
+    let pass = |((a, b), &g): ((&f32, &f32), &f32)| if a + b >= 0.0 { g } else { 0.0 };
+    if parallel(a.len()) {
+        a.par_iter()
+            .zip(b)
+            .zip(g)
+            .with_min_len(PER_TASK)
+            .map(pass)
+            .collect()
+    } else {
+        a.iter().zip(b).zip(g).map(pass).collect()
+    }
+}
+
 impl CustomOp2 for AddRelu {
     fn name(&self) -> &'static str {
         "add-relu"
@@ -1012,19 +1124,7 @@ impl CustomOp2 for AddRelu {
         l2: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
         let (a, b) = (f32_slice(s1, l1, "input")?, f32_slice(s2, l2, "skip")?);
-        let sum_relu = |(a, b): (&f32, &f32)| (a + b).max(0.0);
-        // split over the pool like the kernels around it: on the calling thread alone, the
-        // other threads would wait through this pass
-        let out = if parallel(a.len()) {
-            a.par_iter()
-                .zip(b)
-                .with_min_len(PER_TASK)
-                .map(sum_relu)
-                .collect()
-        } else {
-            a.iter().zip(b).map(sum_relu).collect()
-        };
-        Ok((CpuStorage::F32(out), l1.shape().clone()))
+        Ok((CpuStorage::F32(sum_relu(a, b)), l1.shape().clone()))
     }
 
     fn bwd(
@@ -1043,18 +1143,7 @@ impl CustomOp2 for AddRelu {
                 cpu_slice(&a_s, a_l, "input")?,
                 cpu_slice(&b_s, b_l, "skip")?,
             );
-            let g = cpu_slice(&g_s, g_l, "output gradient")?;
-            let pass = |((a, b), &g): ((&f32, &f32), &f32)| if a + b >= 0.0 { g } else { 0.0 };
-            if parallel(av.len()) {
-                av.par_iter()
-                    .zip(bv)
-                    .zip(g)
-                    .with_min_len(PER_TASK)
-                    .map(pass)
-                    .collect()
-            } else {
-                av.iter().zip(bv).zip(g).map(pass).collect()
-            }
+            sum_relu_gradient(av, bv, cpu_slice(&g_s, g_l, "output gradient")?)
         };
         // both summands get the same gradient
         let d = Tensor::from_vec(d, a.shape(), a.device())?;
@@ -1119,7 +1208,7 @@ impl GroupNormOp {
     /// statistics (see [`Self::group_stats`]), which the backward pass reads again.
     fn forward(&self, x: &[f32], gamma: &[f32], beta: &[f32]) -> (Vec<f32>, Vec<(f32, f32)>) {
         let (len, per) = (self.group_len(), self.channels / self.groups);
-        let mut out = vec![0f32; x.len()];
+        let mut out = zeros(x.len());
         let stats = self.group_stats(x);
         if len > 0 {
             let norm = |(i, (o, x)): (usize, (&mut [f32], &[f32]))| {
@@ -1162,7 +1251,7 @@ impl GroupNormOp {
         dy: &[f32],
     ) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
         let (len, per, c) = (self.group_len(), self.channels / self.groups, self.channels);
-        let mut dx = vec![0f32; x.len()];
+        let mut dx = zeros(x.len());
         // per group: the scale and shift gradients of its channels
         let mut partial = vec![0f32; self.batch * self.groups * 2 * per];
         if len > 0 {

@@ -25,7 +25,7 @@
 use candle_core::{Device, Tensor};
 use rayon::prelude::*;
 
-use super::{in_runs, matmul_into, matmul_with, Algorithm, Geometry, GroupScratch};
+use super::{in_runs, matmul_into, matmul_with, zeros, Algorithm, Geometry, GroupScratch};
 use crate::device::with_widest_vectors;
 
 /// Entries of a transformed tile, and so products per direction.
@@ -554,7 +554,7 @@ pub(super) fn forward(g: &Geometry, x: &[f32], w: &[f32]) -> candle_core::Result
         (XI, g.cout, g.cin),
         &Device::Cpu,
     )?;
-    let mut out = vec![0f32; g.batch * per_image];
+    let mut out = zeros(g.batch * per_image);
     let per_run = g.images_per_run();
     let run = |(r, out): (usize, &mut [f32])| -> candle_core::Result<()> {
         let count = out.len() / per_image;
@@ -601,7 +601,7 @@ pub(super) fn backward(
     )?
     .transpose(1, 2)?
     .contiguous()?;
-    let mut dx = want_dx.then(|| vec![0f32; g.batch * image]);
+    let mut dx = want_dx.then(|| zeros(g.batch * image));
     let per_run = g.images_per_run();
     // one run of images: its `dU` summed in the order of its images, and the images' input
     // gradients when asked for
