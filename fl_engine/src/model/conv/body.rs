@@ -4,15 +4,15 @@
 //! candle's backward pass adds every gradient it hands on into a fresh zero tensor of the
 //! receiver's size (`GradStore::or_insert`, then `add`): an allocation, a pass of zeros and
 //! a scalar pass of addition per edge, on the calling thread while the pool waits. With the
-//! layers as nodes of their own ([`super::conv_gn`], [`super::add_relu`]) that was paid for every
-//! activation between them in every step: the largest serial part of a two-thread CNN step.
-//! As one node, the activations' gradients stay inside it (a skip's two gradients are added
-//! in place, over the pool) and the weights' gradients go to the engine's backward pass
-//! ([`defer_weight_gradient`]), as the fused dense layer's do; the stem's kernel is the
+//! layers as nodes of their own ([`super::conv_gn`], [`super::add_relu`]) that was paid for
+//! every activation between them in every step: the largest serial part of a two-thread CNN
+//! step. As one node, the activations' gradients stay inside it (a skip's two gradients are
+//! added in place, over the pool) and the weights' gradients go to the engine's backward
+//! pass ([`defer_weight_gradient`]), as the fused dense layer's do; the stem's kernel is the
 //! node's second operand, so that candle calls its backward pass. The layers' kernels are
-//! [`super::conv_gn`]'s and [`super::add_relu`]'s; the tests compare values and gradients with the
-//! layer-by-layer graph, which stays the path off the CPU, for other dtypes, for frozen
-//! weights and for an input that needs a gradient.
+//! those of [`super::conv_gn`] and [`super::add_relu`]; a test compares values and gradients
+//! with the layer-by-layer graph, which stays the path off the CPU, for other dtypes, for
+//! frozen weights and for an input that needs a gradient.
 use std::sync::OnceLock;
 
 use candle_core::{CpuStorage, CustomOp2, DType, Device, Layout, Shape, Tensor};
