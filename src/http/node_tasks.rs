@@ -89,23 +89,47 @@ pub async fn fetch(
         )
         .action(action));
     }
-    let wait = params
-        .wait
+    crate::observability::node_seen(&holder);
+    let (state, caller, holder) = (&state, &caller, &holder);
+    let tasks = long_poll(
+        state,
+        &state.federation.tasks_changed,
+        params.wait,
+        move || open_tasks(state, caller, holder, limit),
+        |tasks| !tasks.is_empty(),
+    )
+    .await?;
+    Ok(Json(tasks))
+}
+
+/// Answers with what `look` finds once `ready` says that is the answer, or when `wait`
+/// seconds (capped by the gateway) have passed: a long poll, woken by `changed` rather than
+/// polling. It registers for the wake-up before each look, so a change in between is not
+/// missed.
+async fn long_poll<T, Found>(
+    state: &AppState,
+    changed: &tokio::sync::Notify,
+    wait: Option<u64>,
+    look: impl Fn() -> Found,
+    mut ready: impl FnMut(&T) -> bool,
+) -> ApiResult<T>
+where
+    Found: std::future::Future<Output = ApiResult<T>>,
+{
+    let wait = wait
         .unwrap_or(0)
         .min(state.settings.federation.long_poll_max_seconds);
     let until = tokio::time::Instant::now() + Duration::from_secs(wait);
-    crate::observability::node_seen(&holder);
     loop {
-        // Register for wake-ups before looking, so a task created in between is not missed.
-        let changed = state.federation.tasks_changed.notified();
-        tokio::pin!(changed);
-        changed.as_mut().enable();
-        let tasks = open_tasks(&state, &caller, &holder, limit).await?;
-        if !tasks.is_empty() || tokio::time::Instant::now() >= until {
-            return Ok(Json(tasks));
+        let notified = changed.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let found = look().await?;
+        if ready(&found) || tokio::time::Instant::now() >= until {
+            return Ok(found);
         }
         tokio::select! {
-            _ = &mut changed => {},
+            _ = &mut notified => {},
             _ = tokio::time::sleep_until(until) => {},
         }
     }
@@ -332,34 +356,28 @@ pub async fn secagg_view(
     ApiQuery(params): ApiQuery<SecaggViewParams>,
 ) -> ApiResult<Json<SecaggView>> {
     const ACTION: AuditAction = AuditAction::NodeTaskSecagg;
-    let wait = params
-        .wait
-        .unwrap_or(0)
-        .min(state.settings.federation.long_poll_max_seconds);
-    let until = tokio::time::Instant::now() + Duration::from_secs(wait);
+    // answers once the caller is awaited, or once the stage differs from the first look's
     let mut first_stage: Option<String> = None;
-    loop {
-        // Register for wake-ups before looking, so a stage closed in between is not missed.
-        let changed = state.federation.secagg_changed.notified();
-        tokio::pin!(changed);
-        changed.as_mut().enable();
-        let view = {
+    let (state, caller) = (&state, &caller);
+    let view = long_poll(
+        state,
+        &state.federation.secagg_changed,
+        params.wait,
+        move || async move {
             let mut tx = state.store.begin().await?;
-            let task = assigned_task(&state, &caller, &mut *tx, id, ACTION).await?;
+            let task = assigned_task(state, caller, &mut *tx, id, ACTION).await?;
             node_tasks::secagg_view(&mut *tx, &task, time::now())
                 .await
-                .map_err(task_refusal(ACTION, id))?
-        };
-        let moved = first_stage.as_ref().is_some_and(|s| *s != view.stage);
-        if view.awaited || moved || tokio::time::Instant::now() >= until {
-            return Ok(Json(view));
-        }
-        first_stage.get_or_insert(view.stage);
-        tokio::select! {
-            _ = &mut changed => {},
-            _ = tokio::time::sleep_until(until) => {},
-        }
-    }
+                .map_err(task_refusal(ACTION, id))
+        },
+        |view: &SecaggView| {
+            let moved = first_stage.as_ref().is_some_and(|s| *s != view.stage);
+            first_stage.get_or_insert_with(|| view.stage.clone());
+            view.awaited || moved
+        },
+    )
+    .await?;
+    Ok(Json(view))
 }
 
 /// The caller's protocol message of the current stage (`{"kind": "advertise_keys" |
