@@ -890,19 +890,17 @@ pub(crate) fn conv_gn(
     x: &Tensor,
     relu: bool,
 ) -> candle_core::Result<Tensor> {
-    let g = match conv.geometry(x)? {
-        Some(g)
-            if x.device().is_cpu()
-                && x.dtype() == DType::F32
-                && gn.weight.elem_count() == g.cout
-                && g.cout % gn.groups == 0 =>
-        {
-            g
+    let kernel = match conv.geometry(x)? {
+        Some(g) if x.device().is_cpu() && x.dtype() == DType::F32 => {
+            ConvGnKernel::fitting(g, gn, relu)
         }
-        _ => return gn.forward(&conv.forward(x)?, relu),
+        _ => None,
+    };
+    let Some(kernel) = kernel else {
+        return gn.forward(&conv.forward(x)?, relu);
     };
     let op = ConvGnOp {
-        kernel: ConvGnKernel::new(g, gn, relu),
+        kernel,
         saved: OnceLock::new(),
     };
     // scale and shift as one operand (a node has at most three)
@@ -920,8 +918,11 @@ struct ConvGnKernel {
 }
 
 impl ConvGnKernel {
-    fn new(conv: Geometry, gn: &GroupNormAct, relu: bool) -> Self {
-        Self {
+    /// The kernels for `conv` followed by `gn`, where the norm fits the convolution's output
+    /// (one scale and shift per output channel, the channels split evenly into groups).
+    fn fitting(conv: Geometry, gn: &GroupNormAct, relu: bool) -> Option<Self> {
+        let fits = gn.weight.elem_count() == conv.cout && conv.cout.is_multiple_of(gn.groups);
+        fits.then(|| Self {
             conv,
             gn: GroupNormOp {
                 batch: conv.batch,
@@ -931,7 +932,7 @@ impl ConvGnKernel {
                 eps: gn.eps as f32,
                 relu,
             },
-        }
+        })
     }
 
     /// The output `[batch, out, positions]` and what the backward pass needs.

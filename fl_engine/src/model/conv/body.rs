@@ -104,29 +104,35 @@ impl Layer {
         relu: bool,
     ) -> candle_core::Result<Option<Self>> {
         let (w, gn) = (layer.conv.conv.weight(), layer.gn);
-        let Some(g) = layer.conv.geometry_over(*dims)? else {
+        // (gradients are handed over by the variables' ids: no copies)
+        let variables = [w, &gn.weight, &gn.bias].iter().all(|v| {
+            v.is_variable() && v.is_contiguous() && v.device().is_cpu() && v.dtype() == DType::F32
+        });
+        let kernel = match layer.conv.geometry_over(*dims)? {
+            Some(g) if g.batch > 0 && variables => ConvGnKernel::fitting(g, gn, relu),
+            _ => None,
+        };
+        let Some(kernel) = kernel else {
             return Ok(None);
         };
-        let fits = g.batch > 0
-            && gn.weight.elem_count() == g.cout
-            && g.cout % gn.groups == 0
-            // (gradients are handed over by the variables' ids: no copies)
-            && [w, &gn.weight, &gn.bias].iter().all(|v| {
-                v.is_variable()
-                    && v.is_contiguous()
-                    && v.device().is_cpu()
-                    && v.dtype() == DType::F32
-            });
-        if !fits {
-            return Ok(None);
-        }
+        let g = &kernel.conv;
         *dims = (g.batch, g.cout, g.out_h(), g.out_w());
         Ok(Some(Self {
-            kernel: ConvGnKernel::new(g, gn, relu),
+            kernel,
             w: w.clone(),
             gamma: gn.weight.clone(),
             beta: gn.bias.clone(),
         }))
+    }
+
+    /// `f` over the layer's scale and shift.
+    fn with_norm<T>(
+        &self,
+        f: impl FnOnce(&[f32], &[f32]) -> candle_core::Result<T>,
+    ) -> candle_core::Result<T> {
+        let (gs, gl) = self.gamma.storage_and_layout();
+        let (bs, bl) = self.beta.storage_and_layout();
+        f(cpu_slice(&gs, gl, "scale")?, cpu_slice(&bs, bl, "shift")?)
     }
 
     /// `f` over the layer's kernel, scale and shift.
@@ -135,17 +141,17 @@ impl Layer {
         f: impl FnOnce(&[f32], &[f32], &[f32]) -> candle_core::Result<T>,
     ) -> candle_core::Result<T> {
         let (ws, wl) = self.w.storage_and_layout();
-        let (gs, gl) = self.gamma.storage_and_layout();
-        let (bs, bl) = self.beta.storage_and_layout();
-        f(
-            cpu_slice(&ws, wl, "kernel")?,
-            cpu_slice(&gs, gl, "scale")?,
-            cpu_slice(&bs, bl, "shift")?,
-        )
+        let w = cpu_slice(&ws, wl, "kernel")?;
+        self.with_norm(|gamma, beta| f(w, gamma, beta))
     }
 
     fn forward(&self, x: &[f32]) -> candle_core::Result<(Vec<f32>, Saved)> {
         self.with_params(|w, gamma, beta| self.kernel.forward(x, w, gamma, beta))
+    }
+
+    /// [`Self::forward`] with the kernel `w` given (the stem's, which the node holds).
+    fn forward_with_kernel(&self, w: &[f32], x: &[f32]) -> candle_core::Result<(Vec<f32>, Saved)> {
+        self.with_norm(|gamma, beta| self.kernel.forward(x, w, gamma, beta))
     }
 
     fn backward(
@@ -326,20 +332,6 @@ impl CustomOp2 for BodyOp {
             None,
             Some(Tensor::from_vec(stem.dw, w.shape(), w.device())?),
         ))
-    }
-}
-
-impl Layer {
-    /// [`Self::forward`] with the kernel `w` given (the stem's, which the node holds).
-    fn forward_with_kernel(&self, w: &[f32], x: &[f32]) -> candle_core::Result<(Vec<f32>, Saved)> {
-        let (gs, gl) = self.gamma.storage_and_layout();
-        let (bs, bl) = self.beta.storage_and_layout();
-        self.kernel.forward(
-            x,
-            w,
-            cpu_slice(&gs, gl, "scale")?,
-            cpu_slice(&bs, bl, "shift")?,
-        )
     }
 }
 
