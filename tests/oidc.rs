@@ -139,9 +139,10 @@ impl Provider {
         // about a hundred starts a provider printed its runtime warnings but never its
         // listening line, not in 90 s: a silent one is replaced, twice at most.
         let config = config.to_string();
-        let mut attempts = 1..=3;
+        const ATTEMPTS: u32 = 3;
+        let mut attempt = 0;
         let (process, mut lines, line) = loop {
-            let attempt = attempts.next().expect("attempts left");
+            attempt += 1;
             let mut process = Command::new("node")
                 .arg(provider_dir().join("provider.mjs"))
                 .arg(&config)
@@ -160,10 +161,10 @@ impl Provider {
                         .expect("the provider prints its issuer");
                     break (process, lines, line);
                 }
-                Err(_) if attempt < 3 => {
+                Err(_) if attempt < ATTEMPTS => {
                     eprintln!("the provider printed nothing in 45 s (attempt {attempt}); starting another");
                 }
-                Err(_) => panic!("the provider did not start in three attempts of 45 s"),
+                Err(_) => panic!("the provider did not start in {ATTEMPTS} attempts of 45 s"),
             }
         };
         let issuer = line

@@ -281,6 +281,22 @@ impl StoredForm for sqlx::postgres::PgRow {
     }
 }
 
+/// An audit event for the stores' own tests: an officer's permit check.
+#[cfg(test)]
+pub(crate) fn sample_audit_event() -> crate::domain::audit::NewAuditEvent {
+    use crate::domain::audit::{Actor, AuditAction, AuditSubject, NewAuditEvent};
+    let actor = Actor {
+        sub: "officer".into(),
+        roles: vec![],
+        organisation: None,
+    };
+    NewAuditEvent::success(
+        &actor,
+        AuditAction::Request(crate::authz::Action::PermitCheck),
+        AuditSubject::Permit(crate::domain::PermitId::new()),
+    )
+}
+
 /// Opens the store named by `url`: `postgres://` or `postgresql://` for PostgreSQL, `sqlite:`
 /// for SQLite. Runs the backend's migrations.
 pub async fn connect(url: &str) -> anyhow::Result<std::sync::Arc<dyn Store>> {

@@ -142,20 +142,7 @@ super::sql::impl_tx!(SqliteTx, sqlx::Sqlite);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::audit::{Actor, AuditAction, AuditSubject, NewAuditEvent};
-
-    fn event() -> NewAuditEvent {
-        let actor = Actor {
-            sub: "officer".into(),
-            roles: vec![],
-            organisation: None,
-        };
-        NewAuditEvent::success(
-            &actor,
-            AuditAction::Request(crate::authz::Action::PermitCheck),
-            AuditSubject::Permit(crate::domain::PermitId::new()),
-        )
-    }
+    use crate::store::sample_audit_event;
 
     /// A transaction must wait while another connection holds the database's write lock:
     /// another process on the same file (the command-line tools), or a transaction of this
@@ -181,7 +168,7 @@ mod tests {
         });
         let mut tx = store.begin().await.unwrap();
         let size = tx.audit_tree_size().await.unwrap();
-        tx.append_audit(event()).await.unwrap();
+        tx.append_audit(sample_audit_event()).await.unwrap();
         tx.commit().await.unwrap();
         release.await.unwrap().close().await.unwrap();
         let mut check = store.begin().await.unwrap();

@@ -111,20 +111,11 @@ mod tests {
     }
 
     async fn append(store: &dyn crate::store::Store, entries: usize, commit: bool) {
-        use crate::domain::audit::{Actor, AuditAction, AuditSubject, NewAuditEvent};
         let mut tx = store.begin().await.unwrap();
         for _ in 0..entries {
-            let actor = Actor {
-                sub: "officer".into(),
-                roles: vec![],
-                organisation: None,
-            };
-            let event = NewAuditEvent::success(
-                &actor,
-                AuditAction::Request(crate::authz::Action::PermitCheck),
-                AuditSubject::Permit(crate::domain::PermitId::new()),
-            );
-            tx.append_audit(event).await.unwrap();
+            tx.append_audit(crate::store::sample_audit_event())
+                .await
+                .unwrap();
         }
         if commit {
             tx.commit().await.unwrap();
