@@ -20,9 +20,11 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use ehds_core::domain::audit::{
+    Actor, AuditAction, AuditEntry, AuditSubject, NewAuditEvent, GENESIS_HASH,
+};
 use ehds_gateway::{
     app::audit::{recompute_tree, tree_head},
-    domain::audit::{Actor, AuditAction, AuditEntry, AuditSubject, NewAuditEvent, GENESIS_HASH},
     store::{PgStore, SqliteStore, Store},
 };
 
@@ -36,7 +38,7 @@ fn event() -> NewAuditEvent {
             organisation: Some("hosp-1".into()),
         },
         AuditAction::Request(ehds_gateway::authz::Action::PermitCheck),
-        AuditSubject::Permit(ehds_gateway::domain::PermitId::new()),
+        AuditSubject::Permit(ehds_core::domain::PermitId::new()),
     )
     .detail(serde_json::json!({"allowed": true, "purpose": "scientific_research"}))
 }
@@ -58,7 +60,7 @@ macro_rules! chain_only_append {
         let (seq, prev) = head
             .map(|(s, h)| (s + 1, h))
             .unwrap_or((1, GENESIS_HASH.to_owned()));
-        let e = AuditEntry::seal(event(), seq, prev, ehds_gateway::domain::time::now());
+        let e = AuditEntry::seal(event(), seq, prev, ehds_core::domain::time::now());
         sqlx::query(
             "insert into audit_event (seq, event_id, recorded_at, actor_sub, actor_roles, actor_organisation, \
              action, outcome, resource_type, resource_id, permit_id, request_id, http_status, detail, \

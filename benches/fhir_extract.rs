@@ -18,9 +18,9 @@ use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use ehds_gateway::node::codemap::CodeMap;
-use ehds_gateway::node::corpus::{generate, SITES};
-use ehds_gateway::node::features::FeatureSpec;
+use ehds_node::codemap::CodeMap;
+use ehds_node::features::FeatureSpec;
+use ehds_tools::corpus::{generate, SITES};
 
 fn peak_rss_mib() -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -42,7 +42,7 @@ fn child(mode: &str, path: &Path) -> anyhow::Result<()> {
         "stream" => {
             let spec = FeatureSpec::from_file(&icu().join("mortality.features.json"))?;
             let map = CodeMap::from_file(&icu().join("south.codemap.json"), &spec)?;
-            let rows = ehds_gateway::node::fhir_source::load(&spec, path, Some(&map))?;
+            let rows = ehds_node::fhir_source::load(&spec, path, Some(&map))?;
             (rows.report.entries, rows.rows.len())
         }
         "fhir-sdk-lines" => {
@@ -60,7 +60,7 @@ fn child(mode: &str, path: &Path) -> anyhow::Result<()> {
         }
         "fhir-sdk-bundle" => {
             let text = std::fs::read_to_string(path)?;
-            let bundle = ehds_gateway::node::fhir_source::parse_bundle(&text)?;
+            let bundle = ehds_node::fhir_source::parse_bundle(&text)?;
             (bundle.entry.len() as u64, 0)
         }
         other => anyhow::bail!("unknown mode {other}"),

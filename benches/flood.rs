@@ -25,7 +25,8 @@ use std::{
 };
 
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
-use ehds_gateway::{auth::dev::DevIssuer, configuration::Settings, startup::Application};
+use ehds_core::dev_issuer::DevIssuer;
+use ehds_gateway::{configuration::Settings, startup::Application};
 use serde_json::{json, Value};
 
 struct Args {

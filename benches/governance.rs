@@ -39,19 +39,22 @@ use std::{
 };
 
 use anyhow::{bail, Context};
-use ehds_gateway::{
-    auth::{dev::DevIssuer, Authenticator},
-    authz::{Action, Authorizer, Resource},
-    client::GatewayClient,
-    configuration::Settings,
+use ehds_core::{
+    dev_issuer::DevIssuer,
     domain::{
         application::ApplicationRequest,
         audit::{Actor, ChainVerifier, NewAuditEvent},
         PermitId,
     },
+};
+use ehds_gateway::{
+    auth::Authenticator,
+    authz::{Action, Authorizer, Resource},
+    configuration::Settings,
     startup::Application,
     store::{AuditFilter, Store},
 };
+use ehds_node::client::GatewayClient;
 use serde_json::{json, Value};
 
 const CONCURRENCY: [usize; 2] = [1, 16];
@@ -424,7 +427,7 @@ async fn store_tx(store: &dyn Store, permit: PermitId, work: StoreWork) -> Resul
                 &Actor::system(),
                 // any action: the cost is the append, whatever it records
                 ehds_gateway::authz::Action::PermitRead,
-                ehds_gateway::domain::audit::AuditSubject::Permit(permit),
+                ehds_core::domain::audit::AuditSubject::Permit(permit),
             )
             .permit(permit),
         )

@@ -71,20 +71,24 @@ use std::{
 
 use anyhow::{bail, ensure, Context};
 use chrono::{DateTime, Utc};
-use ehds_gateway::{
-    auth::dev::DevIssuer,
-    client::{GatewayClient, RetryPolicy},
-    configuration::Settings,
+use ehds_core::{
+    dev_issuer::DevIssuer,
     domain::{
         application::ApplicationRequest,
         audit::{Actor, AuditEntry, ChainVerifier, NewAuditEvent},
         study::{RoundPhase, StudyStatus, TaskKind},
         time, OrgId, PermitId, StudyId,
     },
-    federation::wire::{encode_update, NodeTask, TaskResultBody},
-    node::agent::secure_round,
+    wire::{encode_update, NodeTask, TaskResultBody},
+};
+use ehds_gateway::{
+    configuration::Settings,
     startup::Application,
     store::{AuditFilter, Store},
+};
+use ehds_node::{
+    agent::secure_round,
+    client::{GatewayClient, RetryPolicy},
 };
 use serde_json::{json, Value};
 
@@ -1049,7 +1053,7 @@ async fn run(
                     &Actor::system(),
                     // any action: the cost is the append, whatever it records
                     ehds_gateway::authz::Action::PermitRead,
-                    ehds_gateway::domain::audit::AuditSubject::Permit(small),
+                    ehds_core::domain::audit::AuditSubject::Permit(small),
                 )
                 .permit(small),
             )

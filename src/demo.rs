@@ -1,4 +1,4 @@
-//! `ehds-gateway demo`: the whole EHDS secondary-use flow on the bundled example federation,
+//! `ehds-tools demo` (`cargo run --release -- demo`): the whole EHDS secondary-use flow on the bundled example federation,
 //! from one command. A gateway on the embedded SQLite database in development mode, four node
 //! agents as separate processes over real HTTP, each reading its hospital's FHIR Bundle; then
 //! opt-out import, application, approval, a federated study with client-level differential
@@ -11,18 +11,17 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};
 use tokio::process::{Child, Command};
 
-use crate::{
-    auth::dev::DevIssuer,
-    client::{DevTokens, GatewayClient, OptOutImport},
-    configuration::Settings,
+use ehds_core::{
+    dev_issuer::DevIssuer,
     domain::{
         application::{
             ApplicantRequest, ApplicationRequest, BudgetRequest, PeriodRequest, ResearchFlag,
         },
         StudyId,
     },
-    startup::Application,
 };
+use ehds_gateway::{configuration::Settings, startup::Application};
+use ehds_node::client::{DevTokens, GatewayClient, OptOutImport};
 
 /// The example federation's hospitals and the member states the example assigns them.
 const HOSPITALS: [(&str, &str); 4] = [
@@ -76,7 +75,7 @@ impl Callers {
     }
 }
 
-fn spawn_node(args: &DemoArgs, base: &str, org: &str) -> anyhow::Result<Child> {
+fn spawn_node(args: &DemoArgs, base: &str, audience: &str, org: &str) -> anyhow::Result<Child> {
     let dir = args.data_dir.join("nodes").join(org);
     std::fs::create_dir_all(&dir)?;
     let log = std::fs::File::create(dir.join("node.log"))?;
@@ -97,6 +96,7 @@ fn spawn_node(args: &DemoArgs, base: &str, org: &str) -> anyhow::Result<Child> {
         .arg(&dir)
         .arg("--dev-key-dir")
         .arg(&args.data_dir)
+        .args(["--dev-audience", audience])
         .env("RUST_LOG", "info")
         .stdout(log.try_clone()?)
         .stderr(log)
@@ -180,7 +180,7 @@ pub async fn run(args: DemoArgs, mut settings: Settings) -> anyhow::Result<i32> 
     );
     let dev = DevIssuer::load_or_create(&args.data_dir, &base, &settings.auth.audience)?;
     let callers = Callers::new(&GatewayClient::new(&base)?, Arc::new(dev));
-    let outcome = walk(&args, &base, &callers).await;
+    let outcome = walk(&args, &base, &settings.auth.audience, &callers).await;
     let _ = stop.send(());
     let _ = tokio::time::timeout(Duration::from_secs(5), server).await;
     outcome
@@ -214,7 +214,7 @@ fn application() -> ApplicationRequest {
     }
 }
 
-async fn walk(args: &DemoArgs, base: &str, c: &Callers) -> anyhow::Result<i32> {
+async fn walk(args: &DemoArgs, base: &str, audience: &str, c: &Callers) -> anyhow::Result<i32> {
     // Art. 71: opt-outs registered before the permit is issued bind it.
     let optouts = std::fs::read(args.federation.join("optouts.ndjson"))?;
     let imported = c
@@ -242,7 +242,7 @@ async fn walk(args: &DemoArgs, base: &str, c: &Callers) -> anyhow::Result<i32> {
 
     let mut nodes = Vec::new();
     for (org, _) in HOSPITALS {
-        nodes.push(spawn_node(args, base, org)?);
+        nodes.push(spawn_node(args, base, audience, org)?);
     }
     println!(
         "nodes     {} node agents polling over HTTP (logs in {}/nodes)",

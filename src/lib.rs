@@ -1,27 +1,31 @@
-//! ehds-gateway: governance for federated learning under the European Health Data Space
-//! regulation (EU) 2025/327.
+//! ehds-tools: what the source tree runs beside the two programs the product ships (the
+//! gateway, `ehds-gateway`, and the node agent, `ehds-node`): the whole EHDS flow on one
+//! machine ([`demo`]), and the generators of the example data, which a hospital's node never
+//! needs ([`example_federation`]: the UCI Heart Disease files as four hospitals' FHIR Bundles;
+//! [`corpus`]: a multi-site ICU Bulk Data export).
 #![forbid(unsafe_code)]
-// `ApiError` carries a whole problem document; it travels only on the cold path of a refused
-// request, so boxing it would add an allocation without making any request faster.
-#![allow(clippy::result_large_err)]
 
-pub mod app;
-pub mod auth;
-pub mod authz;
-pub mod cli;
-pub mod client;
-pub mod configuration;
-pub mod console;
+pub mod corpus;
 pub mod demo;
-pub mod domain;
-pub mod federation;
-pub mod fhir;
-pub mod http;
-pub mod node;
-pub mod observability;
-pub mod secret;
-pub mod startup;
-pub mod store;
-pub mod telemetry;
-pub mod webhooks;
-pub mod witness;
+pub mod example_federation;
+
+use std::path::PathBuf;
+
+/// A program of this workspace built beside the running one (`target/<profile>/NAME`): the
+/// tests and benchmarks run the real `ehds-gateway` and `ehds-node`, which
+/// `cargo test --workspace` builds before it runs any test.
+pub fn built_program(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("the running program's path");
+    // target/<profile>/deps/<test> for tests and benches, target/<profile>/<bin> for programs.
+    let mut dir = exe.parent().expect("a directory").to_path_buf();
+    if dir.ends_with("deps") {
+        dir.pop();
+    }
+    let path = dir.join(name);
+    assert!(
+        path.is_file(),
+        "{} is not built: run `cargo build -p {name}` (or `cargo test --workspace`) first",
+        path.display()
+    );
+    path
+}

@@ -15,12 +15,12 @@ use std::{
     time::{Duration, Instant},
 };
 
-use ehds_gateway::{
-    client::{
-        ClientError, Delivery, DevTokens, GatewayClient, RetryHook, RetryPolicy, TokenSource,
-    },
+use ehds_core::{
     domain::{application::ApplicationRequest, ApplicationId, PermitId, StudyId},
-    federation::wire::{encode_update, FilterRequest, TaskResultBody},
+    wire::{encode_update, FilterRequest, TaskResultBody},
+};
+use ehds_node::client::{
+    ClientError, Delivery, DevTokens, GatewayClient, RetryHook, RetryPolicy, TokenSource,
 };
 use http::StatusCode;
 use serde_json::json;

@@ -1,4 +1,4 @@
-//! The README's run command, shortened: `ehds-gateway demo` walks the whole flow on the bundled
+//! The README's run command, shortened: `ehds-tools demo` walks the whole flow on the bundled
 //! example federation (gateway, four node agent processes, study, model export, audit verify)
 //! and exits 0 only when the study completed and the audit chain verified.
 
@@ -8,7 +8,7 @@ use std::process::Command;
 fn the_demo_runs_the_whole_flow_on_the_example_federation() {
     let dir = tempfile::tempdir().expect("temp dir");
     let data = dir.path().join("demo");
-    let out = Command::new(env!("CARGO_BIN_EXE_ehds-gateway"))
+    let out = Command::new(env!("CARGO_BIN_EXE_ehds-tools"))
         .args(["demo", "--rounds", "2"])
         .arg("--federation")
         .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/federation"))

@@ -18,17 +18,25 @@ use std::{
     time::{Duration, Instant},
 };
 
-use ehds_gateway::{
-    auth::dev::DevIssuer,
-    client::{DevTokens, GatewayClient, ModelFile, OptOutImport},
+use ehds_core::{
+    dev_issuer::DevIssuer,
     domain::{audit::AuditEntry, PermitId, StudyId},
 };
+use ehds_node::client::{DevTokens, GatewayClient, ModelFile, OptOutImport};
 use serde_json::{json, Value};
 use tokio::process::{Child, Command};
 
 use helpers::*;
 
-const BIN: &str = env!("CARGO_BIN_EXE_ehds-gateway");
+/// The gateway program.
+fn gateway_bin() -> std::path::PathBuf {
+    ehds_tools::built_program("ehds-gateway")
+}
+
+/// The node agent program a data holder installs.
+fn node_bin() -> std::path::PathBuf {
+    ehds_tools::built_program("ehds-node")
+}
 
 fn hospitals() -> Vec<&'static str> {
     EXAMPLE_HOSPITALS.iter().map(|h| h.0).collect()
@@ -138,8 +146,8 @@ impl Nodes {
         std::fs::create_dir_all(&state).unwrap();
         let log_path = work.join(format!("node-{org}-{}.log", self.logs.len()));
         let log = std::fs::File::create(&log_path).unwrap();
-        let mut cmd = Command::new(BIN);
-        cmd.args(["node", "run", "--gateway", gateway, "--org", org])
+        let mut cmd = Command::new(node_bin());
+        cmd.args(["run", "--gateway", gateway, "--org", org])
             .args(["--poll-wait", "5"])
             .args(args)
             .arg("--state-dir")
@@ -441,7 +449,7 @@ async fn whole_study_on_four_node_processes(backend: Backend) {
     let verify_model = |bytes: &[u8], name: &str| {
         let file = work.path().join(name);
         std::fs::write(&file, bytes).unwrap();
-        std::process::Command::new(BIN)
+        std::process::Command::new(gateway_bin())
             .args(["model", "verify"])
             .arg(&file)
             .args(["--key", key.text.trim()])
@@ -479,8 +487,8 @@ async fn whole_study_on_four_node_processes(backend: Backend) {
     // each node kept its own best (personalised: Ditto) model and exports it to its hospital
     for org in hospitals() {
         let out = work.path().join(format!("best-{org}.safetensors"));
-        let export = std::process::Command::new(BIN)
-            .args(["node", "export-model", "--study", &id_text, "--state-dir"])
+        let export = std::process::Command::new(node_bin())
+            .args(["export-model", "--study", &id_text, "--state-dir"])
             .arg(work.path().join("nodes").join(org))
             .arg("--out")
             .arg(&out)
@@ -556,7 +564,7 @@ impl GatewayProcess {
                 .append(true)
                 .open(log)
                 .unwrap();
-            let mut child = Command::new(BIN)
+            let mut child = Command::new(gateway_bin())
                 .args(["serve", "--dev"])
                 .env("EHDS_DATABASE_URL", database_url)
                 .env("EHDS_DATA_DIR", data_dir)
@@ -722,7 +730,7 @@ async fn reproducible_run(backend: Backend, crash: bool) -> RunResult {
     let verify = gw.auditor.verify_audit().await.unwrap();
     assert_eq!(verify["valid"], true, "{verify}");
     gateway.kill().await;
-    let offline = std::process::Command::new(BIN)
+    let offline = std::process::Command::new(gateway_bin())
         .args(["audit", "verify", "--database-url", &database_url])
         .env("EHDS_DATA_DIR", &data_dir)
         .output()
@@ -831,10 +839,10 @@ async fn identity_provider(
 /// wrong secret gets it nowhere.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_agent_authenticates_with_client_credentials() {
-    use ehds_gateway::{
+    use ehds_core::domain::OrgId;
+    use ehds_node::{
+        agent::{Agent, AgentConfig, Credentials, DataSource},
         client::{ClientAuth, ClientLogin},
-        domain::OrgId,
-        node::agent::{Agent, AgentConfig, Credentials, DataSource},
     };
     let app = TestApp::spawn(Backend::Sqlite).await;
     let gw = Gateway::new(&app.base, app.dev.clone());
@@ -911,10 +919,10 @@ max_epsilon_per_permit = 8.0
 }
 
 /// A policy written to `dir` and loaded as `node run --policy` would.
-fn node_policy(dir: &Path, toml: &str) -> ehds_gateway::node::agent::NodePolicy {
+fn node_policy(dir: &Path, toml: &str) -> ehds_node::agent::NodePolicy {
     let file = dir.join("node-policy.toml");
     std::fs::write(&file, toml).unwrap();
-    ehds_gateway::node::agent::NodePolicy::load(&file).unwrap()
+    ehds_node::agent::NodePolicy::load(&file).unwrap()
 }
 
 /// The node refuses what its policy does not allow, whatever the gateway sends: a study
@@ -923,10 +931,8 @@ fn node_policy(dir: &Path, toml: &str) -> ehds_gateway::node::agent::NodePolicy 
 /// the chain and names an edited line.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_node_policy_refuses_what_the_hospital_did_not_allow() {
-    use ehds_gateway::{
-        domain::OrgId,
-        node::agent::{Agent, AgentConfig, Credentials, DataSource},
-    };
+    use ehds_core::domain::OrgId;
+    use ehds_node::agent::{Agent, AgentConfig, Credentials, DataSource};
     let app = TestApp::spawn(Backend::Sqlite).await;
     let gw = Gateway::new(&app.base, app.dev.clone());
     let permit = gw
@@ -991,8 +997,8 @@ max_epsilon_per_permit = 0.05
     assert!(!state.path().join("privacy-ledger.json").exists());
 
     let verify = || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_ehds-gateway"))
-            .args(["node", "log", "verify", "--state-dir"])
+        std::process::Command::new(node_bin())
+            .args(["log", "verify", "--state-dir"])
             .arg(state.path())
             .output()
             .unwrap()
@@ -1808,11 +1814,10 @@ async fn study_without_formal_dp(
     (app, gw, work, id, view)
 }
 
-/// Runs `ehds-gateway node <args>`; returns its exit status success, stdout as JSON (or Null)
+/// Runs `ehds-node <args>`; returns its exit status success, stdout as JSON (or Null)
 /// and stderr.
 fn node_command(args: &[&std::ffi::OsStr]) -> (bool, Value, String) {
-    let out = std::process::Command::new(BIN)
-        .arg("node")
+    let out = std::process::Command::new(node_bin())
         .args(args)
         .output()
         .unwrap();
@@ -2883,8 +2888,8 @@ async fn nodes_log_a_relay_that_tampers_with_the_keys() {
         );
         // the task was accepted first, then the round left: both on the chain
         let state = work.path().join("nodes").join(org);
-        let out = std::process::Command::new(BIN)
-            .args(["node", "log", "verify", "--state-dir"])
+        let out = std::process::Command::new(node_bin())
+            .args(["log", "verify", "--state-dir"])
             .arg(&state)
             .output()
             .unwrap();

@@ -6,14 +6,14 @@ use std::collections::BTreeSet;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use ehds_gateway::domain::DataCategory;
-use ehds_gateway::node::check::Check;
-use ehds_gateway::node::codemap::CodeMap;
-use ehds_gateway::node::corpus::{generate, SITES};
-use ehds_gateway::node::features::{FeatureSpec, Task};
-use ehds_gateway::node::fhir_source::load;
-use ehds_gateway::node::report::IssueKind;
-use ehds_gateway::node::{DataSource, SiteRows};
+use ehds_core::domain::DataCategory;
+use ehds_node::check::Check;
+use ehds_node::codemap::CodeMap;
+use ehds_node::features::{FeatureSpec, Task};
+use ehds_node::fhir_source::load;
+use ehds_node::report::IssueKind;
+use ehds_node::{DataSource, SiteRows};
+use ehds_tools::corpus::{generate, SITES};
 use serde_json::Value;
 
 const PATIENTS: usize = 120;
@@ -668,8 +668,8 @@ fn node_check_reports_without_a_gateway() {
         assert!(table.contains(needle), "{needle}:\n{table}");
     }
     // the binary, as a hospital runs it
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ehds-gateway"))
-        .args(["node", "check", "--json", "--spec"])
+    let out = std::process::Command::new(ehds_tools::built_program("ehds-node"))
+        .args(["check", "--json", "--spec"])
         .arg(dir().join("timeseries.features.json"))
         .arg("--fhir")
         .arg(dir().join("west"))
@@ -698,7 +698,7 @@ fn node_check_reports_without_a_gateway() {
 
 #[test]
 fn study_data_sets_lay_rows_out_as_the_study_reads_them() {
-    use ehds_gateway::domain::study::{RowLayout, StudyTask};
+    use ehds_core::domain::study::{RowLayout, StudyTask};
     // time series: [series | mask | static], series time-major
     let s = spec("timeseries");
     let rows = read_site(&s, "south");
@@ -757,7 +757,7 @@ fn study_data_sets_lay_rows_out_as_the_study_reads_them() {
 
 #[test]
 fn a_binary_study_on_static_features_gets_the_same_data_as_before() {
-    use ehds_gateway::domain::study::StudyTask;
+    use ehds_core::domain::study::StudyTask;
     let s = spec("mortality");
     let rows = read_site(&s, "north");
     let before = rows.site_data("north", 0.2, 9).unwrap();

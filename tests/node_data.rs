@@ -6,13 +6,13 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
-use ehds_gateway::domain::{MemberState, SubjectPseudonym};
-use ehds_gateway::node::csv_source::{read_csv, write_csv};
-use ehds_gateway::node::example_federation::{convert, pseudonym, HOSPITALS, OPTOUT_LINES};
-use ehds_gateway::node::features::FeatureSpec;
-use ehds_gateway::node::fhir_source::{extract, load_bundle_file, parse_bundle};
-use ehds_gateway::node::report::IssueKind;
-use ehds_gateway::node::{opted_out_at, SiteRows, SourceError, SpecError};
+use ehds_core::domain::{MemberState, SubjectPseudonym};
+use ehds_node::csv_source::{read_csv, write_csv};
+use ehds_node::features::FeatureSpec;
+use ehds_node::fhir_source::{extract, load_bundle_file, parse_bundle};
+use ehds_node::report::IssueKind;
+use ehds_node::{opted_out_at, SiteRows, SourceError, SpecError};
+use ehds_tools::example_federation::{convert, pseudonym, HOSPITALS, OPTOUT_LINES};
 use fl_engine::data::{heart_disease, SiteData};
 
 fn root() -> PathBuf {
@@ -311,7 +311,7 @@ fn malformed_bundles_are_typed_errors() {
 /// parses with the node's own parsers, so the worked examples cannot drift from the code.
 #[test]
 fn readme_specification_examples_parse() {
-    use ehds_gateway::node::codemap::CodeMap;
+    use ehds_node::codemap::CodeMap;
     use serde_json::{json, Map, Value};
 
     let text = std::fs::read_to_string(federation().join("README.md")).unwrap();

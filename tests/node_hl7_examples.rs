@@ -5,11 +5,11 @@
 //! node, read together or one at a time.
 use std::path::PathBuf;
 
-use ehds_gateway::node::codemap::CodeMap;
-use ehds_gateway::node::features::FeatureSpec;
-use ehds_gateway::node::fhir_source::{extract_ndjson, load_with, Options};
-use ehds_gateway::node::report::IssueKind;
-use ehds_gateway::node::SiteRows;
+use ehds_node::codemap::CodeMap;
+use ehds_node::features::FeatureSpec;
+use ehds_node::fhir_source::{extract_ndjson, load_with, Options};
+use ehds_node::report::IssueKind;
+use ehds_node::SiteRows;
 
 fn corpus() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/hl7-r4-examples")

@@ -21,13 +21,9 @@ use std::{
 };
 
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
-use ehds_gateway::{
-    client::{
-        ClientAuth, ClientCredentials, ClientError, ClientKey, ClientLogin, GatewayClient,
-        TokenSource,
-    },
-    configuration::Settings,
-    startup::Application,
+use ehds_gateway::{configuration::Settings, startup::Application};
+use ehds_node::client::{
+    ClientAuth, ClientCredentials, ClientError, ClientKey, ClientLogin, GatewayClient, TokenSource,
 };
 use serde_json::{json, Value};
 use tokio::{

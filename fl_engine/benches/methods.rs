@@ -13,7 +13,8 @@
 use std::time::Instant;
 
 use fl_engine::repro::{self, Method, Protocol};
-use fl_engine::sim::{stream_seed, Simulation};
+use fl_engine::seeds::stream_seed;
+use fl_engine::sim::Simulation;
 use fl_engine::strategy::{Site, WeightedMean};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;

@@ -13,9 +13,8 @@ use crate::data::{dirichlet_label_skew, heart_disease, Dataset, SiteData};
 use crate::error::{EngineError, Result};
 use crate::metrics::MetricSummary;
 use crate::model::{MlpConfig, ModelSpec};
-use crate::sim::{
-    pooled_site, split_seed, stream_seed, Attack, CheckpointKind, Simulation, SimulationConfig,
-};
+use crate::seeds::{split_seed, stream_seed};
+use crate::sim::{pooled_site, Attack, CheckpointKind, Simulation, SimulationConfig};
 use crate::strategy::robust::{Bulyan, CoordinateMedian, FlTrust, Krum, Trim, TrimmedMean};
 use crate::strategy::{
     Aggregator, ApflConfig, DittoConfig, FedAdamConfig, FedAvgConfig, FedDecorrConfig,

@@ -61,7 +61,7 @@ async fn some_history(app: &TestApp) {
 }
 
 fn offline_verify(app: &TestApp) -> (i32, serde_json::Value) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ehds-gateway"))
+    let out = std::process::Command::new(ehds_tools::built_program("ehds-gateway"))
         .args(["audit", "verify", "--database-url", &app.database_url])
         .env_remove("EHDS_CONFIG")
         .output()

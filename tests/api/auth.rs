@@ -2,7 +2,7 @@
 //! and audited; the production path discovers an external issuer's keys.
 
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
-use ehds_gateway::auth::dev::DevIssuer;
+use ehds_core::dev_issuer::DevIssuer;
 use serde_json::json;
 
 use crate::both_backends;

@@ -2,7 +2,8 @@
 
 use std::{path::PathBuf, sync::Arc};
 
-use ehds_gateway::{auth::dev::DevIssuer, configuration::Settings, startup::Application};
+use ehds_core::dev_issuer::DevIssuer;
+use ehds_gateway::{configuration::Settings, startup::Application};
 use reqwest::{header::HeaderMap, StatusCode};
 use serde_json::{json, Value};
 

@@ -4,7 +4,7 @@
 
 use std::{collections::BTreeSet, path::PathBuf};
 
-use ehds_gateway::domain::audit::AuditAction;
+use ehds_core::domain::audit::AuditAction;
 
 use crate::helpers::*;
 
@@ -104,7 +104,7 @@ async fn an_audit_trail_written_before_typed_actions_verifies() {
         .text;
     let opened = translog::Note::open(&note, &[verifier]).expect("the checkpoint verifies");
     let cp = translog::Checkpoint::parse(&opened.text).unwrap();
-    let exported: Vec<ehds_gateway::domain::audit::AuditEntry> = serde_json::from_value(
+    let exported: Vec<ehds_core::domain::audit::AuditEntry> = serde_json::from_value(
         app.get("/v1/audit/events?limit=10000", &app.auditor())
             .await
             .body,
@@ -146,7 +146,7 @@ async fn an_audit_trail_written_before_typed_actions_verifies() {
     .expect("the pre-migration tree is a prefix of today's");
     let kept = app.data_dir.join("kept.checkpoint");
     std::fs::write(&kept, &note).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ehds-gateway"))
+    let out = std::process::Command::new(ehds_tools::built_program("ehds-gateway"))
         .args([
             "audit",
             "verify",
@@ -200,7 +200,7 @@ fn keys(detail: &serde_json::Value) -> Vec<String> {
 /// wrote before they were typed, in the same order (the hash covers the bytes).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typed_details_write_the_keys_of_the_entries_before_them() {
-    use ehds_gateway::domain::{
+    use ehds_core::domain::{
         audit_details::*,
         dp_requirement::DpRequirement,
         optout::FilterPolicy,

@@ -5,12 +5,10 @@
 
 use std::time::{Duration, Instant};
 
-use ehds_gateway::{
+use ehds_core::{
     domain::study::TaskKind,
-    federation::{
-        secure_aggregation::{self as sa, NodeMessage, Relayed, SecaggView},
-        wire::{decode_fit_ins, encode_update, NodeTask},
-    },
+    secure_aggregation::{self as sa, NodeMessage, Relayed, SecaggView},
+    wire::{decode_fit_ins, encode_update, NodeTask},
 };
 use fl_engine::{FitIns, ParameterSet};
 use secagg::{

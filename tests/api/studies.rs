@@ -6,12 +6,12 @@
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use ehds_gateway::{
+use ehds_core::{
     domain::{
         study::{DecisionThreshold, TaskKind},
         OrgId, StudyId,
     },
-    federation::wire::{decode_fit_ins, encode_update, NodeTask},
+    wire::{decode_fit_ins, encode_update, NodeTask},
 };
 use fl_engine::{FitIns, ParameterSet};
 use serde_json::{json, Value};

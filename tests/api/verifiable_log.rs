@@ -4,7 +4,7 @@
 //! gateway's back, and the witness.
 
 use base64::Engine;
-use ehds_gateway::domain::audit::AuditEntry;
+use ehds_core::domain::audit::AuditEntry;
 use serde_json::{json, Value};
 use translog::{Checkpoint, Hash, MemoryTree, Note, NoteVerifier};
 
@@ -237,7 +237,7 @@ struct Cli {
 }
 
 async fn cli(args: &[&str]) -> Cli {
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_ehds-gateway"))
+    let out = tokio::process::Command::new(ehds_tools::built_program("ehds-gateway"))
         .args(args)
         .env_remove("EHDS_CONFIG")
         .output()

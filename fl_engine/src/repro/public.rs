@@ -21,7 +21,8 @@ use crate::data::{dirichlet_label_skew, Dataset, SiteData, Standardizer};
 use crate::error::{EngineError, Result};
 use crate::metrics::concordance_index;
 use crate::model::{Backbone, CnnConfig, ModelSpec};
-use crate::sim::{stream_seed, Simulation};
+use crate::seeds::stream_seed;
+use crate::sim::Simulation;
 use crate::train::{Budget, LossKind, OptimizerConfig};
 
 /// A bundled data set.

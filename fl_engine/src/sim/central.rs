@@ -14,7 +14,7 @@ pub fn pooled_site(
     let mut trains = Vec::new();
     let mut vals = Vec::new();
     for (k, (_, train_full, _)) in raw.iter().enumerate() {
-        let (t, v) = train_full.split(val_fraction, super::split_seed(seed, k))?;
+        let (t, v) = train_full.split(val_fraction, crate::seeds::split_seed(seed, k))?;
         trains.push(t);
         vals.push(v);
     }

@@ -39,6 +39,7 @@ use crate::error::{EngineError, Result};
 use crate::metrics::{MetricSummary, ThresholdRule};
 use crate::model::{ModelSpec, Net};
 use crate::params::ParameterSet;
+use crate::seeds::stream_seed;
 use crate::strategy::{
     Aggregator, ClientStrategy, FitRes, ServerStrategy, Site, SiteSnapshot, StrategyConfig,
     WeightedMean,
@@ -92,15 +93,6 @@ pub struct Simulation {
     attacks: Vec<(usize, Attack)>,
 }
 
-/// Independent stream ids for the random draws of one run (SplitMix64 finaliser).
-pub fn stream_seed(seed: u64, a: u64, b: u64) -> u64 {
-    let mut z =
-        seed ^ a.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ b.wrapping_mul(0xD1B5_4A32_D192_ED03);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 /// Site `k`'s DP-SGD noise generator for `round`: reproducible from the simulation seed, so it
 /// offers no privacy against anyone who knows that seed (see the module documentation).
 fn simulated_noise(seed: u64, k: usize, round: u64) -> NoiseRng {
@@ -110,12 +102,6 @@ fn simulated_noise(seed: u64, k: usize, round: u64) -> NoiseRng {
     h.update((k as u64).to_le_bytes());
     h.update(round.to_le_bytes());
     NoiseRng::from_seed_for_reproducible_runs(h.finalize().into())
-}
-
-/// Seed of site `k`'s 80/20 train/validation split in a run with `seed` (shared by the
-/// federated runs and the pooled Central baseline so both see the same rows).
-pub fn split_seed(seed: u64, k: usize) -> u64 {
-    stream_seed(seed, k as u64, u64::MAX)
 }
 
 impl Simulation {

@@ -304,7 +304,7 @@ impl FedMapClient {
         let name = site.name().bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
             (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
         });
-        ChaCha8Rng::seed_from_u64(crate::sim::stream_seed(
+        ChaCha8Rng::seed_from_u64(crate::seeds::stream_seed(
             self.config.seed ^ name,
             self.state.round,
             0xF1A7,

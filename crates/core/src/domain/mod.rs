@@ -1,0 +1,112 @@
+//! Domain types: every value that reaches the store has been parsed into one of these, so the
+//! rules of the regulation (Art. 51 categories, Art. 53/54 purposes, Art. 68 durations, Art. 71
+//! opt-outs) hold by construction.
+
+pub mod action;
+pub mod application;
+pub mod audit;
+pub mod audit_action;
+pub mod audit_details;
+pub mod audit_subject;
+pub mod budget;
+pub mod category;
+pub mod check;
+pub mod dp_requirement;
+pub mod feature_spec;
+pub mod ids;
+pub mod optout;
+pub mod permit;
+pub mod purpose;
+pub mod small_cell;
+pub mod study;
+pub mod study_request;
+pub mod time;
+
+pub use application::{Application, ApplicationStatus, NewApplication};
+pub use budget::{BudgetUnit, Delta, Epsilon, PrivacyBudget};
+pub use category::DataCategory;
+pub use dp_requirement::DpRequirement;
+pub use ids::{
+    ApplicationId, MemberState, OptOutId, OrgId, PermitId, RoundId, StudyId, SubjectPseudonym,
+    TaskId,
+};
+pub use permit::{Permit, PermitState, PermitTerms};
+pub use purpose::Purpose;
+
+/// One field that failed to parse, reported back to the caller all at once.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
+pub struct FieldError {
+    /// JSON pointer-like path of the offending field, e.g. `purposes[1]`.
+    pub field: String,
+    /// Stable machine-readable code.
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl FieldError {
+    pub fn new(field: impl Into<String>, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            field: field.into(),
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+/// Collects field errors while parsing a request so the caller sees every problem in one answer.
+#[derive(Debug, Default)]
+pub struct Errors(pub Vec<FieldError>);
+
+impl Errors {
+    pub fn push(
+        &mut self,
+        field: impl Into<String>,
+        code: &'static str,
+        message: impl Into<String>,
+    ) {
+        self.0.push(FieldError::new(field, code, message));
+    }
+
+    /// Records the error of a fallible parse and returns the value if it succeeded.
+    pub fn take<T>(
+        &mut self,
+        field: impl Into<String>,
+        result: Result<T, (&'static str, String)>,
+    ) -> Option<T> {
+        match result {
+            Ok(v) => Some(v),
+            Err((code, message)) => {
+                self.push(field, code, message);
+                None
+            }
+        }
+    }
+
+    pub fn into_result<T>(self, value: impl FnOnce() -> T) -> Result<T, Vec<FieldError>> {
+        if self.0.is_empty() {
+            Ok(value())
+        } else {
+            Err(self.0)
+        }
+    }
+}
+
+/// The error of parsing one value: a stable code plus a human message.
+pub type ParseResult<T> = Result<T, (&'static str, String)>;
+
+/// Longest reason (decision, suspension, revocation, amendment, cancellation) accepted.
+pub const MAX_REASON_CHARS: usize = 2_000;
+/// Longest permit conditions accepted.
+pub const MAX_CONDITIONS_CHARS: usize = 10_000;
+
+/// Refuses free text longer than `max` characters (`too_long`, like every bounded field).
+pub fn within_length(field: &str, value: &str, max: usize) -> Result<(), FieldError> {
+    if value.chars().count() > max {
+        return Err(FieldError::new(
+            field,
+            "too_long",
+            format!("`{field}` is limited to {max} characters"),
+        ));
+    }
+    Ok(())
+}

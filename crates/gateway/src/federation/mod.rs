@@ -1,0 +1,150 @@
+//! Federated studies at the gateway: the round loop that drives every live study through
+//! governance, task dispatch, collection and DP aggregation ([`rounds`]). What travels to and
+//! from the data-holder nodes (`ehds_core::wire`) and the parameters and messages of secure
+//! aggregation (`ehds_core::secure_aggregation`) are the vocabulary shared with the nodes.
+
+pub mod parameter_files;
+pub mod rounds;
+
+use std::{sync::Arc, time::Duration};
+
+use tokio::sync::Notify;
+
+use crate::{
+    authz::Authorizer,
+    configuration::FederationSettings,
+    store::{Store, StoreError},
+};
+use ehds_core::domain::{
+    audit::{Actor, AuditAction, AuditSubject, NewAuditEvent, Outcome},
+    audit_details::StudyFailed,
+    time, StudyId,
+};
+use rounds::Step;
+
+/// The round loop's view of the gateway.
+pub struct Federation {
+    pub store: Arc<dyn Store>,
+    pub authz: Arc<Authorizer>,
+    pub settings: FederationSettings,
+    /// Seals the study noise keys kept in the database.
+    pub vault: Arc<crate::secret::KeyVault>,
+    /// Woken whenever tasks appear or close, so long-polling nodes answer at once.
+    pub tasks_changed: Arc<Notify>,
+    /// Woken when something the round loop waits for happens (a result, a permit change).
+    pub wake: Arc<Notify>,
+    /// Woken when the round loop moves a secure aggregation on (a stage closed, the round
+    /// aggregated or failed), so that holders waiting on `GET …/secagg?wait=` answer at once.
+    pub secagg_changed: Arc<Notify>,
+    /// The parameter file of each recent round, built once for all its holders.
+    pub parameter_files: parameter_files::ParameterFiles,
+}
+
+impl Federation {
+    pub fn new(
+        store: Arc<dyn Store>,
+        authz: Arc<Authorizer>,
+        settings: FederationSettings,
+        vault: Arc<crate::secret::KeyVault>,
+    ) -> Self {
+        Self {
+            store,
+            authz,
+            settings,
+            vault,
+            tasks_changed: Arc::new(Notify::new()),
+            wake: Arc::new(Notify::new()),
+            secagg_changed: Arc::new(Notify::new()),
+            parameter_files: Default::default(),
+        }
+    }
+
+    /// Drives every live study until none can progress; returns how many transitions ran.
+    pub async fn drive_all(&self) -> anyhow::Result<usize> {
+        let ids = {
+            let mut tx = self.store.begin().await?;
+            tx.live_study_ids().await?
+        };
+        let mut steps = 0;
+        for id in ids {
+            steps += self.drive(id).await;
+        }
+        Ok(steps)
+    }
+
+    async fn drive(&self, id: StudyId) -> usize {
+        let mut steps = 0;
+        loop {
+            match rounds::advance(self, id).await {
+                Ok(Step::Progressed) => steps += 1,
+                Ok(Step::Waiting | Step::Done) => return steps,
+                Err(e) if matches!(e.downcast_ref::<StoreError>(), Some(StoreError::Conflict)) => {
+                    // another request or replica changed the study first; look again next tick
+                    return steps;
+                }
+                Err(e) if e.downcast_ref::<fl_engine::EngineError>().is_some() => {
+                    tracing::error!(study = %id, error = %e, "the engine refused a round; failing the study");
+                    if let Err(e2) = self.fail(id, &e.to_string()).await {
+                        tracing::error!(study = %id, error = %e2, "could not record the failure");
+                    }
+                    return steps;
+                }
+                Err(e) => {
+                    tracing::error!(study = %id, error = ?e, "round loop step failed");
+                    return steps;
+                }
+            }
+        }
+    }
+
+    async fn fail(&self, id: StudyId, reason: &str) -> anyhow::Result<()> {
+        let now = time::now();
+        let mut tx = self.store.begin().await?;
+        let Some(mut study) = tx.get_study(id).await? else {
+            return Ok(());
+        };
+        let version = study.row_version;
+        if study.fail(reason.to_owned(), now).is_err() {
+            return Ok(());
+        }
+        if let Some(round) = tx.open_round(id).await? {
+            rounds::close_open_round(
+                &mut *tx,
+                round,
+                ehds_core::domain::study::RoundPhase::Failed,
+                reason,
+                now,
+            )
+            .await?;
+        }
+        tx.update_study(&study, version).await?;
+        let mut event = NewAuditEvent::success(
+            &Actor::system(),
+            AuditAction::StudyFail,
+            AuditSubject::Study(id),
+        )
+        .permit(study.spec.permit_id)
+        .details(&StudyFailed { reason });
+        event.outcome = Outcome::Failure;
+        tx.append_audit(event).await?;
+        tx.commit().await?;
+        self.tasks_changed.notify_waiters();
+        Ok(())
+    }
+
+    /// Runs the loop until the process stops: on every wake-up and at least every tick.
+    pub async fn run(self: Arc<Self>) {
+        let tick = Duration::from_millis(self.settings.tick_millis.max(10));
+        loop {
+            if let Err(e) = self.drive_all().await {
+                tracing::error!(error = ?e, "round loop failed");
+            }
+            // `wake` is signalled with notify_one, which keeps a permit when nobody waits, so
+            // a wake-up that arrives while the loop is busy is not lost.
+            tokio::select! {
+                _ = self.wake.notified() => {},
+                _ = tokio::time::sleep(tick) => {},
+            }
+        }
+    }
+}

@@ -1,0 +1,310 @@
+//! Storage: one interface, a PostgreSQL and a SQLite implementation, picked from the database URL.
+//!
+//! Work happens in transactions (`Tx`): a state change and the audit entry that records it are
+//! written in the same transaction, so either both are stored or neither is.
+
+mod postgres;
+mod sql;
+mod sqlite;
+pub(crate) mod tree;
+
+use async_trait::async_trait;
+use serde::Serialize;
+use translog::Hash;
+
+use ehds_core::domain::{
+    audit::{AuditEntry, NewAuditEvent, Outcome},
+    optout::{NewOptOutEvent, OptOutEvent},
+    permit::PermitTerms,
+    study::{Checkpoint, Round, SiteEvaluation, Study, Task, TaskStatus},
+    time::Timestamp,
+    Application, ApplicationId, OptOutId, OrgId, Permit, PermitId, RoundId, StudyId, TaskId,
+};
+
+pub use postgres::PgStore;
+pub use sqlite::SqliteStore;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The row changed since it was read (optimistic concurrency).
+    #[error("the record was changed concurrently")]
+    Conflict,
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("stored data is invalid: {0}")]
+    Corrupt(String),
+    #[error(transparent)]
+    Other(#[from] anyhow::Error),
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// Which rows a caller may list: the SQL pre-filter that the policy check then confirms per row.
+#[derive(Debug, Clone)]
+pub enum Scope {
+    All,
+    Organisation(OrgId),
+    DataHolder(OrgId),
+    /// A caller without an organisation sees nothing.
+    Nothing,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Page {
+    pub limit: i64,
+    pub offset: i64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct AuditFilter {
+    pub from: Option<chrono::DateTime<chrono::Utc>>,
+    pub to: Option<chrono::DateTime<chrono::Utc>>,
+    pub actor: Option<String>,
+    pub action: Option<String>,
+    pub outcome: Option<Outcome>,
+    pub resource_type: Option<String>,
+    pub resource_id: Option<String>,
+    pub permit_id: Option<String>,
+    pub after_seq: Option<i64>,
+    /// Only entries up to and including this sequence number.
+    pub until_seq: Option<i64>,
+    pub limit: i64,
+}
+
+/// How many entries a filter matches (up to its limit), and the first and last of them.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AuditSpan {
+    pub count: u64,
+    pub first_seq: Option<i64>,
+    pub last_seq: Option<i64>,
+}
+
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct PermitVersion {
+    pub terms_version: i64,
+    pub terms: PermitTerms,
+    pub recorded_at: chrono::DateTime<chrono::Utc>,
+    pub recorded_by: String,
+    pub reason: Option<String>,
+}
+
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    async fn begin(&self) -> Result<Box<dyn Tx>>;
+    async fn ping(&self) -> Result<()>;
+    /// Connections of the pool, for `/metrics`.
+    fn pool_usage(&self) -> crate::observability::PoolUsage;
+    fn backend(&self) -> &'static str;
+}
+
+#[async_trait]
+pub trait Tx: Send {
+    async fn insert_application(&mut self, app: &Application) -> Result<()>;
+    async fn get_application(&mut self, id: ApplicationId) -> Result<Option<Application>>;
+    async fn list_applications(&mut self, scope: &Scope, page: Page) -> Result<Vec<Application>>;
+    async fn update_application(&mut self, app: &Application) -> Result<()>;
+
+    async fn insert_permit(&mut self, permit: &Permit, by: &str, now: Timestamp) -> Result<()>;
+    async fn get_permit(&mut self, id: PermitId) -> Result<Option<Permit>>;
+    async fn list_permits(&mut self, scope: &Scope, page: Page) -> Result<Vec<Permit>>;
+    /// Permits still recorded as active or suspended whose expiry has passed.
+    async fn list_lapsed_permits(&mut self, now: Timestamp) -> Result<Vec<Permit>>;
+    /// Writes a changed permit if its stored row version is still `expected_row_version`.
+    async fn update_permit(&mut self, permit: &Permit, expected_row_version: i64) -> Result<()>;
+    /// Keeps the current terms as a new version (issue and every amendment).
+    async fn insert_permit_version(
+        &mut self,
+        permit: &Permit,
+        by: &str,
+        reason: Option<&str>,
+        now: Timestamp,
+    ) -> Result<()>;
+    async fn list_permit_versions(&mut self, id: PermitId) -> Result<Vec<PermitVersion>>;
+
+    async fn append_optout(&mut self, event: NewOptOutEvent) -> Result<OptOutEvent>;
+    async fn optout_record(&mut self, id: OptOutId) -> Result<Vec<OptOutEvent>>;
+    async fn optout_events_for(
+        &mut self,
+        subject_keys: &[String],
+        max_seq: i64,
+    ) -> Result<Vec<OptOutEvent>>;
+    async fn optout_registry_version(&mut self) -> Result<i64>;
+
+    async fn insert_study(&mut self, study: &Study, noise_key: &[u8]) -> Result<()>;
+    async fn get_study(&mut self, id: StudyId) -> Result<Option<Study>>;
+    async fn list_studies(&mut self, scope: &Scope, page: Page) -> Result<Vec<Study>>;
+    /// Studies the round loop still drives (running or suspended), oldest first.
+    async fn live_study_ids(&mut self) -> Result<Vec<StudyId>>;
+    /// The running or suspended studies under a permit.
+    async fn live_studies_for_permit(&mut self, permit: PermitId) -> Result<Vec<Study>>;
+    /// Writes a changed study if its stored row version is still `expected_row_version`.
+    async fn update_study(&mut self, study: &Study, expected_row_version: i64) -> Result<()>;
+    /// The secret that seeds the study's aggregation noise, as stored (sealed by `KeyVault`).
+    async fn study_noise_key(&mut self, id: StudyId) -> Result<Vec<u8>>;
+    /// Every study's stored noise key (sealing keys stored in clear at start-up).
+    async fn study_noise_keys(&mut self) -> Result<Vec<(StudyId, Vec<u8>)>>;
+    async fn set_study_noise_key(&mut self, id: StudyId, stored: &[u8]) -> Result<()>;
+
+    async fn insert_checkpoint(&mut self, checkpoint: &Checkpoint, now: Timestamp) -> Result<()>;
+    async fn latest_checkpoint(&mut self, id: StudyId) -> Result<Option<Checkpoint>>;
+    /// The checkpoint taken after `round` (0: the initial model).
+    async fn checkpoint_at(&mut self, id: StudyId, round: u64) -> Result<Option<Checkpoint>>;
+
+    async fn insert_round(&mut self, round: &Round) -> Result<()>;
+    /// Closes a collecting round (phase, reason, budget, summary); `Conflict` if it was closed.
+    async fn close_round(&mut self, round: &Round) -> Result<()>;
+    async fn get_round(&mut self, id: RoundId) -> Result<Option<Round>>;
+    /// The study's round attempt still collecting results, if any.
+    async fn open_round(&mut self, id: StudyId) -> Result<Option<Round>>;
+    async fn list_rounds(&mut self, id: StudyId) -> Result<Vec<Round>>;
+
+    async fn insert_task(&mut self, task: &Task) -> Result<()>;
+    async fn get_task(&mut self, id: TaskId) -> Result<Option<Task>>;
+    /// Pending tasks of a data holder whose deadline has not passed, oldest first.
+    async fn pending_tasks_for(
+        &mut self,
+        holder: &OrgId,
+        now: Timestamp,
+        limit: i64,
+    ) -> Result<Vec<Task>>;
+    async fn round_tasks(&mut self, round: RoundId) -> Result<Vec<Task>>;
+    /// Stores a pending task's result; `Conflict` if the task is no longer pending.
+    async fn complete_task(&mut self, task: &Task, result: Option<&[u8]>) -> Result<()>;
+    /// Moves every pending task of the round to `status`; returns how many moved.
+    async fn close_pending_tasks(&mut self, round: RoundId, status: TaskStatus) -> Result<u64>;
+    async fn task_result(&mut self, id: TaskId) -> Result<Option<Vec<u8>>>;
+
+    /// Records a holder's evaluation of a round's model; a repeat of the same one is ignored.
+    async fn insert_evaluation(
+        &mut self,
+        study: StudyId,
+        round: u64,
+        evaluation: &SiteEvaluation,
+        now: Timestamp,
+    ) -> Result<()>;
+    async fn list_evaluations(&mut self, study: StudyId) -> Result<Vec<(u64, SiteEvaluation)>>;
+
+    /// Secure aggregation of a round (docs/secure-aggregation.md): the relay's state.
+    async fn insert_secagg_session(&mut self, round: RoundId, state: &[u8]) -> Result<()>;
+    /// The relay's state, read without locking.
+    async fn secagg_session(&mut self, round: RoundId) -> Result<Option<Vec<u8>>>;
+    /// The relay's state, locked until the transaction ends, so that messages of several
+    /// holders and the round loop change it one after the other.
+    async fn lock_secagg_session(&mut self, round: RoundId) -> Result<Option<Vec<u8>>>;
+    async fn update_secagg_session(&mut self, round: RoundId, state: &[u8]) -> Result<()>;
+    /// The running sum of the round's masked inputs (`secagg::MaskedSum::to_bytes`), in a
+    /// table apart from the state that every message, poll and round-loop pass reads and
+    /// rewrites; `None` before the first masked input. Read and written only under
+    /// [`Tx::lock_secagg_session`].
+    async fn secagg_sum(&mut self, round: RoundId) -> Result<Option<Vec<u8>>>;
+    async fn update_secagg_sum(&mut self, round: RoundId, sum: &[u8]) -> Result<()>;
+    /// Stores the messages a closed stage relays, one per (holder, kind).
+    async fn insert_secagg_messages(
+        &mut self,
+        round: RoundId,
+        kind: &str,
+        messages: &[(u32, Vec<u8>)],
+    ) -> Result<()>;
+    async fn secagg_message(
+        &mut self,
+        round: RoundId,
+        client: u32,
+        kind: &str,
+    ) -> Result<Option<Vec<u8>>>;
+    /// Keeps a holder's message of `kind` that the relay accepted, until the stage that uses
+    /// it closes; a second one of the same holder and kind is ignored (the relay's state tells
+    /// which one it accepted). Only under [`Tx::lock_secagg_session`].
+    async fn insert_secagg_received(
+        &mut self,
+        round: RoundId,
+        client: u32,
+        kind: &str,
+        message: &[u8],
+    ) -> Result<()>;
+    /// Every kept message of `kind` of the round, by holder.
+    async fn secagg_received(&mut self, round: RoundId, kind: &str) -> Result<Vec<(u32, Vec<u8>)>>;
+    /// Forgets the kept messages of `kind` of the round (its stage closed).
+    async fn delete_secagg_received(&mut self, round: RoundId, kind: &str) -> Result<()>;
+    /// Forgets a closed round's protocol state and messages.
+    async fn delete_secagg(&mut self, round: RoundId) -> Result<()>;
+
+    async fn append_audit(&mut self, event: NewAuditEvent) -> Result<AuditEntry>;
+    async fn list_audit(&mut self, filter: &AuditFilter) -> Result<Vec<AuditEntry>>;
+    /// The span of entries `list_audit` would return, without loading them.
+    async fn audit_span(&mut self, filter: &AuditFilter) -> Result<AuditSpan>;
+
+    /// Takes the database's write order for the rest of the transaction now, before any read
+    /// that a write of this transaction depends on (PostgreSQL: the advisory lock every audit
+    /// append takes; SQLite: the connection's writer lock is held from `begin`).
+    async fn take_write_order(&mut self) -> Result<()>;
+
+    /// Leaves in the audit trail's Merkle tree (entry `seq` is leaf `seq - 1`; its row's
+    /// `tree_nodes` holds the leaf and the subtrees it completes, `store::tree`).
+    async fn audit_tree_size(&mut self) -> Result<u64>;
+
+    /// The audit entry up to which webhook `endpoint` has been served, if it ever was.
+    async fn webhook_cursor(&mut self, endpoint: &str) -> Result<Option<i64>>;
+    /// Moves `endpoint`'s cursor to `seq` (never back: a slower replica cannot rewind it).
+    async fn advance_webhook_cursor(&mut self, endpoint: &str, seq: i64) -> Result<()>;
+    /// The stored perfect-subtree hashes among `wanted`, `(level, index)` pairs (see
+    /// `translog::SubtreeHashes`); pairs not stored are left out of the answer.
+    async fn audit_subtrees(&mut self, wanted: &[(u32, u64)]) -> Result<Vec<(u32, u64, Hash)>>;
+    /// Stores the tree hashes that entry `seq`, the next leaf, completes (`translog::Frontier`'s
+    /// append): for entries written before the tree existed. `append_audit` stores its own.
+    async fn fill_audit_tree_nodes(&mut self, seq: i64, nodes: &[Hash]) -> Result<()>;
+
+    async fn commit(self: Box<Self>) -> Result<()>;
+}
+
+/// Whether an audit row's `recorded_at` is stored in the one form the gateway writes. The hash
+/// covers the instant, so a row rewritten to the same instant in another UTC offset would still
+/// verify while text comparisons (SQLite's time-window filters) miss it; verification therefore
+/// also checks the stored form.
+pub(crate) trait StoredForm {
+    fn recorded_at_canonical(&self) -> Result<bool>;
+}
+
+impl StoredForm for sqlx::sqlite::SqliteRow {
+    fn recorded_at_canonical(&self) -> Result<bool> {
+        use sqlx::Row;
+        let text: String = self.try_get("recorded_at")?;
+        let instant: chrono::DateTime<chrono::Utc> = self.try_get("recorded_at")?;
+        // The form sqlx writes for a `DateTime<Utc>` (RFC 3339, `+00:00`, shortest fraction).
+        Ok(text == instant.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, false))
+    }
+}
+
+impl StoredForm for sqlx::postgres::PgRow {
+    /// `timestamptz` stores the instant itself: there is no other form to rewrite it into.
+    fn recorded_at_canonical(&self) -> Result<bool> {
+        Ok(true)
+    }
+}
+
+/// An audit event for the stores' own tests: an officer's permit check.
+#[cfg(test)]
+pub(crate) fn sample_audit_event() -> ehds_core::domain::audit::NewAuditEvent {
+    use ehds_core::domain::audit::{Actor, AuditAction, AuditSubject, NewAuditEvent};
+    let actor = Actor {
+        sub: "officer".into(),
+        roles: vec![],
+        organisation: None,
+    };
+    NewAuditEvent::success(
+        &actor,
+        AuditAction::Request(crate::authz::Action::PermitCheck),
+        AuditSubject::Permit(ehds_core::domain::PermitId::new()),
+    )
+}
+
+/// Opens the store named by `url`: `postgres://` or `postgresql://` for PostgreSQL, `sqlite:`
+/// for SQLite. Runs the backend's migrations.
+pub async fn connect(url: &str) -> anyhow::Result<std::sync::Arc<dyn Store>> {
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        Ok(std::sync::Arc::new(PgStore::connect(url).await?))
+    } else if url.starts_with("sqlite:") {
+        Ok(std::sync::Arc::new(SqliteStore::connect(url).await?))
+    } else {
+        anyhow::bail!("unsupported database URL scheme (expected postgres:// or sqlite:)")
+    }
+}
