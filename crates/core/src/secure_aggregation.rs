@@ -210,10 +210,11 @@ impl NodeMessage {
 
 /// `GET /v1/node/tasks/{id}/secagg`: where the round's secure aggregation stands for the
 /// calling holder.
-#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SecaggView {
     /// The session's public parameters (`secagg::RoundConfig`).
-    #[schema(value_type = Object)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub config: RoundConfig,
     /// The caller's number in the session.
     pub client: u32,
@@ -225,7 +226,7 @@ pub struct SecaggView {
     /// Whether the stage still waits for the caller's message.
     pub awaited: bool,
     /// What the last closed stage relayed to the caller; absent when it was not admitted.
-    #[schema(value_type = Option<Object>)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub relayed: Option<Relayed>,
 }
 

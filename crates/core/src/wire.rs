@@ -27,23 +27,24 @@ use crate::domain::{
 pub const EXTRAS_PREFIX: &str = "extras/";
 
 /// The part of a study a node needs to train: never the other holders' names.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NodeStudy {
     pub title: String,
     pub purpose: Purpose,
     pub categories: Vec<DataCategory>,
-    #[schema(value_type = Object)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub feature_spec: serde_json::Value,
     /// What the node's data set holds (absent from older gateways: binary).
     #[serde(default)]
     pub task: StudyTask,
-    #[schema(value_type = Object)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub model: ModelSpec,
     /// The method as `{"<name>": {<settings>}}` (see `fl_engine::strategy::stored`).
-    #[schema(value_type = Object)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     #[serde(with = "fl_engine::strategy::stored")]
     pub strategy: StrategyConfig,
-    #[schema(value_type = Object)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub train: TrainConfig,
     /// Where the node puts the decision threshold of its metrics (absent from older gateways
     /// and for tasks without one: 0.5).
@@ -85,7 +86,8 @@ impl From<&StudySpec> for NodeStudy {
 
 // The body of `POST /v1/opt-outs/filter`: which of these subjects must a holder leave out?
 // (A plain comment: a doc comment would change the published schema.)
-#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct FilterRequest {
     pub permit_id: PermitId,
@@ -101,7 +103,8 @@ pub struct FilterRequest {
     pub registry_version: Option<i64>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FilterResponse {
     pub permit_id: PermitId,
     pub registry_version: i64,
@@ -116,7 +119,8 @@ pub struct FilterResponse {
 }
 
 /// One task, as `GET /v1/node/tasks` hands it out.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NodeTask {
     pub task_id: TaskId,
     pub study_id: StudyId,
@@ -131,7 +135,8 @@ pub struct NodeTask {
 }
 
 /// The body of `POST /v1/node/tasks/{id}/result`.
-#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct TaskResultBody {
     /// Training examples behind the update (after opt-out filtering).
@@ -145,7 +150,7 @@ pub struct TaskResultBody {
     pub train_loss: Option<f64>,
     pub local_steps: Option<u64>,
     /// The node's evaluation of the model it received (before training).
-    #[schema(value_type = Option<Object>)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub evaluation: Option<NodeEvaluation>,
 }
 

@@ -25,9 +25,8 @@ pub fn decision_due(submitted_at: DateTime<Utc>) -> DateTime<Utc> {
 }
 
 /// Flags that refine the scientific-research purpose (53(1)(e)).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ResearchFlag {
     ProductInnovation,
@@ -45,7 +44,8 @@ impl ResearchFlag {
 }
 
 /// The Art. 71(4) exception an applicant asks for, and that a permit then records.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct OptOutException {
     pub justification: String,
@@ -54,7 +54,8 @@ pub struct OptOutException {
     pub no_alternative_means: bool,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ApplicantRequest {
     pub organisation: String,
@@ -62,14 +63,16 @@ pub struct ApplicantRequest {
     pub public_body: bool,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct PeriodRequest {
     pub start: DateTime<Utc>,
     pub end: DateTime<Utc>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct BudgetRequest {
     pub epsilon: f64,
@@ -79,7 +82,8 @@ pub struct BudgetRequest {
 
 /// The body of `POST /v1/applications`. Enumerations arrive as strings so that every bad value
 /// is reported with its own code and field.
-#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ApplicationRequest {
     pub title: String,
@@ -102,7 +106,8 @@ pub struct ApplicationRequest {
 }
 
 /// A parsed, internally consistent application.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NewApplication {
     pub title: String,
     pub organisation: OrgId,
@@ -351,7 +356,8 @@ impl NewApplication {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ApplicationStatus {
     Submitted,
@@ -381,7 +387,8 @@ impl ApplicationStatus {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Application {
     pub id: ApplicationId,
     pub applicant_sub: String,

@@ -23,7 +23,8 @@ use super::time::{self, Timestamp};
 
 pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     Success,
@@ -47,7 +48,8 @@ impl Outcome {
 }
 
 /// Who acted. `sub` is the token subject (a pseudonymous account id), or `anonymous`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Actor {
     pub sub: String,
     pub roles: Vec<String>,
@@ -121,10 +123,11 @@ impl NewAuditEvent {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AuditEntry {
     pub seq: i64,
-    #[schema(value_type = String, format = Uuid)]
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = Uuid))]
     pub id: Uuid,
     pub recorded_at: chrono::DateTime<chrono::Utc>,
     /// Whether the database holds `recorded_at` in the form the gateway wrote (see
@@ -246,7 +249,8 @@ fn chain_hash(prev_hash: &str, canonical: &[u8]) -> String {
 }
 
 /// What is wrong with the first bad entry of a chain.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ChainProblem {
     /// The entry's content no longer matches its hash: it was edited.
@@ -260,13 +264,15 @@ pub enum ChainProblem {
     NonCanonicalTimestamp,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FirstBadEntry {
     pub seq: i64,
     pub problem: ChainProblem,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct VerifyReport {
     pub valid: bool,
     pub entries_checked: u64,

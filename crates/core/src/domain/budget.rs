@@ -5,9 +5,10 @@ use serde::{Deserialize, Serialize};
 use super::ParseResult;
 
 /// A strictly positive, finite epsilon.
-#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(try_from = "f64", into = "f64")]
-#[schema(value_type = f64)]
+#[cfg_attr(feature = "openapi", schema(value_type = f64))]
 pub struct Epsilon(f64);
 
 impl Epsilon {
@@ -39,9 +40,10 @@ impl From<Epsilon> for f64 {
 }
 
 /// A delta in the open interval (0, 1). The Gaussian mechanism needs delta > 0.
-#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(try_from = "f64", into = "f64")]
-#[schema(value_type = f64)]
+#[cfg_attr(feature = "openapi", schema(value_type = f64))]
 pub struct Delta(f64);
 
 impl Delta {
@@ -73,7 +75,8 @@ impl From<Delta> for f64 {
 }
 
 /// What one unit of privacy protects: a single record, or a whole data holder's contribution.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum BudgetUnit {
     Record,
@@ -101,7 +104,8 @@ impl BudgetUnit {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PrivacyBudget {
     pub epsilon: Epsilon,
     pub delta: Delta,

@@ -15,7 +15,8 @@ pub struct CheckRequest {
 }
 
 /// One reason a check failed. Every failed condition is reported, not just the first.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "code", rename_all = "snake_case")]
 pub enum DenyReason {
     PermitNotActive {
@@ -82,7 +83,8 @@ impl std::fmt::Display for DenyReason {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CheckOutcome {
     pub allowed: bool,
     pub reasons: Vec<DenyReason>,

@@ -8,7 +8,8 @@ use super::study::DpLevel;
 /// What the HDAB's decision requires of every study's privacy plan under a permit. Amendable
 /// like the other terms. Permits issued before this term existed allow client- or record-level
 /// DP, which is also the default of a new decision.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum DpRequirement {
     /// Studies must use client-level DP (DP-FedAvg at the gateway).

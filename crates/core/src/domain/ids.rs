@@ -11,11 +11,10 @@ use super::ParseResult;
 macro_rules! uuid_id {
     ($name:ident, $doc:literal) => {
         #[doc = $doc]
-        #[derive(
-            Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema,
-        )]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
         #[serde(transparent)]
-        #[schema(value_type = String, format = Uuid)]
+        #[cfg_attr(feature = "openapi", schema(value_type = String, format = Uuid))]
         pub struct $name(pub Uuid);
 
         impl $name {
@@ -65,9 +64,8 @@ fn is_token_char(c: char) -> bool {
 
 /// An organisation: an applicant's organisation or a data holder. Matches the organisation claim
 /// of the caller's token.
-#[derive(
-    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema,
-)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(transparent)]
 pub struct OrgId(String);
 
@@ -127,9 +125,8 @@ const MEMBER_STATES: [&str; 30] = [
     "LT", "LU", "LV", "MT", "NL", "PL", "PT", "RO", "SE", "SI", "SK", "IS", "LI", "NO",
 ];
 
-#[derive(
-    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema,
-)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(transparent)]
 pub struct MemberState(String);
 

@@ -34,7 +34,8 @@ pub use permit::{Permit, PermitState, PermitTerms};
 pub use purpose::Purpose;
 
 /// One field that failed to parse, reported back to the caller all at once.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FieldError {
     /// JSON pointer-like path of the offending field, e.g. `purposes[1]`.
     pub field: String,

@@ -28,7 +28,8 @@ impl PseudonymKey {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum OptOutEventKind {
     Registered,
@@ -52,7 +53,8 @@ impl OptOutEventKind {
 }
 
 /// One row of the registry. `seq` is the registry version that the row created.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct OptOutEvent {
     pub seq: i64,
     pub record_id: OptOutId,
@@ -97,7 +99,8 @@ pub fn in_force_at(events: &[OptOutEvent], record_id: OptOutId, t: Timestamp) ->
 }
 
 /// Which opt-outs count for a permit's processing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum FilterPolicy {
     /// Opt-outs in force at the permit's reference time (Art. 71(3)).

@@ -19,19 +19,21 @@ pub const EXTENSION_NOTICE_MONTHS: u32 = 1;
 
 /// A granted value and when it entered the permit: data added by an amendment is subject to the
 /// opt-outs in force at the amendment, not at issue (Art. 71(3)).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Grant<T> {
     pub value: T,
     pub added_at: chrono::DateTime<chrono::Utc>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PermitTerms {
     pub purposes: Vec<Purpose>,
     pub research_flags: Vec<ResearchFlag>,
-    #[schema(value_type = Vec<Object>)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
     pub categories: Vec<Grant<DataCategory>>,
-    #[schema(value_type = Vec<Object>)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
     pub data_holders: Vec<Grant<OrgId>>,
     pub member_states: Vec<MemberState>,
     pub privacy_budget: PrivacyBudget,
@@ -62,7 +64,8 @@ impl PermitTerms {
 
 /// The lifecycle. `Expired` is also derived from time: an active or suspended permit whose
 /// expiry has passed is expired whether or not anyone recorded it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum PermitState {
     Active,

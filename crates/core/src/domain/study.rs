@@ -20,7 +20,8 @@ use super::{
 };
 
 /// Which unit differential privacy protects in a study.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum DpLevel {
     /// DP-FedAvg at the gateway: each data holder's whole update is clipped and noised.
@@ -36,7 +37,8 @@ pub enum DpLevel {
 
 /// The privacy mechanism of a study, resolved at submission: the noise multiplier is fixed
 /// (derived from a target epsilon when one was asked for) so every round costs the same.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DpPlan {
     pub level: DpLevel,
     pub clip_norm: f64,
@@ -63,7 +65,7 @@ pub struct DpPlan {
     /// `node_variance` in ring units as an exact fraction, the rounded sensitivity
     /// `l2_bound`). Absent when the gateway adds the noise (or there is none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub distributed: Option<DdgPlan>,
 }
 
@@ -257,7 +259,8 @@ impl StudyAccountant {
 /// binary label trains a binary classifier (one sigmoid), a two-class softmax
 /// (`multiclass` with 2 classes) or one independent sigmoid (`multilabel` with 1 label); a
 /// survival label trains a survival model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum StudyTask {
     /// One logit, labels 0 / 1.
@@ -393,7 +396,8 @@ impl RowLayout {
 }
 
 /// The minimum the final aggregate must rest on before it may leave (Art. 73(2) output check).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct OutputCheck {
     pub min_sites: usize,
     pub min_samples_per_site: u64,
@@ -410,7 +414,8 @@ pub struct OutputCheck {
 /// curates), whose update is each round's root update. It is not offered under client-level
 /// DP: the trust scores and the norm every update is rescaled to come from the root holder's
 /// unprivatised update, which the client-level noise does not cover.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "rule", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Aggregation {
     #[default]
@@ -503,7 +508,8 @@ impl Aggregation {
 /// validation part, for every model it evaluates, and the holder reads its validation and
 /// test metrics at it; the metrics report the threshold used. Multi-class (argmax) and
 /// survival tasks have none.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "rule", rename_all = "snake_case", deny_unknown_fields)]
 pub enum DecisionThreshold {
     /// The same threshold at every holder, in (0, 1).
@@ -559,7 +565,8 @@ impl DecisionThreshold {
 }
 
 /// Which global model a completed study releases (FL4Health's checkpointing protocol).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ModelRelease {
     /// The aggregated round whose model has the lowest example-weighted validation loss over
@@ -641,7 +648,8 @@ pub fn choose_release(
 }
 
 /// A parsed, validated study. Stored as submitted and sent (in part) to the data holders.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct StudySpec {
     pub title: String,
     pub permit_id: PermitId,
@@ -649,21 +657,21 @@ pub struct StudySpec {
     pub categories: Vec<DataCategory>,
     pub data_holders: Vec<OrgId>,
     /// The node's feature specification (see `node::features`), as submitted.
-    #[schema(value_type = Object)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub feature_spec: serde_json::Value,
     /// What the study predicts (stored studies from before tasks were offered are binary).
     #[serde(default)]
     pub task: StudyTask,
-    #[schema(value_type = Object)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub model: ModelSpec,
     /// Trainable values of the model (`ModelSpec::parameter_count`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parameter_count: Option<usize>,
     /// The method as `{"<name>": {<settings>}}` (see `fl_engine::strategy::stored`).
-    #[schema(value_type = Object)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     #[serde(with = "fl_engine::strategy::stored")]
     pub strategy: StrategyConfig,
-    #[schema(value_type = Object)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub train: TrainConfig,
     pub rounds: u64,
     pub min_sites: usize,
@@ -691,7 +699,8 @@ pub struct StudySpec {
 
 /// The public parameters of a study's secure aggregation (SecAgg / SecAgg+), fixed when the
 /// study is submitted for every round.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SecureAggregation {
     /// Holders that must stay to the end of every protocol stage: fewer survivors and the
     /// round fails, nothing revealed. Also the Shamir threshold of every holder's secrets.
@@ -702,7 +711,8 @@ pub struct SecureAggregation {
 }
 
 /// The lifecycle of a study.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum StudyStatus {
     Running,
@@ -906,7 +916,8 @@ impl Study {
 }
 
 /// Where one attempt at a round stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum RoundPhase {
     /// Tasks are out; results are being collected.
@@ -943,7 +954,8 @@ impl RoundPhase {
 
 /// What one data holder contributed to an aggregated round. Counts only: no update leaves the
 /// gateway's aggregation step.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SiteContribution {
     pub data_holder: OrgId,
     pub samples: u64,
@@ -955,7 +967,8 @@ pub struct SiteContribution {
 }
 
 /// The aggregation step's public figures.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RoundSummary {
     pub sites: Vec<SiteContribution>,
     /// Client-level DP: the noise std on the mean. (How many updates were clipped is not
@@ -989,7 +1002,8 @@ pub struct Round {
     pub summary: RoundSummary,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum TaskKind {
     /// Evaluate the received model, then train on it and return the update.
@@ -998,7 +1012,8 @@ pub enum TaskKind {
     Evaluate,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum TaskStatus {
     Pending,
@@ -1026,7 +1041,8 @@ str_enum!(DpLevel { Client => "client", Record => "record", NoFormalDp => "none"
 str_enum!(TaskStatus { Pending => "pending", Completed => "completed", Discarded => "discarded", Expired => "expired" });
 
 /// What a data holder reported besides its update.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TaskReport {
     pub num_examples: u64,
     pub excluded_subjects: u64,
@@ -1075,12 +1091,13 @@ impl Task {
 }
 
 /// One data holder's evaluation of the model of a round (on its own validation and test data).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SiteEvaluation {
     pub data_holder: OrgId,
-    #[schema(value_type = Object)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub validation: fl_engine::MetricSummary,
-    #[schema(value_type = Object)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub test: fl_engine::MetricSummary,
 }
 

@@ -40,7 +40,8 @@ pub const MAX_LOCAL_STEPS: usize = 100_000;
 pub const MAX_HIDDEN_WIDTH: usize = 4096;
 pub const MAX_CNN_STAGES: usize = 6;
 
-#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ModelRequest {
     /// `logistic`, `mlp`, `apfl` (APFL's twins), `head_net` (FedPer, MOON, HPFL) or `fenda`
@@ -71,7 +72,8 @@ pub struct ModelRequest {
 }
 
 /// Which part of the row an MLP extractor reads (see [`RowLayout`]).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum InputsRequest {
     /// The whole row.
@@ -91,7 +93,8 @@ fn one() -> usize {
 
 /// A feature extractor. Widths that follow from the feature specification (inputs, steps,
 /// channels) are filled in by the gateway.
-#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum BackboneRequest {
     /// Linear -> norm -> ReLU -> dropout per hidden layer.
@@ -101,7 +104,7 @@ pub enum BackboneRequest {
         dropout: f32,
         /// `{"kind": "none" | "layer" | "batch"}` or `{"kind": "group", "groups": G}`.
         #[serde(default)]
-        #[schema(value_type = Object)]
+        #[cfg_attr(feature = "openapi", schema(value_type = Object))]
         norm: Norm,
         #[serde(default)]
         inputs: InputsRequest,
@@ -114,7 +117,7 @@ pub enum BackboneRequest {
         layers: usize,
         /// `last` (default) or `mean` over observed steps.
         #[serde(default)]
-        #[schema(value_type = String)]
+        #[cfg_attr(feature = "openapi", schema(value_type = String))]
         readout: Readout,
     },
     /// An LSTM over the hourly series (masked missing bins).
@@ -124,13 +127,13 @@ pub enum BackboneRequest {
         #[serde(default = "one")]
         layers: usize,
         #[serde(default)]
-        #[schema(value_type = String)]
+        #[cfg_attr(feature = "openapi", schema(value_type = String))]
         readout: Readout,
     },
     /// The recurrent network over the series fused with an MLP over the static columns.
     Fusion {
         /// `lstm` or `gru`.
-        #[schema(value_type = String)]
+        #[cfg_attr(feature = "openapi", schema(value_type = String))]
         cell: Cell,
         hidden: usize,
         #[serde(default = "one")]
@@ -138,7 +141,7 @@ pub enum BackboneRequest {
         #[serde(default)]
         static_hidden: Vec<usize>,
         #[serde(default)]
-        #[schema(value_type = String)]
+        #[cfg_attr(feature = "openapi", schema(value_type = String))]
         readout: Readout,
     },
     /// A ResNet-style CNN with GroupNorm over the specification's image `[channels, height,
@@ -147,7 +150,8 @@ pub enum BackboneRequest {
     Cnn { stages: Vec<usize>, groups: usize },
 }
 
-#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct OptimizerRequest {
     /// `sgd`, `adam` or `adamw`.
@@ -156,7 +160,8 @@ pub struct OptimizerRequest {
     pub weight_decay: Option<f64>,
 }
 
-#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct DpRequest {
     /// `client` (DP-FedAvg at the gateway), `record` (DP-SGD at each data holder), or `none`
@@ -187,7 +192,8 @@ pub struct DpRequest {
     pub modulus_bits: Option<u32>,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct OutputCheckRequest {
     pub min_sites: usize,
@@ -195,7 +201,8 @@ pub struct OutputCheckRequest {
 }
 
 /// The body of `POST /v1/studies`.
-#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct StudyRequest {
     pub title: String,
@@ -206,7 +213,7 @@ pub struct StudyRequest {
     pub categories: Vec<String>,
     pub data_holders: Vec<String>,
     /// The feature specification the data holders extract model inputs with.
-    #[schema(value_type = Object)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub feature_spec: serde_json::Value,
     /// `"binary"`, `{"multiclass": {"classes": C}}`, `{"multilabel": {"labels": L}}` or
     /// `"survival"`; follows from the feature specification's label when left out.
@@ -222,12 +229,12 @@ pub struct StudyRequest {
     /// accuracy); the holders' metrics report the threshold used. Not for multi-class or
     /// survival tasks. Parsed with the rest of the body so that every bad field is reported
     /// at once.
-    #[schema(value_type = Option<DecisionThreshold>)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<DecisionThreshold>))]
     pub threshold: Option<serde_json::Value>,
     /// The federated method and its settings, e.g. `{"name": "fedprox", "mu": 0.1}`; settings
     /// left out take the method's defaults (docs/fl-methods.md). Parsed with the rest of the
     /// body so that every bad field is reported at once.
-    #[schema(value_type = StrategyConfig)]
+    #[cfg_attr(feature = "openapi", schema(value_type = StrategyConfig))]
     pub strategy: serde_json::Value,
     pub optimizer: OptimizerRequest,
     /// Local work per round: steps or epochs (exactly one).
@@ -263,7 +270,8 @@ pub struct StudyRequest {
     pub secure_aggregation: Option<SecureAggregationRequest>,
 }
 
-#[derive(Debug, Clone, Copy, Default, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct SecureAggregationRequest {
     /// Holders that must stay to the end of every protocol stage (default: two thirds of
@@ -1833,14 +1841,16 @@ fn plan_distributed(
 }
 
 /// A reason the permit does not cover a submitted study.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(untagged)]
 pub enum StudyRefusal {
     Permit(DenyReason),
     Study(StudyReason),
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "code", rename_all = "snake_case")]
 pub enum StudyReason {
     /// The permit's budget protects whole data holders; only client-level DP does that.
