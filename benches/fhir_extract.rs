@@ -60,7 +60,7 @@ fn child(mode: &str, path: &Path) -> anyhow::Result<()> {
         }
         "fhir-sdk-bundle" => {
             let text = std::fs::read_to_string(path)?;
-            let bundle = ehds_node::fhir_source::parse_bundle(&text)?;
+            let bundle = ehds_tools::fhir_model::parse_bundle(&text)?;
             (bundle.entry.len() as u64, 0)
         }
         other => anyhow::bail!("unknown mode {other}"),

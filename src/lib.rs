@@ -2,12 +2,14 @@
 //! gateway, `ehds-gateway`, and the node agent, `ehds-node`): the whole EHDS flow on one
 //! machine ([`demo`]), and the generators of the example data, which a hospital's node never
 //! needs ([`example_federation`]: the UCI Heart Disease files as four hospitals' FHIR Bundles;
-//! [`corpus`]: a multi-site ICU Bulk Data export).
+//! [`corpus`]: a multi-site ICU Bulk Data export), and FHIR Bundles in the `fhir-sdk` model
+//! types for the tests ([`fhir_model`]).
 #![forbid(unsafe_code)]
 
 pub mod corpus;
 pub mod demo;
 pub mod example_federation;
+pub mod fhir_model;
 
 use std::path::PathBuf;
 

@@ -9,10 +9,11 @@ use chrono::{DateTime, Utc};
 use ehds_core::domain::{MemberState, SubjectPseudonym};
 use ehds_node::csv_source::{read_csv, write_csv};
 use ehds_node::features::FeatureSpec;
-use ehds_node::fhir_source::{extract, load_bundle_file, parse_bundle};
+use ehds_node::fhir_source::load_bundle_file;
 use ehds_node::report::IssueKind;
 use ehds_node::{opted_out_at, SiteRows, SourceError, SpecError};
 use ehds_tools::example_federation::{convert, pseudonym, HOSPITALS, OPTOUT_LINES};
+use ehds_tools::fhir_model::{extract, parse_bundle};
 use fl_engine::data::{heart_disease, SiteData};
 
 fn root() -> PathBuf {

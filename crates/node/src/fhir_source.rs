@@ -16,11 +16,10 @@
 //! not (the same Patient id twice, an unknown split tag, a file that breaks off, a Bundle
 //! that is not JSON).
 //!
-//! [`parse_bundle`] reads a Bundle into the `fhir-sdk` R4B model types, as the node did
-//! before it streamed; the extraction benchmark compares the two.
+//! The node reads FHIR JSON as it streams, without a model of every FHIR type
+//! (`ehds_tools::fhir_model` parses into the `fhir-sdk` R4B types for the tests and the
+//! extraction benchmark, which compares the two).
 use std::path::Path;
-
-use fhir_sdk::r4b::resources::Bundle;
 
 use super::codemap::CodeMap;
 use super::extract::Store;
@@ -30,19 +29,6 @@ use super::{reader, SiteRows, SourceError};
 
 #[cfg(doc)]
 use super::SPLIT_TAG_SYSTEM;
-
-/// Parse a Bundle from FHIR JSON into the `fhir-sdk` model. Anything else (invalid JSON,
-/// another resource type) is a [`SourceError`].
-pub fn parse_bundle(json: &str) -> Result<Bundle, SourceError> {
-    let value: serde_json::Value = serde_json::from_str(json).map_err(SourceError::Json)?;
-    match value.get("resourceType").and_then(|t| t.as_str()) {
-        Some("Bundle") => serde_json::from_value(value).map_err(SourceError::Json),
-        Some(other) => Err(SourceError::NotABundle(other.to_owned())),
-        None => Err(SourceError::NotABundle(
-            "JSON value without resourceType".into(),
-        )),
-    }
-}
 
 /// How to read.
 #[derive(Debug, Clone, Default)]
@@ -129,12 +115,6 @@ pub fn extract_ndjson(
     })
 }
 
-/// Extract every subject of a Bundle already parsed into the `fhir-sdk` model.
-pub fn extract(spec: &FeatureSpec, bundle: &Bundle) -> Result<SiteRows, SourceError> {
-    let json = serde_json::to_string(bundle).map_err(SourceError::Json)?;
-    extract_json(spec, &json)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,8 +178,7 @@ mod tests {
             ]
             .join(","),
         );
-        let rows = extract(&spec(), &parse_bundle(&text).unwrap()).unwrap();
-        assert_eq!(rows, extract_json(&spec(), &text).unwrap());
+        let rows = extract_json(&spec(), &text).unwrap();
         assert_eq!(rows.columns, ["sbp", "sex"]);
         assert_eq!(rows.rows.len(), 2);
         assert_eq!(rows.rows[0].features, [120.0, 1.0]);
@@ -215,15 +194,6 @@ mod tests {
     fn bad_input_is_counted_or_a_typed_error() {
         use crate::report::IssueKind;
         let s = spec();
-        assert!(matches!(parse_bundle("{"), Err(SourceError::Json(_))));
-        assert!(matches!(
-            parse_bundle("[]"),
-            Err(SourceError::NotABundle(_))
-        ));
-        assert!(matches!(
-            parse_bundle(r#"{"resourceType": "Patient", "id": "x"}"#),
-            Err(SourceError::NotABundle(t)) if t == "Patient"
-        ));
         assert!(matches!(
             extract_json(&s, r#"{"resourceType": "Patient", "id": "x"}"#),
             Err(SourceError::NotABundle(t)) if t == "Patient"

@@ -8,10 +8,11 @@ use std::collections::HashMap;
 
 use bytes::Bytes;
 
-use fl_engine::{load_safetensors, strategy::validate_results, FitIns, FitRes, ParameterSet};
+use fl_engine::{FitIns, FitRes};
 
 use super::secagg_relay as relay;
 use super::Requester;
+use crate::federation::engine;
 use crate::{
     authz::Action,
     federation::parameter_files::ParameterFiles,
@@ -224,23 +225,8 @@ fn configure(
     task: &Task,
     checkpoint: Checkpoint,
 ) -> Result<(FitIns, Box<dyn fl_engine::strategy::ServerStrategy>), SetupError> {
-    let internal = |e: fl_engine::EngineError| SetupError::Internal(e.into());
-    let (global, _) = load_safetensors(&checkpoint.global).map_err(internal)?;
-    let mut server = study
-        .spec
-        .strategy
-        .server(
-            study.spec.data_holders.len(),
-            Box::new(fl_engine::strategy::WeightedMean),
-        )
-        .map_err(internal)?;
-    server
-        .load_state(checkpoint.server_state)
-        .map_err(internal)?;
-    let ins = server
-        .configure_fit(task.round, &global)
-        .map_err(internal)?;
-    Ok((ins, server))
+    engine::fit_ins(&study.spec, task.round, &checkpoint)
+        .map_err(|e| SetupError::Internal(e.into()))
 }
 
 /// The instructions of `task` and the method's server they came from (at the study's last
@@ -373,22 +359,8 @@ pub async fn accept_result(
                 extras,
                 report: Default::default(),
             };
-            let invalid = |e: fl_engine::EngineError| TaskError::InvalidUpdate(e.to_string());
-            let replies_as_sent =
-                res.extras.is_empty() || res.extras.names().eq(ins.extras.names());
-            if replies_as_sent {
-                let template: Option<&ParameterSet> =
-                    (!ins.extras.is_empty()).then_some(&ins.extras);
-                validate_results(&ins.params, std::slice::from_ref(&res), template)
-                    .map_err(invalid)?;
-            } else {
-                // The method's sites reply with other values than it sent (q-FedAvg's loss,
-                // FedMode's loss curve, FedMAP's site weight, FedNova's step count): the
-                // method's own server checks them, exactly as it will at aggregation.
-                server
-                    .aggregate_fit(task.round, &ins.params, std::slice::from_ref(&res), 0)
-                    .map_err(invalid)?;
-            }
+            engine::check_update(&ins, server.as_mut(), task.round, &res)
+                .map_err(|e| TaskError::InvalidUpdate(e.to_string()))?;
             Some(bytes)
         }
     };

@@ -8,7 +8,10 @@ use serde::Serialize;
 use super::Requester;
 use crate::{
     authz::Action,
-    federation::rounds::{close_open_round, initial_checkpoint},
+    federation::{
+        engine::{initial_checkpoint, Combination},
+        rounds::close_open_round,
+    },
     provenance::{self, Provenance},
     secret::KeyVault,
     store::{StoreError, Tx},
@@ -126,6 +129,9 @@ pub async fn submit(
     tx.insert_study(&study, &sealed)
         .await
         .map_err(SubmitError::Store)?;
+    // the one way its rounds combine updates, decided here: a specification submission admitted
+    // has exactly one (`Combination`)
+    Combination::of(&study.spec).map_err(SubmitError::Internal)?;
     let checkpoint = initial_checkpoint(&study).map_err(SubmitError::Internal)?;
     tx.insert_checkpoint(&checkpoint, now)
         .await

@@ -3,6 +3,7 @@
 //! from the data-holder nodes (`ehds_core::wire`) and the parameters and messages of secure
 //! aggregation (`ehds_core::secure_aggregation`) are the vocabulary shared with the nodes.
 
+pub mod engine;
 pub mod parameter_files;
 pub mod rounds;
 
