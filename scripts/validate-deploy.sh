@@ -15,8 +15,8 @@
 # k8s/config.toml and EHDS_* variables, selectors, Secret names, security settings.
 #
 # Optional: with a built gateway (EHDS_GATEWAY_BIN, or target/{release,debug}/ehds-gateway newer
-# than src/configuration.rs), the gateway itself loads k8s/config.toml with the Deployment's
-# environment, as it would at start-up.
+# than crates/gateway/src/configuration.rs), the gateway itself loads k8s/config.toml with the
+# Deployment's environment, as it would at start-up.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -81,12 +81,13 @@ step "hadolint docker/Dockerfile"
 "$BIN/hadolint" --no-color --failure-threshold info docker/Dockerfile || fail "hadolint"
 
 # ---------------------------------------------------------------------------------------------
-step "docker compose config (default, and with the dev profile)"
+step "docker compose config (default, and with the dev, monitoring and node profiles)"
 # A clean environment, so that a caller's variables do not mask interpolation problems.
 compose() { env -i PATH="$PATH" HOME="$WORK" "$BIN/docker-compose" -f docker/compose.yaml "$@"; }
 compose config --quiet || fail "compose config"
 compose --profile dev config --quiet || fail "compose config --profile dev"
 compose --profile dev --profile monitoring config --quiet || fail "compose config --profile monitoring"
+compose --profile node config --quiet || fail "compose config --profile node"
 compose --profile dev config --format json > "$WORK/compose.json" || fail "compose config --format json"
 
 # ---------------------------------------------------------------------------------------------
@@ -126,14 +127,14 @@ fi
 "$PYTHON" - "$MONITORING/alerts.yml" "$MONITORING/dashboard.json" tests/monitoring/alerts.test.yml <<'PY' || fail "metric names"
 import re, sys
 from pathlib import Path
-exported = set(re.findall(r'pub const \w+: &str = "(ehds_\w+)";', Path("src/observability.rs").read_text()))
+exported = set(re.findall(r'pub const \w+: &str = "(ehds_\w+)";', Path("crates/gateway/src/observability.rs").read_text()))
 histograms = {n + s for n in exported if n.endswith("_seconds") for s in ("_bucket", "_count", "_sum")}
 known = exported | histograms
 bad = []
 for f in sys.argv[1:]:
     for name in sorted(set(re.findall(r"\b(ehds_[a-z_]*[a-z])\b", Path(f).read_text()))):
         if name not in known:
-            bad.append(f"{f}: {name} is not exported by src/observability.rs")
+            bad.append(f"{f}: {name} is not exported by crates/gateway/src/observability.rs")
 for b in bad:
     print(f"  - {b}", file=sys.stderr)
 print(f"{len(exported)} metrics exported; rules, dashboard and rule tests read only those" if not bad else "")
@@ -167,12 +168,13 @@ def check(cond, msg):
     if not cond:
         problems.append(msg)
 
-# --- the gateway's settings, from src/configuration.rs -----------------------------------------
-src = Path("src/configuration.rs").read_text()
+# --- the gateway's settings, from crates/gateway/src/configuration.rs --------------------------
+SETTINGS_RS = "crates/gateway/src/configuration.rs"
+src = Path(SETTINGS_RS).read_text()
 structs = {}
 for m in re.finditer(r"pub struct (\w+)\s*\{(.*?)\n\}", src, re.S):
     structs[m.group(1)] = dict(re.findall(r"^\s*pub (\w+):\s*([^,\n]+),", m.group(2), re.M))
-check("Settings" in structs, "src/configuration.rs: no `pub struct Settings`")
+check("Settings" in structs, f"{SETTINGS_RS}: no `pub struct Settings`")
 
 def setting_exists(path):
     """path: list of keys, e.g. ['auth', 'audience']."""
@@ -200,10 +202,10 @@ def check_env(name, where):
         return
     if name == "EHDS_CONFIG" and env_reads_all:
         problems.append(f"{where}: EHDS_CONFIG is also read as a setting and rejected as unknown "
-                        "by src/configuration.rs; pass --config instead")
+                        f"by {SETTINGS_RS}; pass --config instead")
         return
     path = name[len("EHDS_"):].lower().split("__")
-    check(setting_exists(path), f"{where}: {name} names no setting in src/configuration.rs")
+    check(setting_exists(path), f"{where}: {name} names no setting in {SETTINGS_RS}")
 
 # --- k8s/config.toml --------------------------------------------------------------------------
 config = tomllib.loads(Path("k8s/config.toml").read_text())
@@ -215,10 +217,19 @@ check("database_url" not in config, "k8s/config.toml: the database URL belongs i
 # --- Dockerfile and its ignore file -----------------------------------------------------------
 dockerfile = Path("docker/Dockerfile").read_text()
 cargo = tomllib.loads(Path("Cargo.toml").read_text())
-bin_names = [b["name"] for b in cargo.get("bin", [])] or [cargo["package"]["name"]]
-check("ehds-gateway" in bin_names, "Cargo.toml: no ehds-gateway binary")
-check(re.search(r"cargo build --release --locked -p ehds-gateway\b", dockerfile),
-      "Dockerfile: expected `cargo build --release --locked -p ehds-gateway`")
+# One image per program, each built from its own package: the gateway and the node agent.
+programs = {"gateway": "crates/gateway", "node": "crates/node"}
+for member in programs.values():
+    mcargo = tomllib.loads(Path(member, "Cargo.toml").read_text())
+    package = mcargo["package"]["name"]
+    bin_names = [b["name"] for b in mcargo.get("bin", [])] or [package]
+    check(package in bin_names, f"{member}/Cargo.toml: no {package} binary")
+    check(re.search(rf"cargo build --release --locked -p {package}\b", dockerfile),
+          f"Dockerfile: expected `cargo build --release --locked -p {package}`")
+    check(re.search(rf'^ENTRYPOINT \["{package}"\]', dockerfile, re.M), f'Dockerfile: ENTRYPOINT ["{package}"]')
+stages = re.findall(r"^FROM\s+\S+\s+AS\s+(\S+)", dockerfile, re.M | re.I)
+check(set(programs) <= set(stages), f"Dockerfile: expected final stages {sorted(programs)}, found {stages}")
+check(stages[-1:] == ["gateway"], "Dockerfile: the last stage must be `gateway` (a build without --target)")
 check(re.search(r"^FROM debian:bookworm-slim\b", dockerfile, re.M), "Dockerfile: runtime is not debian:bookworm-slim")
 check(re.search(r"^FROM rust:\$\{RUST_VERSION\}-bookworm\b|^FROM rust:[\d.]+-bookworm\b", dockerfile, re.M),
       "Dockerfile: builder must be rust:*-bookworm (same glibc as the runtime)")
@@ -229,12 +240,11 @@ if m and rust_min:
     check(v(m.group(1)) >= v(rust_min)[:len(v(m.group(1)))],
           f"Dockerfile: RUST_VERSION {m.group(1)} is older than rust-version {rust_min}")
 user = re.findall(r"^USER\s+(\d+)(?::(\d+))?\s*$", dockerfile, re.M)
-check(user and user[-1][0] != "0", "Dockerfile: the last USER must be a numeric non-root uid")
+check(user and all(u[0] != "0" for u in user), "Dockerfile: every USER must be a numeric non-root uid")
 uid = int(user[-1][0]) if user else None
 check(re.search(r"^EXPOSE 8080\b", dockerfile, re.M), "Dockerfile: EXPOSE 8080")
 check(re.search(r"EHDS_LISTEN=0\.0\.0\.0:8080", dockerfile), "Dockerfile: EHDS_LISTEN=0.0.0.0:8080")
 check(re.search(r"EHDS_DATA_DIR=/var/lib/ehds", dockerfile), "Dockerfile: EHDS_DATA_DIR=/var/lib/ehds")
-check(re.search(r'^ENTRYPOINT \["ehds-gateway"\]', dockerfile, re.M), 'Dockerfile: ENTRYPOINT ["ehds-gateway"]')
 check(re.search(r'^CMD \["serve"\]', dockerfile, re.M), 'Dockerfile: CMD ["serve"]')
 
 def ignore_regex(pattern):
@@ -301,6 +311,14 @@ if {"db", "gateway", "gateway-dev"} <= svcs.keys():
     check(dev.get("profiles") == ["dev"], "compose: gateway-dev must be in the dev profile")
     check(dev.get("command") == ["serve", "--dev"], "compose: gateway-dev must run `serve --dev`")
     check("EHDS_DATABASE_URL" not in dev.get("environment", {}), "compose: gateway-dev uses SQLite")
+    # Each service runs the image of its program.
+    for name, svc in svcs.items():
+        if name == "db" or "build" not in svc:
+            continue
+        image = str(svc.get("image", ""))
+        want = "node" if image.startswith("ehds-node") else "gateway" if image.startswith("ehds-gateway") else None
+        check(want and svc["build"].get("target") == want,
+              f"compose: {name} ({image}) must build docker/Dockerfile's target {want or 'gateway or node'}")
     for name, svc in (("gateway", gw), ("gateway-dev", dev)):
         check(any(v.get("target") == "/var/lib/ehds" for v in svc.get("volumes", [])),
               f"compose: {name} needs a volume on /var/lib/ehds")
@@ -452,7 +470,7 @@ step "gateway start-up settings (optional)"
 gw="${EHDS_GATEWAY_BIN:-}"
 if [[ -z "$gw" ]]; then
   for b in target/release/ehds-gateway target/debug/ehds-gateway; do
-    if [[ -x "$b" && "$b" -nt src/configuration.rs ]]; then gw="$b"; break; fi
+    if [[ -x "$b" && "$b" -nt crates/gateway/src/configuration.rs ]]; then gw="$b"; break; fi
   done
 fi
 if [[ -n "$gw" && -f "$WORK/deployment.env" ]]; then
@@ -466,7 +484,7 @@ if [[ -n "$gw" && -f "$WORK/deployment.env" ]]; then
     fail "$gw rejects k8s/config.toml or the Deployment's environment"
   fi
 else
-  echo "skipped: no gateway binary newer than src/configuration.rs (set EHDS_GATEWAY_BIN)"
+  echo "skipped: no gateway binary newer than crates/gateway/src/configuration.rs (set EHDS_GATEWAY_BIN)"
 fi
 
 printf '\n%s in %ss\n' "$([[ $failed == 0 ]] && echo 'deployment files OK' || echo 'deployment files have problems')" \

@@ -2,8 +2,8 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-/// The demonstration's node agents train in this process: see the `mimalloc` entry in
-/// crates/gateway/Cargo.toml.
+/// The demonstration's node agents train in this process: see the `mimalloc` entry in the
+/// workspace manifest.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -1,4 +1,4 @@
-//! Whole federated studies with real node agents: four `ehds-gateway node run` processes, one
+//! Whole federated studies with real node agents: four `ehds-node run` processes, one
 //! per hospital of the example federation, each reading its own FHIR Bundle and talking to the
 //! gateway over HTTP. One test drives a study end to end on each database; the other kills the
 //! gateway process in the middle of a round, restarts it, and checks that the study finishes

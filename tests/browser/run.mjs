@@ -1,14 +1,15 @@
 // Browser tests of the web console and the API reference: the gateway binary in development
-// mode (SQLite, a free port) with the four example hospitals' node agents, driven through the
-// system's headless Chromium by playwright-core. One scripted flow per role, a screenshot of
-// every page visited, an axe-core scan of each (no serious or critical violation), and no
-// request to any origin but the gateway's.
+// mode (SQLite, a free port) with the four example hospitals' node agents (the node binary),
+// driven through the system's headless Chromium by playwright-core. One scripted flow per
+// role, a screenshot of every page visited, an axe-core scan of each (no serious or critical
+// violation), and no request to any origin but the gateway's.
 //
 // The node agents start only once the researcher's study page is open, so the test sees the
 // rounds arrive on that page from the study's server-sent events, without a reload or a poll.
 //
-// Environment: EHDS_GATEWAY_BIN (default target/debug/ehds-gateway), CHROMIUM_PATH (default
-// /usr/bin/chromium), SCREENSHOT_DIR (default tests/browser/screenshots).
+// Environment: EHDS_GATEWAY_BIN (default target/debug/ehds-gateway), EHDS_NODE_BIN (default
+// target/debug/ehds-node), CHROMIUM_PATH (default /usr/bin/chromium), SCREENSHOT_DIR (default
+// tests/browser/screenshots).
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -27,6 +28,7 @@ const require = createRequire(import.meta.url);
 const axeSource = readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");
 
 const bin = process.env.EHDS_GATEWAY_BIN || join(repo, "target", "debug", "ehds-gateway");
+const nodeBin = process.env.EHDS_NODE_BIN || join(repo, "target", "debug", "ehds-node");
 const chromiumPath = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
 const shots = process.env.SCREENSHOT_DIR || join(here, "screenshots");
 const hospitals = [
@@ -57,9 +59,9 @@ function freePort() {
   });
 }
 
-function start(args, log, env) {
+function start(args, log, env, program = bin) {
   const out = openSync(join(work, log), "a");
-  const child = spawn(bin, args, { cwd: repo, env, stdio: ["ignore", out, out] });
+  const child = spawn(program, args, { cwd: repo, env, stdio: ["ignore", out, out] });
   processes.push(child);
   return child;
 }
@@ -74,6 +76,7 @@ function tail(log, lines = 40) {
 
 before(async () => {
   assert.ok(existsSync(bin), `no gateway binary at ${bin} (build it, or set EHDS_GATEWAY_BIN)`);
+  assert.ok(existsSync(nodeBin), `no node binary at ${nodeBin} (build it, or set EHDS_NODE_BIN)`);
   assert.ok(existsSync(chromiumPath), `no Chromium at ${chromiumPath} (apt-get install chromium)`);
   mkdirSync(shots, { recursive: true });
   const port = await freePort();
@@ -111,7 +114,7 @@ function startNodes() {
   for (const [org] of hospitals) {
     start(
       [
-        "node", "run", "--gateway", base, "--org", org,
+        "run", "--gateway", base, "--org", org,
         "--fhir", join(repo, "examples", "federation", `${org}.json`),
         "--state-dir", join(work, "nodes", org),
         "--dev-key-dir", nodeEnv.data,
@@ -119,6 +122,7 @@ function startNodes() {
       ],
       `node-${org}.log`,
       nodeEnv.env,
+      nodeBin,
     );
   }
 }

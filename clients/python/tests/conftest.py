@@ -23,6 +23,13 @@ def _binary() -> Path:
     return path
 
 
+def _node_binary() -> Path:
+    path = Path(os.environ.get("EHDS_NODE_BIN", REPO / "target" / "debug" / "ehds-node"))
+    if not path.is_file():
+        pytest.fail(f"no node binary at {path} (build it, or set EHDS_NODE_BIN)")
+    return path
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -39,6 +46,7 @@ def _tail(path: Path, lines: int = 40) -> str:
 class LiveGateway:
     def __init__(self, work: Path):
         self.bin = _binary()
+        self.node_bin = _node_binary()
         self.work = work
         self.data_dir = work / "data"
         self.data_dir.mkdir()
@@ -69,11 +77,11 @@ class LiveGateway:
         else:
             raise RuntimeError(f"the gateway did not become ready:\n{_tail(self.log)}")
 
-    def _spawn(self, args: list[str], log: Path) -> None:
+    def _spawn(self, args: list[str], log: Path, program: Path | None = None) -> None:
         with open(log, "ab") as out:
             self.processes.append(
                 subprocess.Popen(
-                    [str(self.bin), *args],
+                    [str(program or self.bin), *args],
                     env=self.env,
                     cwd=REPO,
                     stdin=subprocess.DEVNULL,
@@ -98,13 +106,14 @@ class LiveGateway:
         for org in HOSPITALS:
             self._spawn(
                 [
-                    "node", "run", "--gateway", self.url, "--org", org,
+                    "run", "--gateway", self.url, "--org", org,
                     "--fhir", str(REPO / "examples" / "federation" / f"{org}.json"),
                     "--state-dir", str(self.work / "nodes" / org),
                     "--dev-key-dir", str(self.data_dir),
                     "--poll-wait", "5",
                 ],
                 self.work / f"node-{org}.log",
+                self.node_bin,
             )
 
     def logs(self) -> str:

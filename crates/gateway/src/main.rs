@@ -1,6 +1,6 @@
 use clap::Parser;
 
-/// See the `mimalloc` entry in Cargo.toml for why the binary does not use the system
+/// See the `mimalloc` entry in the workspace manifest for why the binary does not use the system
 /// allocator.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

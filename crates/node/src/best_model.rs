@@ -1,6 +1,6 @@
 //! The node's best personalised model of each study (FL4Health's local checkpointing): the
 //! model this holder evaluated with the lowest validation loss on its own data, kept under
-//! the state directory and exported to the hospital with `ehds-gateway node export-model`.
+//! the state directory and exported to the hospital with `ehds-node export-model`.
 //! It never goes to the gateway: for personalised methods it holds the site's private parts.
 //!
 //! The file is the engine's safetensors parameter file (study, round, site, digest) with
@@ -128,7 +128,7 @@ pub struct ExportModelArgs {
     pub force: bool,
 }
 
-/// `ehds-gateway node export-model`: copies the kept best model out of the state directory
+/// `ehds-node export-model`: copies the kept best model out of the state directory
 /// and prints what it is as JSON. Contacts no gateway.
 pub fn export(args: ExportModelArgs) -> anyhow::Result<i32> {
     let study = StudyId::parse(&args.study).map_err(|e| anyhow::anyhow!(e.1))?;

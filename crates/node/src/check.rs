@@ -1,4 +1,4 @@
-//! `ehds-gateway node check`: what a feature specification makes of a holder's own records,
+//! `ehds-node check`: what a feature specification makes of a holder's own records,
 //! before the holder joins a study. Reads the local data exactly as the node agent would
 //! (same reader, same code map) and summarises it as a table or as JSON: the cohort and what
 //! was excluded, label balance, per-column coverage, missingness and imputation, units found

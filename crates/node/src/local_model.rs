@@ -1,7 +1,7 @@
 //! A study's models on the holder's own data after the study, on its own node and without the
-//! gateway: `ehds-gateway node evaluate-model` scores a model (by default the last global model
+//! gateway: `ehds-node evaluate-model` scores a model (by default the last global model
 //! the node received; FedMAP's tier 3, mu) on the holder's validation and test parts, and
-//! `ehds-gateway node fedmap-finetune` builds FedMAP's tier-2 model, mu fine-tuned on the
+//! `ehds-node fedmap-finetune` builds FedMAP's tier-2 model, mu fine-tuned on the
 //! holder's training part with the learnt prior (Zhang et al., "FedMAP: Personalised federated
 //! learning for real large-scale healthcare systems", arXiv:2405.19000).
 //!
@@ -275,7 +275,7 @@ pub struct EvaluationReport {
     pub scores: LocalScores,
 }
 
-/// `ehds-gateway node evaluate-model`: scores a model of the study on the holder's own
+/// `ehds-node evaluate-model`: scores a model of the study on the holder's own
 /// validation and test parts and prints the metrics as JSON. Contacts no gateway.
 pub fn evaluate_model(args: EvaluateModelArgs) -> anyhow::Result<i32> {
     let study = parse_study(&args.study)?;
@@ -358,7 +358,7 @@ pub struct FineTuneReport {
     pub scores: LocalScores,
 }
 
-/// `ehds-gateway node fedmap-finetune`: FedMAP's tier 2 on the holder's node. Loads the last
+/// `ehds-node fedmap-finetune`: FedMAP's tier 2 on the holder's node. Loads the last
 /// global model mu and prior psi the node received, takes `--steps` steps of the study's
 /// optimiser on the holder's training part (mean NLL + R(.; mu, psi), fresh moments), writes
 /// the model with its validation and test metrics and prints them as JSON. Contacts no

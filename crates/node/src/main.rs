@@ -1,6 +1,6 @@
 use clap::Parser;
 
-/// The agent trains in this process: see the `mimalloc` entry in crates/gateway/Cargo.toml for
+/// The agent trains in this process: see the `mimalloc` entry in the workspace manifest for
 /// why the programs do not use the system allocator.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

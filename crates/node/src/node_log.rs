@@ -2,7 +2,7 @@
 //! secure aggregation it stopped because the relay sent what the protocol refuses: append-only
 //! JSON lines,
 //! each carrying the SHA-256 of the line before it, so an edited, removed or reordered line
-//! breaks the chain (`ehds-gateway node log verify`). It stays with the data holder: the
+//! breaks the chain (`ehds-node log verify`). It stays with the data holder: the
 //! hospital's own evidence of what its node did, independent of the gateway's audit trail.
 //!
 //! Like any hash chain, it cannot show that its last lines were cut off; keep the count and

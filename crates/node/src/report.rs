@@ -1,6 +1,6 @@
 //! What an extraction met on the way: bad input (counted by reason, with the first few
 //! occurrences named by file, line and resource), resources read, rows excluded and why,
-//! units found and converted per feature. A holder reads it in `ehds-gateway node check`;
+//! units found and converted per feature. A holder reads it in `ehds-node check`;
 //! none of it is sent to the gateway.
 use std::collections::BTreeMap;
 

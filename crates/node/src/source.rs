@@ -78,7 +78,7 @@ impl DataSource {
             tracing::warn!(
                 bad_inputs = r.bad_inputs(),
                 issues = ?r.issues,
-                "the records have bad input; it was skipped (run `ehds-gateway node check` for details)"
+                "the records have bad input; it was skipped (run `ehds-node check` for details)"
             );
         }
         Ok(rows)
