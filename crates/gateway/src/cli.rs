@@ -8,7 +8,7 @@ use crate::{
     app::audit::{verify_against_checkpoint, verify_chain},
     auth::Role,
     configuration::Settings,
-    startup::{shutdown_signal, Application},
+    startup::Application,
     store,
 };
 use ehds_core::dev_issuer::DevIssuer;
@@ -154,7 +154,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Serve { dev } => {
             ehds_core::telemetry::init();
             let app = Application::build(settings, dev).await?;
-            app.run_until_stopped(shutdown_signal()).await?;
+            app.run_until_stopped(ehds_core::shutdown::signal()).await?;
             Ok(0)
         }
         Command::Token {

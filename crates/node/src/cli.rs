@@ -159,7 +159,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Run(args) => {
             ehds_core::telemetry::init();
-            run_agent(*args).await?;
+            tokio::select! {
+                run = run_agent(*args) => run?,
+                () = ehds_core::shutdown::signal() => {}
+            }
             Ok(0)
         }
     }

@@ -83,3 +83,49 @@ fn check_reads_a_hospitals_bundle_without_a_gateway() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn the_agent_stops_on_sigterm() {
+    // an agent that cannot reach its gateway keeps retrying; SIGTERM (`docker stop`, systemd)
+    // ends it with status 0 even as the container's first process
+    let state = tempfile::tempdir().unwrap();
+    let mut agent = Command::new(NODE)
+        .args([
+            "run",
+            "--gateway",
+            "http://127.0.0.1:9",
+            "--org",
+            "cleveland",
+        ])
+        .arg("--fhir")
+        .arg(example("cleveland.json"))
+        .arg("--state-dir")
+        .arg(state.path())
+        .args(["--token", "not-a-real-token", "--policy"])
+        .arg(example("../node-policy.toml"))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert!(
+        agent.try_wait().unwrap().is_none(),
+        "the agent keeps retrying"
+    );
+    let kill = Command::new("kill")
+        .args(["-TERM", &agent.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = agent.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still running 10 s after SIGTERM"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(0));
+}
