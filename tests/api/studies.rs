@@ -2793,3 +2793,60 @@ async fn study_progress_streams_as_server_sent_events(app: TestApp) {
     assert_eq!(subscriptions[0]["outcome"], "success");
 }
 both_backends!(study_progress_streams_as_server_sent_events);
+
+// A permit change wakes the round loop at once, not at its next tick: with a tick of ten
+// minutes (the waits below give up after 30 s), a suspension pauses the running study and a
+// reinstatement resumes it, and the holders' results aggregate the round.
+async fn a_permit_change_wakes_the_round_loop(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |s| s.federation.tick_millis = 600_000).await;
+    let permit = app
+        .permit_id(&federation_application(&TWO, 50.0, "record"))
+        .await;
+    let id = app
+        .submit_study(&with(study_body(&permit, &TWO), &[("rounds", json!(2))]))
+        .await;
+    // the submission woke the loop: round 1 is open
+    wait_round(&app, &id, 1, 1, "collecting").await;
+
+    let suspended = app
+        .post(
+            &format!("/v1/permits/{permit}/suspend"),
+            &app.officer(),
+            &json!({"reason": "non-compliance procedure"}),
+        )
+        .await;
+    assert_eq!(suspended.status, 200, "{}", suspended.text);
+    wait_status(&app, &id, "suspended").await;
+
+    let reinstated = app
+        .post(
+            &format!("/v1/permits/{permit}/reinstate"),
+            &app.officer(),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(reinstated.status, 200, "{}", reinstated.text);
+    wait_status(&app, &id, "running").await;
+    // the round in flight was discarded at the suspension; a new attempt of it opens
+    wait_round(&app, &id, 1, 2, "collecting").await;
+
+    // and the holders' results aggregate the round without waiting for the tick
+    for org in TWO {
+        let node = Node::new(&app, org);
+        let task = node.task(&id, 1, TaskKind::Fit).await;
+        node.answer(&task, 50).await;
+    }
+    wait_round(&app, &id, 1, 2, "aggregated").await;
+}
+
+mod a_permit_change_wakes_the_round_loop {
+    use super::*;
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite() {
+        a_permit_change_wakes_the_round_loop(Backend::Sqlite).await
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres() {
+        a_permit_change_wakes_the_round_loop(Backend::Postgres).await
+    }
+}

@@ -23,6 +23,19 @@ use ehds_core::domain::{
 };
 use rounds::Step;
 
+/// A committed change the round loop or the nodes' long polls wait for ([`Federation::changed`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// A study was submitted or cancelled.
+    Study,
+    /// A permit was suspended, reinstated, revoked, amended or extended.
+    Permit,
+    /// A holder's result was accepted.
+    NodeResult,
+    /// A holder's secure-aggregation message was accepted.
+    SecaggMessage,
+}
+
 /// The round loop's view of the gateway.
 pub struct Federation {
     pub store: Arc<dyn Store>,
@@ -32,7 +45,7 @@ pub struct Federation {
     pub vault: Arc<crate::secret::KeyVault>,
     /// Woken whenever tasks appear or close, so long-polling nodes answer at once.
     pub tasks_changed: Arc<Notify>,
-    /// Woken when something the round loop waits for happens (a result, a permit change).
+    /// Woken when something the round loop waits for happens ([`Change`]).
     pub wake: Arc<Notify>,
     /// Woken when the round loop moves a secure aggregation on (a stage closed, the round
     /// aggregated or failed), so that holders waiting on `GET …/secagg?wait=` answer at once.
@@ -57,6 +70,23 @@ impl Federation {
             wake: Arc::new(Notify::new()),
             secagg_changed: Arc::new(Notify::new()),
             parameter_files: Default::default(),
+        }
+    }
+
+    /// Wakes whoever waits on `change`, which a service reports once its transaction has
+    /// committed: the one place that decides who learns of what. The round loop also runs at
+    /// every tick (`federation.tick_millis`), so a wake-up only makes it act sooner.
+    pub fn changed(&self, change: Change) {
+        match change {
+            // the loop opens a submitted study's first round; a cancelled study's tasks closed,
+            // so the nodes' long polls answer at once
+            Change::Study => {
+                self.wake.notify_one();
+                self.tasks_changed.notify_waiters();
+            }
+            // governance runs first in every step: a revoked or suspended permit stops or pauses
+            // its studies and discards the round in flight, a reinstated one resumes them
+            Change::Permit | Change::NodeResult | Change::SecaggMessage => self.wake.notify_one(),
         }
     }
 

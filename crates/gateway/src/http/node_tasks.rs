@@ -19,6 +19,7 @@ use super::{
     extract::{ApiJson, ApiPath, ApiQuery, Caller},
     AppState,
 };
+use crate::federation::Change;
 use crate::{
     app::node_tasks::{self, SetupError, TaskError},
     authz::{Action, Resource},
@@ -329,7 +330,7 @@ pub async fn result(
         .await
         .map_err(task_refusal(ACTION, id))?;
     tx.commit().await?;
-    state.federation.wake.notify_one();
+    state.federation.changed(Change::NodeResult);
     Ok(Json(json!({ "task_id": id, "status": "completed" })))
 }
 
@@ -404,7 +405,7 @@ pub async fn secagg_submit(
         .map_err(task_refusal(ACTION, id))?;
     tx.commit().await?;
     // the stage may now be complete: let the round loop close it
-    state.federation.wake.notify_one();
+    state.federation.changed(Change::SecaggMessage);
     Ok(Json(json!({
         "task_id": id,
         "stage": ehds_core::secure_aggregation::stage_name(stage),

@@ -18,6 +18,7 @@ use super::{
     extract::{ApiJson, ApiPath, ApiQuery, Caller},
     AppState,
 };
+use crate::federation::Change;
 use crate::{
     app::permits::{self, PermitError},
     authz::{Action, Resource},
@@ -247,13 +248,16 @@ async fn begin_transition(
     Ok((tx, permit, time::now()))
 }
 
-/// Commits a transition and answers with the permit after it.
+/// Commits a transition, wakes the round loop (the permit's studies answer to it before their
+/// next step) and answers with the permit after it.
 async fn finish_transition(
+    state: &AppState,
     tx: Box<dyn Tx>,
     permit: &Permit,
     now: Timestamp,
 ) -> ApiResult<Response> {
     tx.commit().await?;
+    state.federation.changed(Change::Permit);
     Ok(with_etag(permit, PermitView::new(permit, now)))
 }
 
@@ -317,7 +321,7 @@ pub async fn suspend(
     permits::suspend(&mut *tx, &caller.requester(), &mut permit, reason, now)
         .await
         .map_err(refused(action, id))?;
-    finish_transition(tx, &permit, now).await
+    finish_transition(&state, tx, &permit, now).await
 }
 
 /// Lift a suspension.
@@ -338,7 +342,7 @@ pub async fn reinstate(
     permits::reinstate(&mut *tx, &caller.requester(), &mut permit, req.reason, now)
         .await
         .map_err(refused(action, id))?;
-    finish_transition(tx, &permit, now).await
+    finish_transition(&state, tx, &permit, now).await
 }
 
 /// Revoke a permit (Art. 63); final.
@@ -360,7 +364,7 @@ pub async fn revoke(
     permits::revoke(&mut *tx, &caller.requester(), &mut permit, reason, now)
         .await
         .map_err(refused(action, id))?;
-    finish_transition(tx, &permit, now).await
+    finish_transition(&state, tx, &permit, now).await
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -461,7 +465,7 @@ pub async fn amend(
     )
     .await
     .map_err(refused(action, id))?;
-    finish_transition(tx, &permit, now).await
+    finish_transition(&state, tx, &permit, now).await
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -499,7 +503,7 @@ pub async fn extend(
     )
     .await
     .map_err(refused(action, id))?;
-    finish_transition(tx, &permit, now).await
+    finish_transition(&state, tx, &permit, now).await
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]

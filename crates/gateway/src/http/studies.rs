@@ -21,6 +21,7 @@ use super::{
     permits::load_permit,
     AppState,
 };
+use crate::federation::Change;
 use crate::{
     app::studies::{
         self, CancelError, NoiseKey, NoiseKeyError, ReleaseError, ReleaseSigning, ReleasedModel,
@@ -167,7 +168,7 @@ pub async fn create(
     })?;
     let view = StudyView::new(&study);
     tx.commit().await?;
-    state.federation.wake.notify_one();
+    state.federation.changed(Change::Study);
     Ok((StatusCode::CREATED, location(study.id), Json(view)).into_response())
 }
 
@@ -532,7 +533,7 @@ pub async fn cancel(
         CancelError::Store(e) => e.into(),
     })?;
     tx.commit().await?;
-    state.federation.tasks_changed.notify_waiters();
+    state.federation.changed(Change::Study);
     Ok(Json(StudyView::new(&study)))
 }
 
