@@ -18,11 +18,13 @@ use std::sync::OnceLock;
 use candle_core::{CpuStorage, CustomOp2, DType, Device, Layout, Shape, Tensor};
 use rayon::prelude::*;
 
-use super::{
-    cpu_slice, f32_slice, parallel, sum_relu, sum_relu_gradient, Conv, ConvGnGradients,
-    ConvGnKernel, GroupNormAct, Saved, PER_TASK,
-};
+use super::conv2d::Conv;
+use super::conv_norm::{ConvGnGradients, ConvGnKernel, Saved};
+use super::group_norm::GroupNormAct;
+use super::pool::{parallel, PER_TASK};
+use super::skip_sum::{sum_relu, sum_relu_gradient};
 use crate::model::backward::defer_weight_gradient;
+use crate::model::fused::{cpu_slice, f32_slice};
 
 /// A convolution and its GroupNorm as the backbone holds them.
 #[derive(Clone, Copy)]

@@ -20,13 +20,18 @@
 //! the last added into the input gradient (neighbouring patches overlap by two). The
 //! transforms' coefficients are 0, ±1 and ±1/2, so rounding stays close to the direct sum's.
 //! Runs of images per thread and images side by side in one product follow im2col's path
-//! ([`Geometry::images_per_run`], [`COLUMNS_PER_PRODUCT`](super::COLUMNS_PER_PRODUCT)); the
-//! transformed input is rebuilt for the backward pass rather than kept.
+//! ([`Geometry::images_per_run`], [`COLUMNS_PER_PRODUCT`]); the transformed input is
+//! rebuilt for the backward pass rather than kept.
+//!
+//! [`COLUMNS_PER_PRODUCT`]: super::geometry::COLUMNS_PER_PRODUCT
 use candle_core::{Device, Tensor};
 use rayon::prelude::*;
 
-use super::{in_runs, matmul_into, matmul_with, zeros, Algorithm, Geometry, GroupScratch};
+use super::geometry::{Algorithm, Geometry};
+use super::pool::{in_runs, zeros};
+use super::scratch::GroupScratch;
 use crate::device::with_widest_vectors;
+use crate::model::fused::{matmul_into, matmul_with};
 
 /// Entries of a transformed tile, and so products per direction.
 const XI: usize = 16;
