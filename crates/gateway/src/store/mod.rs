@@ -4,7 +4,6 @@
 //! written in the same transaction, so either both are stored or neither is.
 
 mod postgres;
-mod sql;
 mod sqlite;
 pub(crate) mod tree;
 
@@ -97,13 +96,33 @@ pub trait Store: Send + Sync + 'static {
     fn backend(&self) -> &'static str;
 }
 
+/// A transaction: every aggregate's storage operations (the traits below), the write order and
+/// the commit. Dropping it uncommitted rolls it back. Calls through `dyn Tx` reach the
+/// aggregates' methods without importing their traits.
 #[async_trait]
-pub trait Tx: Send {
+pub trait Tx:
+    ApplicationTx + PermitTx + OptOutTx + StudyTx + RoundTx + SecaggTx + AuditTx + WebhookTx + Send
+{
+    /// Takes the database's write order for the rest of the transaction now, before any read
+    /// that a write of this transaction depends on (PostgreSQL: the advisory lock every audit
+    /// append takes; SQLite: the connection's writer lock is held from `begin`).
+    async fn take_write_order(&mut self) -> Result<()>;
+
+    async fn commit(self: Box<Self>) -> Result<()>;
+}
+
+/// Applications for a data permit and their decisions.
+#[async_trait]
+pub trait ApplicationTx: Send {
     async fn insert_application(&mut self, app: &Application) -> Result<()>;
     async fn get_application(&mut self, id: ApplicationId) -> Result<Option<Application>>;
     async fn list_applications(&mut self, scope: &Scope, page: Page) -> Result<Vec<Application>>;
     async fn update_application(&mut self, app: &Application) -> Result<()>;
+}
 
+/// Data permits, the versions of their terms, and the data holders they name.
+#[async_trait]
+pub trait PermitTx: Send {
     async fn insert_permit(&mut self, permit: &Permit, by: &str, now: Timestamp) -> Result<()>;
     async fn get_permit(&mut self, id: PermitId) -> Result<Option<Permit>>;
     async fn list_permits(&mut self, scope: &Scope, page: Page) -> Result<Vec<Permit>>;
@@ -120,7 +139,11 @@ pub trait Tx: Send {
         now: Timestamp,
     ) -> Result<()>;
     async fn list_permit_versions(&mut self, id: PermitId) -> Result<Vec<PermitVersion>>;
+}
 
+/// The opt-out registry: an append-only log of opt-out events.
+#[async_trait]
+pub trait OptOutTx: Send {
     async fn append_optout(&mut self, event: NewOptOutEvent) -> Result<OptOutEvent>;
     async fn optout_record(&mut self, id: OptOutId) -> Result<Vec<OptOutEvent>>;
     async fn optout_events_for(
@@ -129,7 +152,11 @@ pub trait Tx: Send {
         max_seq: i64,
     ) -> Result<Vec<OptOutEvent>>;
     async fn optout_registry_version(&mut self) -> Result<i64>;
+}
 
+/// Studies, their checkpoints and the data holders' evaluations of their models.
+#[async_trait]
+pub trait StudyTx: Send {
     async fn insert_study(&mut self, study: &Study, noise_key: &[u8]) -> Result<()>;
     async fn get_study(&mut self, id: StudyId) -> Result<Option<Study>>;
     async fn list_studies(&mut self, scope: &Scope, page: Page) -> Result<Vec<Study>>;
@@ -150,6 +177,20 @@ pub trait Tx: Send {
     /// The checkpoint taken after `round` (0: the initial model).
     async fn checkpoint_at(&mut self, id: StudyId, round: u64) -> Result<Option<Checkpoint>>;
 
+    /// Records a holder's evaluation of a round's model; a repeat of the same one is ignored.
+    async fn insert_evaluation(
+        &mut self,
+        study: StudyId,
+        round: u64,
+        evaluation: &SiteEvaluation,
+        now: Timestamp,
+    ) -> Result<()>;
+    async fn list_evaluations(&mut self, study: StudyId) -> Result<Vec<(u64, SiteEvaluation)>>;
+}
+
+/// A study's rounds and the tasks each hands the data holders.
+#[async_trait]
+pub trait RoundTx: Send {
     async fn insert_round(&mut self, round: &Round) -> Result<()>;
     /// Closes a collecting round (phase, reason, budget, summary); `Conflict` if it was closed.
     async fn close_round(&mut self, round: &Round) -> Result<()>;
@@ -173,18 +214,12 @@ pub trait Tx: Send {
     /// Moves every pending task of the round to `status`; returns how many moved.
     async fn close_pending_tasks(&mut self, round: RoundId, status: TaskStatus) -> Result<u64>;
     async fn task_result(&mut self, id: TaskId) -> Result<Option<Vec<u8>>>;
+}
 
-    /// Records a holder's evaluation of a round's model; a repeat of the same one is ignored.
-    async fn insert_evaluation(
-        &mut self,
-        study: StudyId,
-        round: u64,
-        evaluation: &SiteEvaluation,
-        now: Timestamp,
-    ) -> Result<()>;
-    async fn list_evaluations(&mut self, study: StudyId) -> Result<Vec<(u64, SiteEvaluation)>>;
-
-    /// Secure aggregation of a round (docs/secure-aggregation.md): the relay's state.
+/// Secure aggregation of a round (docs/secure-aggregation.md): the relay's state, the running
+/// masked sum and the holders' messages.
+#[async_trait]
+pub trait SecaggTx: Send {
     async fn insert_secagg_session(&mut self, round: RoundId, state: &[u8]) -> Result<()>;
     /// The relay's state, read without locking.
     async fn secagg_session(&mut self, round: RoundId) -> Result<Option<Vec<u8>>>;
@@ -195,7 +230,7 @@ pub trait Tx: Send {
     /// The running sum of the round's masked inputs (`secagg::MaskedSum::to_bytes`), in a
     /// table apart from the state that every message, poll and round-loop pass reads and
     /// rewrites; `None` before the first masked input. Read and written only under
-    /// [`Tx::lock_secagg_session`].
+    /// [`SecaggTx::lock_secagg_session`].
     async fn secagg_sum(&mut self, round: RoundId) -> Result<Option<Vec<u8>>>;
     async fn update_secagg_sum(&mut self, round: RoundId, sum: &[u8]) -> Result<()>;
     /// Stores the messages a closed stage relays, one per (holder, kind).
@@ -213,7 +248,7 @@ pub trait Tx: Send {
     ) -> Result<Option<Vec<u8>>>;
     /// Keeps a holder's message of `kind` that the relay accepted, until the stage that uses
     /// it closes; a second one of the same holder and kind is ignored (the relay's state tells
-    /// which one it accepted). Only under [`Tx::lock_secagg_session`].
+    /// which one it accepted). Only under [`SecaggTx::lock_secagg_session`].
     async fn insert_secagg_received(
         &mut self,
         round: RoundId,
@@ -227,33 +262,34 @@ pub trait Tx: Send {
     async fn delete_secagg_received(&mut self, round: RoundId, kind: &str) -> Result<()>;
     /// Forgets a closed round's protocol state and messages.
     async fn delete_secagg(&mut self, round: RoundId) -> Result<()>;
+}
 
+/// The audit trail and its Merkle tree.
+#[async_trait]
+pub trait AuditTx: Send {
     async fn append_audit(&mut self, event: NewAuditEvent) -> Result<AuditEntry>;
     async fn list_audit(&mut self, filter: &AuditFilter) -> Result<Vec<AuditEntry>>;
     /// The span of entries `list_audit` would return, without loading them.
     async fn audit_span(&mut self, filter: &AuditFilter) -> Result<AuditSpan>;
 
-    /// Takes the database's write order for the rest of the transaction now, before any read
-    /// that a write of this transaction depends on (PostgreSQL: the advisory lock every audit
-    /// append takes; SQLite: the connection's writer lock is held from `begin`).
-    async fn take_write_order(&mut self) -> Result<()>;
-
     /// Leaves in the audit trail's Merkle tree (entry `seq` is leaf `seq - 1`; its row's
     /// `tree_nodes` holds the leaf and the subtrees it completes, `store::tree`).
     async fn audit_tree_size(&mut self) -> Result<u64>;
-
-    /// The audit entry up to which webhook `endpoint` has been served, if it ever was.
-    async fn webhook_cursor(&mut self, endpoint: &str) -> Result<Option<i64>>;
-    /// Moves `endpoint`'s cursor to `seq` (never back: a slower replica cannot rewind it).
-    async fn advance_webhook_cursor(&mut self, endpoint: &str, seq: i64) -> Result<()>;
     /// The stored perfect-subtree hashes among `wanted`, `(level, index)` pairs (see
     /// `translog::SubtreeHashes`); pairs not stored are left out of the answer.
     async fn audit_subtrees(&mut self, wanted: &[(u32, u64)]) -> Result<Vec<(u32, u64, Hash)>>;
     /// Stores the tree hashes that entry `seq`, the next leaf, completes (`translog::Frontier`'s
     /// append): for entries written before the tree existed. `append_audit` stores its own.
     async fn fill_audit_tree_nodes(&mut self, seq: i64, nodes: &[Hash]) -> Result<()>;
+}
 
-    async fn commit(self: Box<Self>) -> Result<()>;
+/// How far each webhook endpoint has been served the audit trail.
+#[async_trait]
+pub trait WebhookTx: Send {
+    /// The audit entry up to which webhook `endpoint` has been served, if it ever was.
+    async fn webhook_cursor(&mut self, endpoint: &str) -> Result<Option<i64>>;
+    /// Moves `endpoint`'s cursor to `seq` (never back: a slower replica cannot rewind it).
+    async fn advance_webhook_cursor(&mut self, endpoint: &str, seq: i64) -> Result<()>;
 }
 
 /// Whether an audit row's `recorded_at` is stored in the one form the gateway writes. The hash

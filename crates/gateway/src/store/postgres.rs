@@ -88,4 +88,10 @@ impl Store for PgStore {
     }
 }
 
-super::sql::impl_tx!(PgTx, sqlx::Postgres);
+// The transaction traits' SQL (`sql/`), compiled here for this backend, named `Db` and `DbTx`;
+// `sqlite.rs` compiles the same files for its own.
+type Db = sqlx::Postgres;
+type DbTx = PgTx;
+#[allow(clippy::duplicate_mod)]
+#[path = "sql/mod.rs"]
+mod sql;

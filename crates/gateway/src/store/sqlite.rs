@@ -137,7 +137,13 @@ impl Store for SqliteStore {
     }
 }
 
-super::sql::impl_tx!(SqliteTx, sqlx::Sqlite);
+// The transaction traits' SQL (`sql/`), compiled here for this backend, named `Db` and `DbTx`;
+// `postgres.rs` compiles the same files for its own.
+type Db = sqlx::Sqlite;
+type DbTx = SqliteTx;
+#[allow(clippy::duplicate_mod)]
+#[path = "sql/mod.rs"]
+mod sql;
 
 #[cfg(test)]
 mod tests {
