@@ -2,11 +2,7 @@
 //! former commands say where they went, and `ehds-gateway node ...` still runs the node agent
 //! installed beside it (for one release).
 
-use std::{
-    os::unix::fs::PermissionsExt,
-    path::PathBuf,
-    process::{Command, Output},
-};
+use std::{os::unix::fs::PermissionsExt, path::PathBuf, process::Command};
 
 /// Held by each test for its whole body: a program a test writes and then runs would be "busy"
 /// (ETXTBSY) whenever another test's fork, taken while the file was open for writing, had not
@@ -15,10 +11,6 @@ static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn output(command: &mut Command) -> Output {
-    command.output().unwrap()
 }
 
 /// A copy of the gateway program alone in a folder of its own.
@@ -33,12 +25,18 @@ fn the_node_agent_and_the_demo_say_where_they_went() {
     let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let gateway = lone_gateway(dir.path());
-    let out = output(Command::new(&gateway).args(["node", "check", "--json"]));
+    let out = Command::new(&gateway)
+        .args(["node", "check", "--json"])
+        .output()
+        .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("run `ehds-node check --json`"), "{stderr}");
 
-    let out = output(Command::new(&gateway).args(["demo", "--rounds", "2"]));
+    let out = Command::new(&gateway)
+        .args(["demo", "--rounds", "2"])
+        .output()
+        .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("cargo run --release -- demo"), "{stderr}");
@@ -53,13 +51,10 @@ fn the_node_alias_runs_the_node_agent_beside_the_gateway() {
     let node = dir.path().join("ehds-node");
     std::fs::write(&node, "#!/bin/sh\necho \"node agent: $*\"\nexit 3\n").unwrap();
     std::fs::set_permissions(&node, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let out = output(Command::new(&gateway).args([
-        "node",
-        "log",
-        "verify",
-        "--state-dir",
-        "/var/lib/ehds-node",
-    ]));
+    let out = Command::new(&gateway)
+        .args(["node", "log", "verify", "--state-dir", "/var/lib/ehds-node"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(3), "the agent's exit status");
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
