@@ -51,6 +51,29 @@ impl IssueKind {
     }
 }
 
+/// Why a resource that matched a feature's (or label's, or channel's) codes did not count.
+/// Every such resource is counted under its feature and reason in [`Report::ignored`], so a
+/// feature that reads as 0 or missing because its matches were set aside never looks clean.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IgnoreReason {
+    /// No date where the feature needs one (a window, `require_date`, a dated label).
+    Undated,
+    /// Dated, but outside the feature's window relative to the index.
+    OutsideWindow,
+    /// A status that says the fact does not hold (entered-in-error, refuted, inactive,
+    /// resolved, cancelled, stopped...).
+    Status,
+    /// A value that cannot be read as the feature's type, or no value at all.
+    Value,
+    /// A quantity whose unit does not convert into the feature's unit.
+    Unit,
+    /// A value with a comparator (`<`, `>=` ...) where an exact number is needed.
+    Comparator,
+    /// A reference (medication, encounter, binary) that resolves to nothing.
+    Unresolved,
+}
+
 /// One occurrence.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Issue {
@@ -98,6 +121,10 @@ pub struct Report {
     pub excluded: BTreeMap<String, u64>,
     /// Per feature, channel or label name.
     pub units: BTreeMap<String, UnitStats>,
+    /// Per feature, channel or label name: resources whose codes matched it.
+    pub matched: BTreeMap<String, u64>,
+    /// Per feature, channel or label name: matched resources that did not count, per reason.
+    pub ignored: BTreeMap<String, BTreeMap<IgnoreReason, u64>>,
     #[serde(skip)]
     pub keep_all: bool,
 }
@@ -113,6 +140,26 @@ impl Report {
 
     pub fn count(&self, kind: IssueKind) -> u64 {
         self.issues.get(&kind).copied().unwrap_or(0)
+    }
+
+    /// One resource matched `name`'s codes.
+    pub fn matched(&mut self, name: &str) {
+        *self.matched.entry(name.to_owned()).or_default() += 1;
+    }
+
+    /// One resource matched `name`'s codes and did not count, for `reason`.
+    pub fn ignored(&mut self, name: &str, reason: IgnoreReason) {
+        *self
+            .ignored
+            .entry(name.to_owned())
+            .or_default()
+            .entry(reason)
+            .or_default() += 1;
+    }
+
+    /// Matched resources of `name` that did not count, all reasons together.
+    pub fn ignored_total(&self, name: &str) -> u64 {
+        self.ignored.get(name).map_or(0, |m| m.values().sum())
     }
 
     pub fn exclude(&mut self, reason: &str) {
