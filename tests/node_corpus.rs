@@ -12,7 +12,7 @@ use ehds_node::codemap::CodeMap;
 use ehds_node::features::{FeatureSpec, Task};
 use ehds_node::fhir_source::load;
 use ehds_node::report::IssueKind;
-use ehds_node::{DataSource, SiteRows};
+use ehds_node::{DataSource, SiteRows, SplitPlan};
 use ehds_tools::corpus::{generate, SITES};
 use serde_json::Value;
 
@@ -136,7 +136,9 @@ fn mortality_rows_through_each_code_map() {
             }
             _ => assert!(u("sbp_min").found["mm[Hg]"] > 0), // from panel components
         }
-        assert!(rows.site_data(site.key, 0.2, 1).is_ok());
+        assert!(rows
+            .site_data(site.key, &SplitPlan::new(0.2, 0.2, 1))
+            .is_ok());
     }
     // without its code map, the south site finds none of the SNOMED-coded conditions
     let raw = load(&s, &dir().join("south"), None).unwrap();
@@ -316,7 +318,7 @@ fn survival_times_are_censored_at_follow_up_or_the_last_record() {
             }
         }
     }
-    let tensors = rows.tensors(0.2, 3).unwrap();
+    let tensors = rows.tensors(&SplitPlan::new(0.2, 0.2, 3)).unwrap();
     assert_eq!(tensors.train.time.len(), tensors.train.n);
     assert_eq!(
         tensors.train.features.len(),
@@ -324,7 +326,9 @@ fn survival_times_are_censored_at_follow_up_or_the_last_record() {
     );
     assert!(tensors.train.labels.contains(&1));
     // the engine's binary path refuses a survival target rather than train on the event flag
-    assert!(rows.site_data("west", 0.2, 3).is_err());
+    assert!(rows
+        .site_data("west", &SplitPlan::new(0.2, 0.2, 3))
+        .is_err());
 }
 
 #[test]
@@ -375,7 +379,7 @@ fn time_series_bins_and_masks() {
         // systolic pressure comes from the panel's components at this site
         assert!(series.mask.iter().skip(2).step_by(k).any(|m| *m == 1));
     }
-    let tensors = rows.tensors(0.2, 5).unwrap();
+    let tensors = rows.tensors(&SplitPlan::new(0.2, 0.2, 5)).unwrap();
     for set in [&tensors.train, &tensors.val, &tensors.test] {
         assert_eq!(set.series.len(), set.n * 24 * k);
         assert_eq!(set.mask.len(), set.series.len());
@@ -402,7 +406,7 @@ fn time_series_bins_and_masks() {
 fn imputation_is_fitted_on_training_rows_only() {
     let s = spec("mortality");
     let rows = read_site(&s, "west");
-    let (train, _, _) = rows.train_val(0.2, 9).unwrap();
+    let (train, _, _) = rows.train_val(&SplitPlan::new(0.2, 0.2, 9)).unwrap();
     let col = rows
         .columns
         .iter()
@@ -420,7 +424,9 @@ fn imputation_is_fitted_on_training_rows_only() {
     } else {
         (observed[n / 2 - 1] + observed[n / 2]) / 2.0
     };
-    let data = rows.site_data("west", 0.2, 9).unwrap();
+    let data = rows
+        .site_data("west", &SplitPlan::new(0.2, 0.2, 9))
+        .unwrap();
     // a training row whose lactate was imputed carries the median, standardised
     let imputed = train.iter().position(|r| r.features[col].is_nan());
     if let Some(i) = imputed {
@@ -460,7 +466,9 @@ fn private_features_stay_local_and_need_a_declared_category() {
     let rows = read_site(&s, "west");
     assert_eq!(rows.private_columns, ["west_spo2_mean"]);
     assert!(rows.rows.iter().all(|r| r.private.len() == 1));
-    let data = rows.site_data("west", 0.2, 1).unwrap();
+    let data = rows
+        .site_data("west", &SplitPlan::new(0.2, 0.2, 1))
+        .unwrap();
     assert_eq!(data.train.n_features(), s.n_columns());
     let source = DataSource::Mapped {
         data: Box::new(DataSource::Fhir(dir().join("west"))),
@@ -702,7 +710,7 @@ fn study_data_sets_lay_rows_out_as_the_study_reads_them() {
     // time series: [series | mask | static], series time-major
     let s = spec("timeseries");
     let rows = read_site(&s, "south");
-    let tensors = rows.tensors(0.2, 5).unwrap();
+    let tensors = rows.tensors(&SplitPlan::new(0.2, 0.2, 5)).unwrap();
     let data = tensors
         .site_data("south", rows.task, StudyTask::Binary)
         .unwrap();
@@ -740,7 +748,7 @@ fn study_data_sets_lay_rows_out_as_the_study_reads_them() {
     // survival: the engine's survival targets are the extracted days and events
     let s = spec("survival");
     let rows = read_site(&s, "west");
-    let tensors = rows.tensors(0.2, 3).unwrap();
+    let tensors = rows.tensors(&SplitPlan::new(0.2, 0.2, 3)).unwrap();
     let data = tensors
         .site_data("west", rows.task, StudyTask::Survival)
         .unwrap();
@@ -760,9 +768,11 @@ fn a_binary_study_on_static_features_gets_the_same_data_as_before() {
     use ehds_core::domain::study::StudyTask;
     let s = spec("mortality");
     let rows = read_site(&s, "north");
-    let before = rows.site_data("north", 0.2, 9).unwrap();
+    let before = rows
+        .site_data("north", &SplitPlan::new(0.2, 0.2, 9))
+        .unwrap();
     let now = rows
-        .tensors(0.2, 9)
+        .tensors(&SplitPlan::new(0.2, 0.2, 9))
         .unwrap()
         .site_data("north", rows.task, StudyTask::Binary)
         .unwrap();

@@ -11,7 +11,7 @@ use ehds_node::csv_source::{read_csv, write_csv};
 use ehds_node::features::FeatureSpec;
 use ehds_node::fhir_source::load_bundle_file;
 use ehds_node::report::IssueKind;
-use ehds_node::{opted_out_at, SiteRows, SourceError, SpecError};
+use ehds_node::{opted_out_at, SiteRows, SourceError, SpecError, SplitPlan};
 use ehds_tools::example_federation::{convert, pseudonym, HOSPITALS, OPTOUT_LINES};
 use ehds_tools::fhir_model::{extract, parse_bundle};
 use fl_engine::data::{heart_disease, SiteData};
@@ -140,7 +140,9 @@ fn bundles_through_the_spec_equal_the_engine_loader() {
 fn site_data_matches_the_engine_preparation() {
     let reference = heart_disease::load().unwrap();
     let want = SiteData::prepare("va", &reference[3].train, &reference[3].test, 0.2, 11).unwrap();
-    let got = site("va").site_data("va", 0.2, 11).unwrap();
+    let got = site("va")
+        .site_data("va", &SplitPlan::new(0.2, 0.2, 11))
+        .unwrap();
     assert_eq!(got.train.len(), want.train.len());
     assert_eq!(got.val.labels(), want.val.labels());
     assert_eq!(got.test.labels(), want.test.labels());

@@ -52,6 +52,10 @@ pub struct NodeStudy {
     pub threshold: Option<DecisionThreshold>,
     pub seed: u64,
     pub validation_fraction: f64,
+    /// Share of the holder's patients the node holds out for testing where its records carry
+    /// no split tags (absent from older gateways: the default).
+    #[serde(default = "crate::domain::study::default_test_fraction")]
+    pub test_fraction: f64,
     pub optout_policy: FilterPolicy,
     /// The study's privacy plan, which the node's policy checks and its own accountant counts
     /// (docs/node-policy.md); absent from older gateways.
@@ -77,6 +81,7 @@ impl From<&StudySpec> for NodeStudy {
             threshold: s.threshold,
             seed: s.seed,
             validation_fraction: s.validation_fraction,
+            test_fraction: s.test_fraction,
             optout_policy: s.optout_policy,
             dp: Some(s.dp),
             secure_aggregation: s.secure_aggregation,

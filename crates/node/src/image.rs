@@ -393,7 +393,7 @@ pub(crate) mod tests {
         );
 
         // the rows the engine trains on: the image values first, as the study's layout says
-        let tensors = rows.tensors(0.0, 1).unwrap();
+        let tensors = rows.tensors(&crate::SplitPlan::new(0.0, 0.2, 1)).unwrap();
         assert_eq!(tensors.train.n, 2);
         assert_eq!(tensors.train.rows(6, 0, 0).unwrap().len(), 12);
         // what `node check` shows the holder

@@ -35,6 +35,7 @@ pub mod reader;
 pub mod report;
 pub mod resource;
 pub mod source;
+pub mod split;
 pub mod tensors;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -48,8 +49,10 @@ use serde::Deserialize;
 pub use ehds_core::domain::feature_spec::{cohort, features, transform, units};
 pub use features::{FeatureSpec, SpecError, Task};
 pub use source::DataSource;
+pub use split::{Assignment, DecidedBy, Part, SplitPlan};
 
-/// `Meta.tag` system carrying a subject's train / test assignment in a source.
+/// `Meta.tag` system carrying a subject's train / test assignment in a source (optional:
+/// without it the node splits the rows itself, see [`split`]).
 pub const SPLIT_TAG_SYSTEM: &str = "urn:ehds-gateway:split";
 
 /// Which fixed partition a subject belongs to, when the source assigns one.
@@ -176,8 +179,11 @@ pub enum SourceError {
     CsvValue { record: usize, reason: String },
     #[error("a CSV extract holds no images: read an image specification from FHIR Media")]
     ImageNeedsFhir,
-    #[error("{0} subjects carry no train/test tag")]
-    Untagged(usize),
+    #[error(
+        "{untagged} of {subjects} subjects carry no train/test tag: tag every subject, or none \
+         and the node splits them itself"
+    )]
+    PartlyTagged { untagged: usize, subjects: usize },
     #[error(transparent)]
     Engine(#[from] fl_engine::error::EngineError),
     #[error(transparent)]
@@ -287,28 +293,17 @@ impl SiteRows {
         self.dataset_of(&all, &self.imputer(&all))
     }
 
-    /// The tagged training and test rows, in source order. Every row must carry a tag.
-    pub fn tagged(&self) -> Result<(Vec<&SubjectRow>, Vec<&SubjectRow>), SourceError> {
-        let untagged = self.rows.iter().filter(|r| r.split.is_none()).count();
-        if untagged > 0 {
-            return Err(SourceError::Untagged(untagged));
+    /// The training part (train and validation rows together) and the test part under
+    /// `plan`, in source order, missing values imputed from the training part.
+    pub fn train_test(&self, plan: &SplitPlan) -> Result<(Dataset, Dataset), SourceError> {
+        let a = self.assign(plan)?;
+        let (mut train, mut test) = (Vec::new(), Vec::new());
+        for (r, part) in self.rows.iter().zip(&a.parts) {
+            match part {
+                Part::Test => test.push(r),
+                Part::Train | Part::Validation => train.push(r),
+            }
         }
-        Ok((
-            self.rows
-                .iter()
-                .filter(|r| r.split == Some(Split::Train))
-                .collect(),
-            self.rows
-                .iter()
-                .filter(|r| r.split == Some(Split::Test))
-                .collect(),
-        ))
-    }
-
-    /// The tagged train and test sets, in source order, missing values imputed from the
-    /// training rows. Every subject must carry a tag.
-    pub fn train_test(&self) -> Result<(Dataset, Dataset), SourceError> {
-        let (train, test) = self.tagged()?;
         let imputer = self.imputer(&train);
         Ok((
             self.dataset_of(&train, &imputer)?,
@@ -316,25 +311,11 @@ impl SiteRows {
         ))
     }
 
-    /// The tagged training rows split into train / validation by the engine's seeded split
-    /// (the same rows [`SiteData::prepare`] would pick).
-    pub fn train_val(&self, val_fraction: f64, seed: u64) -> Result<TrainValTest<'_>, SourceError> {
-        let (train_full, test) = self.tagged()?;
-        let (train_idx, val_idx) = impute::split_indices(train_full.len(), val_fraction, seed)?;
-        let pick = |idx: &[usize]| idx.iter().map(|&i| train_full[i]).collect::<Vec<_>>();
-        Ok((pick(&train_idx), pick(&val_idx), test))
-    }
-
-    /// The site's training data as the engine takes it: the tagged training rows split into
-    /// train / validation (`val_fraction`, seeded), missing values imputed and every column
-    /// standardised with statistics of the site's own training part only; the tagged test
-    /// rows as test set. Only the study's columns: site-private ones stay out.
-    pub fn site_data(
-        &self,
-        name: &str,
-        val_fraction: f64,
-        seed: u64,
-    ) -> Result<SiteData, SourceError> {
+    /// The site's training data as the engine takes it: the rows split as `plan` says
+    /// ([`split`]), missing values imputed and every column standardised with statistics of
+    /// the site's own training part only. Only the study's columns: site-private ones stay
+    /// out.
+    pub fn site_data(&self, name: &str, plan: &SplitPlan) -> Result<SiteData, SourceError> {
         if self.task != Task::Binary || self.series.is_some() || self.image_len > 0 {
             return Err(SourceError::Engine(fl_engine::error::EngineError::InvalidConfig(
                 "the engine trains binary classifiers on static features; this specification's \
@@ -343,7 +324,7 @@ impl SiteRows {
                     .into(),
             )));
         }
-        let (train, val, test) = self.train_val(val_fraction, seed)?;
+        let (train, val, test) = self.train_val(plan)?;
         let imputer = self.imputer(&train);
         let (train, val, test) = (
             self.dataset_of(&train, &imputer)?,
@@ -421,7 +402,8 @@ mod tests {
     #[test]
     fn exclusion_counts_and_train_test_order() {
         let mut r = rows();
-        let (train, test) = r.train_test().unwrap();
+        let plan = SplitPlan::new(0.2, 0.2, 1);
+        let (train, test) = r.train_test(&plan).unwrap();
         assert_eq!(train.features(), &[0., 1., 2., 3.]);
         assert_eq!(test.labels(), &[0]);
         let ex = r.exclude(&BTreeSet::from(["p3".into(), "p4".into(), "p9".into()]));
@@ -435,8 +417,18 @@ mod tests {
         assert_eq!(ex.total(), 2);
         let names: Vec<&str> = r.rows.iter().map(|r| r.pseudonym.as_str()).collect();
         assert_eq!(names, ["p1", "p2"]);
+        // one subject untagged among tagged ones is refused; none tagged, the node splits
         r.rows[0].split = None;
-        assert!(matches!(r.train_test(), Err(SourceError::Untagged(1))));
+        assert!(matches!(
+            r.train_test(&plan),
+            Err(SourceError::PartlyTagged {
+                untagged: 1,
+                subjects: 2
+            })
+        ));
+        r.rows[1].split = None;
+        let (train, test) = r.train_test(&plan).unwrap();
+        assert_eq!(train.len() + test.len(), 2);
         assert_eq!(r.dataset().unwrap().len(), 2);
     }
 

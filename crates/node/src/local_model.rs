@@ -28,7 +28,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::{agent::holder_stream, FeatureSpec, SiteRows};
+use super::{agent::holder_stream, FeatureSpec, SiteRows, SplitPlan};
 use ehds_core::{
     domain::{study::DecisionThreshold, OrgId, StudyId},
     wire::{split_extras, NodeStudy, EXTRAS_PREFIX},
@@ -124,6 +124,16 @@ fn record(state_dir: &Path, study: StudyId) -> anyhow::Result<StudyRecord> {
     }
 }
 
+/// How `holder` splits its rows for `study`: the study's fractions, the seed of the study
+/// and the holder (the tasks and every offline command pick the same rows).
+pub fn split_plan(study: &NodeStudy, holder: &OrgId) -> SplitPlan {
+    SplitPlan::new(
+        study.validation_fraction,
+        study.test_fraction,
+        stream_seed(study.seed, holder_stream(holder), u64::MAX),
+    )
+}
+
 /// The holder's data set of `study` as the node trains on it, and the model it trains: the
 /// split, imputation and standardisation are seeded by the study and the holder, so every
 /// task and every offline command sees the same rows in the same part; a FENDA-FL study's
@@ -133,12 +143,10 @@ pub fn site_data(
     holder: &OrgId,
     rows: &SiteRows,
 ) -> anyhow::Result<(SiteData, ModelSpec)> {
-    let seed = stream_seed(study.seed, holder_stream(holder), u64::MAX);
-    let data = rows.tensors(study.validation_fraction, seed)?.site_data(
-        holder.as_str(),
-        rows.task,
-        study.task,
-    )?;
+    let plan = split_plan(study, holder);
+    let data = rows
+        .tensors(&plan)?
+        .site_data(holder.as_str(), rows.task, study.task)?;
     let shared = study.strategy.shared();
     let spec = match super::private::local_spec(&study.model, rows.private_columns.len(), &shared) {
         Ok(spec) => spec,
@@ -151,7 +159,7 @@ pub fn site_data(
     if spec == study.model {
         return Ok((data, spec));
     }
-    let data = super::private::with_private_columns(rows, data, study.validation_fraction, seed)?;
+    let data = super::private::with_private_columns(rows, data, &plan)?;
     Ok((data, spec))
 }
 

@@ -200,20 +200,19 @@ fn widened(d: &Dataset, extra: &[f32], p: usize) -> Result<Dataset, SourceError>
     })
 }
 
-/// `data` (the study's columns, split as [`SiteRows::train_val`] splits with `val_fraction`
-/// and `seed`) with the holder's private columns appended, imputed and standardised with
-/// statistics of the training part.
+/// `data` (the study's columns, split as [`SiteRows::train_val`] splits with `plan`) with the
+/// holder's private columns appended, imputed and standardised with statistics of the
+/// training part.
 pub fn with_private_columns(
     rows: &SiteRows,
     data: SiteData,
-    val_fraction: f64,
-    seed: u64,
+    plan: &crate::SplitPlan,
 ) -> Result<SiteData, SourceError> {
     let p = rows.private_columns.len();
     if p == 0 {
         return Ok(data);
     }
-    let (train, val, test) = rows.train_val(val_fraction, seed)?;
+    let (train, val, test) = rows.train_val(plan)?;
     let imputer = Imputer::fit(
         &rows.private_imputation,
         train.iter().map(|r| r.private.as_slice()),

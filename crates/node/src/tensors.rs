@@ -153,9 +153,9 @@ impl SiteTensors {
 }
 
 impl SiteRows {
-    /// The site's tensors for any task, split by the engine's seeded split.
-    pub fn tensors(&self, val_fraction: f64, seed: u64) -> Result<SiteTensors, SourceError> {
-        let (train, val, test) = self.train_val(val_fraction, seed)?;
+    /// The site's tensors for any task, split as `plan` says ([`super::split`]).
+    pub fn tensors(&self, plan: &super::SplitPlan) -> Result<SiteTensors, SourceError> {
+        let (train, val, test) = self.train_val(plan)?;
         if train.is_empty() {
             return Err(SourceError::Engine(fl_engine::error::EngineError::Data(
                 "no training rows".into(),

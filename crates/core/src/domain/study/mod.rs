@@ -22,7 +22,8 @@ pub use round::{
     SiteEvaluation, Task, TaskKind, TaskReport, TaskStatus,
 };
 pub use spec::{
-    DecisionThreshold, OutputCheck, RowLayout, SecureAggregation, StudySpec, StudyTask,
+    default_test_fraction, DecisionThreshold, OutputCheck, RowLayout, SecureAggregation, StudySpec,
+    StudyTask, DEFAULT_TEST_FRACTION, DEFAULT_VALIDATION_FRACTION,
 };
 
 // `as_str` and `parse` of the enums that are stored and shown as text.

@@ -217,6 +217,17 @@ impl DecisionThreshold {
     }
 }
 
+/// Share of a holder's training rows kept for validation when a study names none.
+pub const DEFAULT_VALIDATION_FRACTION: f64 = 0.2;
+
+/// Share of a holder's patients held out for testing when a study names none (and its records
+/// carry no split tags).
+pub const DEFAULT_TEST_FRACTION: f64 = 0.2;
+
+pub fn default_test_fraction() -> f64 {
+    DEFAULT_TEST_FRACTION
+}
+
 /// A parsed, validated study. Stored as submitted and sent (in part) to the data holders.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -260,6 +271,10 @@ pub struct StudySpec {
     pub aggregation: Aggregation,
     pub seed: u64,
     pub validation_fraction: f64,
+    /// Share of each holder's patients held out for testing where its records carry no split
+    /// tags (studies stored before the choice: [`DEFAULT_TEST_FRACTION`]).
+    #[serde(default = "default_test_fraction")]
+    pub test_fraction: f64,
     pub optout_policy: FilterPolicy,
     /// The holders' updates are summed under secure aggregation: the gateway relays the
     /// protocol and only ever sees the sum (docs/secure-aggregation.md).

@@ -154,6 +154,10 @@ pub struct StudyRequest {
     pub seed: Option<u64>,
     /// Share of each holder's training rows kept for validation (default 0.2).
     pub validation_fraction: Option<f64>,
+    /// Share of each holder's patients held out for testing where its records carry no
+    /// train/test split tags (default 0.2): the node splits them itself, patient by patient,
+    /// stratified by the label, seeded by the study (docs/federated-studies.md).
+    pub test_fraction: Option<f64>,
     #[serde(default)]
     pub optout_policy: FilterPolicy,
     /// Sum the holders' updates under secure aggregation, so that the gateway never sees one
@@ -328,13 +332,21 @@ pub fn parse_study(
     );
     let secure_aggregation =
         parse_secure_aggregation(&mut e, req, data_holders.len(), &strategy, &aggregation);
-    let validation_fraction = req.validation_fraction.unwrap_or(0.2);
+    let validation_fraction = req
+        .validation_fraction
+        .unwrap_or(crate::domain::study::DEFAULT_VALIDATION_FRACTION);
     if !(validation_fraction > 0.0 && validation_fraction <= 0.5) {
         e.push(
             "validation_fraction",
             "out_of_range",
             "must lie in (0, 0.5]",
         );
+    }
+    let test_fraction = req
+        .test_fraction
+        .unwrap_or(crate::domain::study::DEFAULT_TEST_FRACTION);
+    if !(test_fraction > 0.0 && test_fraction <= 0.5) {
+        e.push("test_fraction", "out_of_range", "must lie in (0, 0.5]");
     }
 
     let output_check = req.output_check.map_or(
@@ -495,6 +507,7 @@ pub fn parse_study(
         aggregation,
         seed,
         validation_fraction,
+        test_fraction,
         optout_policy: req.optout_policy,
         secure_aggregation,
     })

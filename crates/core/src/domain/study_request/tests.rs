@@ -670,3 +670,36 @@ fn the_decision_threshold_goes_with_the_tasks_that_have_one() {
         [("threshold".to_owned(), "threshold_task_mismatch")]
     );
 }
+
+#[test]
+fn the_test_fraction_has_a_default_is_checked_and_reaches_the_nodes() {
+    let s = spec(1);
+    assert_eq!(s.test_fraction, crate::domain::study::DEFAULT_TEST_FRACTION);
+    let mut r = request();
+    r.test_fraction = Some(0.3);
+    let s = parse_study(&r, 1e-5, FLOOR, LIMITS, 7).unwrap();
+    assert_eq!(crate::wire::NodeStudy::from(&s).test_fraction, 0.3);
+    for bad in [0.0, 0.6, f64::NAN] {
+        r.test_fraction = Some(bad);
+        assert_eq!(
+            codes(&r),
+            [("test_fraction".to_owned(), "out_of_range")],
+            "{bad}"
+        );
+    }
+    // a study stored, or a task sent, before the field existed reads the default
+    let mut stored = serde_json::to_value(&s).unwrap();
+    stored.as_object_mut().unwrap().remove("test_fraction");
+    let old: StudySpec = serde_json::from_value(stored).unwrap();
+    assert_eq!(
+        old.test_fraction,
+        crate::domain::study::DEFAULT_TEST_FRACTION
+    );
+    let mut task = serde_json::to_value(crate::wire::NodeStudy::from(&s)).unwrap();
+    task.as_object_mut().unwrap().remove("test_fraction");
+    let old: crate::wire::NodeStudy = serde_json::from_value(task).unwrap();
+    assert_eq!(
+        old.test_fraction,
+        crate::domain::study::DEFAULT_TEST_FRACTION
+    );
+}
