@@ -87,6 +87,8 @@ pub struct Raw<'a> {
     pub recorded_date: Option<Cow<'a, str>>,
     #[serde(borrow)]
     pub verification_status: Option<Concept<'a>>,
+    #[serde(borrow)]
+    pub clinical_status: Option<Concept<'a>>,
     // Encounter
     #[serde(borrow)]
     pub class: Option<Coding<'a>>,
@@ -192,6 +194,13 @@ impl Quantity<'_> {
             (Some(c), None) => Some(c),
             (None, None) => None,
         }
+    }
+
+    /// Whether [`Quantity::unit`] is display text: a `unit` without a UCUM `code` beside it,
+    /// which the node can only read by its spelling.
+    pub fn unit_is_text_only(&self) -> bool {
+        let ucum = self.system.as_deref() == Some(super::features::UCUM);
+        self.unit.is_some() && !(ucum && self.code.is_some())
     }
 }
 

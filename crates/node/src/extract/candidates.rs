@@ -2,7 +2,7 @@
 //! qualifying condition or encounter), or one per encounter, at admission or discharge.
 use crate::cohort::{IndexEvent, Instant};
 use crate::features::FeatureSpec;
-use crate::report::Report;
+use crate::report::{IgnoreReason, Report};
 
 use super::events::Events;
 use super::Store;
@@ -35,7 +35,14 @@ impl Store {
             (IndexEvent::Date(d), _) => one(Some(*d)),
             (IndexEvent::FirstCondition(_), _) => {
                 let slot = self.slots.index.expect("index matcher");
-                match evs.of(slot).iter().find_map(|e| e.time) {
+                // an undated one cannot date the index; the first dated one does
+                let all = evs.of(slot);
+                all.iter()
+                    .filter(|e| e.time.is_none())
+                    .for_each(|e| evs.ignore(e, IgnoreReason::Undated));
+                let first = all.iter().find(|e| e.time.is_some());
+                first.inspect(|e| evs.used(e));
+                match first.and_then(|e| e.time) {
                     Some(t) => one(Some(t)),
                     None => {
                         report.exclude("no qualifying condition for the index");

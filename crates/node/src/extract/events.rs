@@ -1,14 +1,29 @@
 //! A patient's events once everything is read: chosen by their window around the index,
-//! aggregated into one value, or binned into a time series.
+//! aggregated into one value, or binned into a time series. Every event a row reads is
+//! marked used or set aside with a reason ([`Fate`]); the extraction report counts, per
+//! feature, the events no row used.
+use std::cell::Cell;
+
 use crate::cohort::{Instant, Window};
 use crate::features::{Aggregate, Quantity, SeriesSpec, Value};
+use crate::report::IgnoreReason;
 use crate::Series;
 
-use super::{EvValue, Event, Store};
+use super::{EvValue, Event, Place, Store};
 
-/// A patient's events, sorted by (slot, time).
+/// What became of an event over all the rows that read it: used by one of them wins over
+/// any reason another row had to set it aside; the first such reason is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Fate {
+    Unread,
+    Ignored(IgnoreReason),
+    Used,
+}
+
+/// A patient's events, sorted by (slot, time), and the fates of all events (by `Event::n`).
 pub(super) struct Events<'e> {
     pub(super) all: &'e [Event],
+    pub(super) fates: &'e [Cell<Fate>],
 }
 
 impl<'e> Events<'e> {
@@ -18,24 +33,49 @@ impl<'e> Events<'e> {
         let hi = self.all.partition_point(|e| e.slot <= s);
         &self.all[lo..hi]
     }
+
+    pub(super) fn used(&self, e: &Event) {
+        self.fates[e.n as usize].set(Fate::Used);
+    }
+
+    pub(super) fn ignore(&self, e: &Event, why: IgnoreReason) {
+        let f = &self.fates[e.n as usize];
+        if f.get() == Fate::Unread {
+            f.set(Fate::Ignored(why));
+        }
+    }
 }
 
-pub(super) fn selected(
-    evs: &[Event],
-    window: Option<Window>,
-    index: Option<Instant>,
-) -> (Vec<&Event>, u64) {
-    match (window, index) {
-        (Some(w), Some(i)) => {
-            let undated = evs.iter().filter(|e| e.time.is_none()).count() as u64;
-            (
-                evs.iter()
-                    .filter(|e| e.time.is_some_and(|t| w.contains(i, t)))
-                    .collect(),
-                undated,
-            )
-        }
-        _ => (evs.iter().collect(), 0),
+impl Store {
+    /// The events of `slot` within `window` of `index`; an undated one counts when its status
+    /// places it at the index ([`Place::AtIndex`]), the window contains the index and the
+    /// source does not `require_date`. The others are marked with why they do not count.
+    /// Without a window or an index, every event counts, dated or not.
+    pub(super) fn select<'e>(
+        &self,
+        evs: &Events<'e>,
+        slot: usize,
+        window: Option<Window>,
+        index: Option<Instant>,
+    ) -> Vec<&'e Event> {
+        let all = evs.of(slot);
+        let (Some(w), Some(i)) = (window, index) else {
+            return all.iter().collect();
+        };
+        let at_index = !self.matchers[slot].require_date;
+        all.iter()
+            .filter(|e| {
+                let why = match (e.time, e.place) {
+                    (Some(t), _) if w.contains(i, t) => return true,
+                    (Some(_), _) => IgnoreReason::OutsideWindow,
+                    (None, Place::AtIndex) if at_index && w.contains(i, i) => return true,
+                    (None, Place::Inactive) if at_index => IgnoreReason::Status,
+                    (None, _) => IgnoreReason::Undated,
+                };
+                evs.ignore(e, why);
+                false
+            })
+            .collect()
     }
 }
 
@@ -63,12 +103,31 @@ impl Store {
         })
     }
 
+    /// `sel` aggregated; each event is marked used, or set aside when the aggregate cannot
+    /// read it (no value, a value with a comparator where a number is needed, no date for a
+    /// slope).
     pub(super) fn aggregate(
         &self,
+        evs: &Events<'_>,
         sel: &[&Event],
         agg: Aggregate,
         unit: Option<&str>,
     ) -> Option<Value> {
+        for e in sel {
+            let why = match (agg, e.value) {
+                (Aggregate::Count, _) => None,
+                (Aggregate::Latest | Aggregate::First, EvValue::None) => Some(IgnoreReason::Value),
+                (Aggregate::Latest | Aggregate::First, _) => None,
+                (_, EvValue::Num(_, Some(_))) => Some(IgnoreReason::Comparator),
+                (_, v) if number(&v).is_none() => Some(IgnoreReason::Value),
+                (Aggregate::Slope, _) if e.time.is_none() => Some(IgnoreReason::Undated),
+                _ => None,
+            };
+            match why {
+                Some(why) => evs.ignore(e, why),
+                None => evs.used(e),
+            }
+        }
         let quantity = |x: f64| {
             Value::Quantity(Quantity {
                 value: x,
@@ -115,9 +174,13 @@ impl Store {
             let slot = self.slots.channels[ch];
             let mut bins: Vec<Vec<&Event>> = vec![Vec::new(); steps];
             for e in evs.of(slot) {
-                let Some(t) = e.time else { continue };
+                let Some(t) = e.time else {
+                    evs.ignore(e, IgnoreReason::Undated);
+                    continue;
+                };
                 let d = t - index;
                 if d < 0 || d >= s.horizon.0 {
+                    evs.ignore(e, IgnoreReason::OutsideWindow);
                     continue;
                 }
                 bins[(d / s.bin.0) as usize].push(e);
@@ -125,7 +188,7 @@ impl Store {
             let mut last = f32::NAN;
             for (b, sel) in bins.iter().enumerate() {
                 let v = self
-                    .aggregate(sel, c.source.aggregate, c.unit.as_deref())
+                    .aggregate(evs, sel, c.source.aggregate, c.unit.as_deref())
                     .and_then(|v| v.number());
                 let at = b * k + ch;
                 match v {

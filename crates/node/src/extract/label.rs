@@ -3,14 +3,19 @@
 //! multiple labels, and survival times.
 use crate::cohort::Instant;
 use crate::features::{FeatureSpec, LabelSource, SurvivalEvent, Value};
+use crate::report::IgnoreReason;
 
 use super::candidates::Candidate;
-use super::events::{selected, Events};
-use super::{PatientRec, Store};
+use super::events::Events;
+use super::{Event, PatientRec, Store};
+
+/// Why a dated death label cannot be decided; also counted under the label as undated.
+pub(super) const DEATH_UNDATED: &str = "deceased without a date of death";
 
 impl Store {
     /// When the patient died: `deceasedDateTime`, else the end of an encounter whose
-    /// discharge disposition is `exp`; `Err` when the record says deceased without a date.
+    /// discharge disposition is `exp`; `Err` when the records say deceased without a date
+    /// (`deceasedBoolean`, or an expired encounter without an end).
     pub(super) fn death_time(
         &self,
         pat: &PatientRec,
@@ -19,15 +24,15 @@ impl Store {
         if let Some(t) = pat.deceased_at {
             return Ok(Some(t));
         }
-        let expired = encs
-            .iter()
-            .map(|&i| &self.encounters[i])
-            .filter(|e| e.expired)
-            .filter_map(|e| e.end)
-            .min();
-        match (expired, pat.deceased) {
+        let expired = || {
+            encs.iter()
+                .map(|&i| &self.encounters[i])
+                .filter(|e| e.expired)
+        };
+        match (expired().filter_map(|e| e.end).min(), pat.deceased) {
             (Some(t), _) => Ok(Some(t)),
             (None, Some(true)) => Err(()),
+            (None, _) if expired().next().is_some() => Err(()),
             _ => Ok(None),
         }
     }
@@ -65,8 +70,8 @@ impl Store {
                 Ok((mask, None))
             }
             LabelSource::Coded { source, classes } => {
-                let (sel, _) = selected(evs.of(slot(0)), source.window, c.index);
-                match self.aggregate(&sel, source.aggregate, None) {
+                let sel = self.select(evs, slot(0), source.window, c.index);
+                match self.aggregate(evs, &sel, source.aggregate, None) {
                     Some(Value::Coded(codings)) => classes
                         .iter()
                         .position(|k| {
@@ -85,8 +90,8 @@ impl Store {
                 unit,
                 classes,
             } => {
-                let (sel, _) = selected(evs.of(slot(0)), source.window, c.index);
-                let v = match self.aggregate(&sel, source.aggregate, unit.as_deref()) {
+                let sel = self.select(evs, slot(0), source.window, c.index);
+                let v = match self.aggregate(evs, &sel, source.aggregate, unit.as_deref()) {
                     Some(Value::Quantity(q)) if q.comparator.is_none() => q.value,
                     Some(Value::Integer(i)) => i as f64,
                     Some(Value::Quantity(_)) => return Err("label: a censored value has no bin"),
@@ -106,14 +111,22 @@ impl Store {
             } => {
                 let index = c.index.expect("an index");
                 let event_time = match event {
-                    SurvivalEvent::Death => {
-                        death.map_err(|_| "deceased without a date of death")?
+                    SurvivalEvent::Death => death.map_err(|_| DEATH_UNDATED)?,
+                    SurvivalEvent::Condition(_) => {
+                        // the first dated one after the index is the event
+                        let mut first = None;
+                        for e in evs.of(slot(0)) {
+                            match e.time {
+                                None => evs.ignore(e, IgnoreReason::Undated),
+                                Some(t) if t <= index => evs.ignore(e, IgnoreReason::OutsideWindow),
+                                Some(t) => {
+                                    evs.used(e);
+                                    first = first.or(Some(t));
+                                }
+                            }
+                        }
+                        first
                     }
-                    SurvivalEvent::Condition(_) => evs
-                        .of(slot(0))
-                        .iter()
-                        .filter_map(|e| e.time)
-                        .find(|t| *t > index),
                 };
                 let mut censor = index + follow_up.0;
                 if let Some(ca) = censor_at {
@@ -149,36 +162,52 @@ impl Store {
         evs: &Events<'_>,
         death: Result<Option<Instant>, ()>,
     ) -> Result<bool, &'static str> {
+        // strictly after the index and within the horizon; an undated record is never after
+        // the index, whatever its status
         let after = |slot: usize, within: Option<crate::cohort::Span>| -> bool {
             let index = c.index.expect("an index");
-            evs.of(slot).iter().any(|e| {
-                e.time
-                    .is_some_and(|t| t > index && within.is_none_or(|w| t - index <= w.0))
-            })
+            let mut any = false;
+            for e in evs.of(slot) {
+                match e.time {
+                    None => evs.ignore(e, IgnoreReason::Undated),
+                    Some(t) if t > index && within.is_none_or(|w| t - index <= w.0) => {
+                        evs.used(e);
+                        any = true;
+                    }
+                    Some(_) => evs.ignore(e, IgnoreReason::OutsideWindow),
+                }
+            }
+            any
         };
         let matcher = || slot.expect("label matcher");
         match source {
             LabelSource::Condition { within, .. } | LabelSource::Medication { within, .. } => {
                 Ok(match c.index {
-                    None => !evs.of(matcher()).is_empty(),
+                    None => {
+                        let all: &[Event] = evs.of(matcher());
+                        all.iter().for_each(|e| evs.used(e));
+                        !all.is_empty()
+                    }
                     Some(_) => after(matcher(), *within),
                 })
             }
             LabelSource::Death { within } => {
                 let index = c.index.expect("an index");
                 match death {
-                    Err(()) => Err("deceased without a date of death"),
+                    Err(()) => Err(DEATH_UNDATED),
                     Ok(d) => Ok(d.is_some_and(|d| d > index && d - index <= within.0)),
                 }
             }
+            // ever, as of the extraction: a recorded death, dated or not
+            LabelSource::Deceased => Ok(!matches!(death, Ok(None))),
             LabelSource::Observation {
                 source,
                 threshold,
                 above,
                 unit,
             } => {
-                let (sel, _) = selected(evs.of(matcher()), source.window, c.index);
-                let v = self.aggregate(&sel, source.aggregate, unit.as_deref());
+                let sel = self.select(evs, matcher(), source.window, c.index);
+                let v = self.aggregate(evs, &sel, source.aggregate, unit.as_deref());
                 let decided = match v {
                     Some(Value::Quantity(q)) => {
                         let a = crate::transform::above(&q, *threshold);

@@ -23,6 +23,7 @@ fn observation_matcher(
         codes: o.codes.clone(),
         method: o.method.clone(),
         converter: Some(Converter::new(unit, o.loinc(), aliases)),
+        require_date: false,
     }
 }
 
@@ -33,6 +34,7 @@ fn code_matcher(name: &str, family: Family, codes: &CodeSet) -> Matcher {
         codes: codes.clone(),
         method: None,
         converter: None,
+        require_date: false,
     }
 }
 
@@ -47,12 +49,26 @@ impl Store {
                     m.push(observation_matcher(&f.name, o, f.transform.unit(), aliases));
                     Some(m.len() - 1)
                 }
-                Source::Condition { codes, .. } => {
-                    m.push(code_matcher(&f.name, Family::Condition, codes));
+                Source::Condition {
+                    codes,
+                    require_date,
+                    ..
+                } => {
+                    m.push(Matcher {
+                        require_date: *require_date,
+                        ..code_matcher(&f.name, Family::Condition, codes)
+                    });
                     Some(m.len() - 1)
                 }
-                Source::Medication { codes, .. } => {
-                    m.push(code_matcher(&f.name, Family::Medication, codes));
+                Source::Medication {
+                    codes,
+                    require_date,
+                    ..
+                } => {
+                    m.push(Matcher {
+                        require_date: *require_date,
+                        ..code_matcher(&f.name, Family::Medication, codes)
+                    });
                     Some(m.len() - 1)
                 }
                 Source::Patient(_) => None,

@@ -4,7 +4,7 @@ use crate::cohort::CodeSet;
 use crate::features::ImageSpec;
 use crate::image::ImageError;
 use crate::reader::At;
-use crate::report::Report;
+use crate::report::{IgnoreReason, IssueKind, Report};
 use crate::resource::{Concept, Raw};
 
 use super::{BinaryRec, MediaContent, MediaRec, Store};
@@ -12,9 +12,7 @@ use super::{BinaryRec, MediaContent, MediaRec, Store};
 impl Store {
     pub(super) fn media(&mut self, at: At<'_>, r: &Raw<'_>, report: &mut Report) {
         let Some(image) = &self.image else { return };
-        if matches!(r.status.as_deref(), Some("entered-in-error" | "not-done")) {
-            return;
-        }
+        let void = matches!(r.status.as_deref(), Some("entered-in-error" | "not-done"));
         let matches = |codes: &CodeSet, concept: Option<&Concept<'_>>| {
             concept.is_some_and(|c| c.codings().any(|(s, code)| codes.matches(s, code)))
         };
@@ -26,12 +24,17 @@ impl Store {
         if !wanted {
             return;
         }
+        let name = image.name.clone();
         let rid = r.id.as_deref().map(|i| format!("Media/{i}"));
         if self.duplicate(&at, "Media", r.id.as_deref(), report) {
             return;
         }
+        report.matched(&name);
+        if void {
+            return report.ignored(&name, IgnoreReason::Status);
+        }
         let Some(subject) = self.subject(&at, r, &rid, report) else {
-            return;
+            return report.ignored(&name, IgnoreReason::Unresolved);
         };
         let when = r
             .created_date_time
@@ -60,12 +63,28 @@ impl Store {
         });
     }
 
-    pub(super) fn binary(&mut self, at: At<'_>, r: &Raw<'_>) {
+    /// A Binary, by `Binary/<id>` and by its Bundle entry's `fullUrl`; one with neither
+    /// cannot be referred to and is reported, and a second copy of an id is skipped.
+    pub(super) fn binary(&mut self, at: At<'_>, r: &Raw<'_>, report: &mut Report) {
         if self.image.is_none() {
             return;
         }
-        let Some(id) = r.id.as_deref() else { return };
-        let key = format!("Binary/{id}");
+        let key = match (r.id.as_deref(), at.full_url) {
+            (Some(id), _) => {
+                if self.duplicate(&at, "Binary", Some(id), report) {
+                    return;
+                }
+                format!("Binary/{id}")
+            }
+            (None, Some(u)) => u.to_owned(),
+            (None, None) => {
+                return report.issue(at.issue(
+                    IssueKind::MissingId,
+                    None,
+                    "Binary without an id or a fullUrl: no Media can refer to it".into(),
+                ))
+            }
+        };
         if let Some(u) = at.full_url {
             self.binary_urls.insert(u.to_owned(), key.clone());
         }

@@ -18,7 +18,16 @@
 //! image cannot be used is reported ([`IssueKind::Image`]) and dropped as incomplete, never
 //! given another image instead.
 //!
+//! Undated records: an undated Condition or medication whose status says it is current (see
+//! [`Place`]) counts as known at the index, unless its feature says `require_date`; every
+//! other undated record counts only where no window applies. Nothing that matched a feature's,
+//! label's or channel's codes is set aside silently: each such record is counted in
+//! [`Report::matched`], and, when it does not count, in [`Report::ignored`] with the reason.
+//! A record read by several rows (one per encounter) counts as used when any row used it.
+//!
 //! [`FeatureSpec`]: crate::FeatureSpec
+//! [`Report::matched`]: crate::report::Report::matched
+//! [`Report::ignored`]: crate::report::Report::ignored
 //! [`IssueKind::Image`]: crate::report::IssueKind::Image
 use std::collections::{HashMap, HashSet};
 
@@ -55,6 +64,8 @@ struct Matcher {
     codes: CodeSet,
     method: Option<CodeSet>,
     converter: Option<Converter>,
+    /// An undated record never counts (the source's `require_date`).
+    require_date: bool,
 }
 
 /// What each part of the specification reads: indices into the matchers.
@@ -79,12 +90,28 @@ enum EvValue {
     Other(&'static str),
 }
 
+/// Where an undated record stands relative to the index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// Its status says it holds (an active problem-list entry, an active, on-hold, completed
+    /// or stopped prescription): known at the index.
+    AtIndex,
+    /// Its status says it no longer holds or never did (inactive, resolved, intended...).
+    Inactive,
+    /// No status to go by, or a date that does not parse.
+    Unknown,
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Event {
     subject: u32,
     slot: u16,
     time: Option<Instant>,
+    /// Read only when `time` is `None`.
+    place: Place,
     value: EvValue,
+    /// Its position once all events are sorted (its fate's index).
+    n: u32,
 }
 
 struct PatientRec {
@@ -108,6 +135,10 @@ struct EncounterRec {
 struct PendingMed {
     subject: u32,
     time: Option<Instant>,
+    place: Place,
+    /// Its status says it does not count (entered-in-error, cancelled...).
+    void: bool,
+    /// The reference as written.
     medication: String,
     at: (String, u64, Option<String>),
 }
@@ -182,9 +213,9 @@ impl Sink for Store {
             Some("Observation") => self.observation(at, r, report),
             Some("Condition") => self.condition(at, r, report),
             Some("MedicationRequest" | "MedicationStatement") => self.medication_use(at, r, report),
-            Some("Medication") => self.medication(r),
+            Some("Medication") => self.medication(at, r),
             Some("Media") => self.media(at, r, report),
-            Some("Binary") => self.binary(at, r),
+            Some("Binary") => self.binary(at, r, report),
             _ => {}
         }
     }

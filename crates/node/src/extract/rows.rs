@@ -3,12 +3,15 @@
 //! the inclusion criteria, labelled, and given its features, series and image.
 use crate::cohort::Instant;
 use crate::features::{Coding, Feature, FeatureSpec, ImageSpec, PatientField, Source, Value};
-use crate::report::{Issue, IssueKind, Report};
+use std::cell::Cell;
+
+use crate::report::{IgnoreReason, Issue, IssueKind, Report};
 use crate::{SiteRows, SourceError, SubjectRow};
 
 use super::candidates::Candidate;
-use super::events::{selected, Events};
-use super::{EvValue, Event, Family, MediaRec, Store};
+use super::events::{Events, Fate};
+use super::label::DEATH_UNDATED;
+use super::{MediaRec, Store};
 
 const GENDER_SYSTEM: &str = "http://hl7.org/fhir/administrative-gender";
 
@@ -37,7 +40,9 @@ impl Store {
         };
         let patient_of: Vec<Option<u32>> = self.ref_info.iter().map(|r| resolve(&r.text)).collect();
         for (info, p) in self.ref_info.iter().zip(&patient_of) {
-            if p.is_none() {
+            // a reference met only to date a subject's activity is no record the
+            // specification reads
+            if p.is_none() && info.uses > 0 {
                 report.issue(Issue {
                     kind: IssueKind::UnresolvedSubject,
                     file: Some(info.first.0.clone()),
@@ -50,31 +55,7 @@ impl Store {
                 });
             }
         }
-        // medications by reference
-        for p in std::mem::take(&mut self.pending) {
-            let Some(codes) = self.medications.get(&p.medication) else {
-                report.issue(Issue {
-                    kind: IssueKind::UnresolvedMedication,
-                    file: Some(p.at.0),
-                    line: Some(p.at.1),
-                    resource: p.at.2,
-                    detail: format!("Medication/{} is not in the export", p.medication),
-                });
-                continue;
-            };
-            for (i, m) in self.matchers.iter().enumerate() {
-                if m.family == Family::Medication
-                    && codes.iter().any(|(s, c)| m.codes.matches(s.as_deref(), c))
-                {
-                    self.events.push(Event {
-                        subject: p.subject,
-                        slot: i as u16,
-                        time: p.time,
-                        value: EvValue::None,
-                    });
-                }
-            }
-        }
+        self.resolve_medications(&mut report);
         // events per patient, in (slot, time) order; the sort is stable, so events of
         // equal time stay in source order
         let mut events = std::mem::take(&mut self.events);
@@ -83,9 +64,19 @@ impl Store {
                 e.subject = p;
                 true
             }
-            None => false,
+            None => {
+                report.ignored(
+                    &self.matchers[e.slot as usize].name,
+                    IgnoreReason::Unresolved,
+                );
+                false
+            }
         });
         events.sort_by_key(|e| (e.subject, e.slot, e.time));
+        for (n, e) in events.iter_mut().enumerate() {
+            e.n = n as u32;
+        }
+        let fates = vec![Cell::new(Fate::Unread); events.len()];
         // each patient's image: its earliest dated Media, else its first undated one
         for (k, m) in self.media.iter().enumerate() {
             let Some(p) = patient_of[m.subject as usize] else {
@@ -147,6 +138,7 @@ impl Store {
             let ev_hi = ev_lo + events[ev_lo..].partition_point(|e| e.subject == p);
             let evs = Events {
                 all: &events[ev_lo..ev_hi],
+                fates: &fates,
             };
             ev_lo = ev_hi;
             let enc_hi = enc_lo + encounters[enc_lo..].partition_point(|e| e.0 == p);
@@ -165,6 +157,13 @@ impl Store {
                     &mut out,
                     &mut report,
                 );
+            }
+        }
+        // what matched and no row used, with the first reason a row had to set it aside;
+        // events of excluded rows were read by none and are counted in `excluded` instead
+        for (e, f) in events.iter().zip(&fates) {
+            if let Fate::Ignored(why) = f.get() {
+                report.ignored(&self.matchers[e.slot as usize].name, why);
             }
         }
         out.report = report;
@@ -228,16 +227,24 @@ impl Store {
         }
         if let Some((_, w)) = &inc.condition {
             let slot = self.slots.include.expect("inclusion matcher");
-            if selected(evs.of(slot), Some(*w), c.index).0.is_empty() {
+            let sel = self.select(evs, slot, Some(*w), c.index);
+            if sel.is_empty() {
                 return report.exclude("no qualifying condition");
             }
+            sel.iter().for_each(|e| evs.used(e));
         }
 
         // label first: a row whose label cannot be decided is excluded, not dropped as
         // incomplete
         let (label, time) = match self.label(spec, c, evs, death, last_activity) {
             Ok(l) => l,
-            Err(reason) => return report.exclude(reason),
+            Err(reason) => {
+                if reason == DEATH_UNDATED {
+                    // the label's record is there but lacks the date it needs
+                    report.ignored(&spec.label.name, IgnoreReason::Undated);
+                }
+                return report.exclude(reason);
+            }
         };
 
         let mut x = Vec::new();
@@ -252,6 +259,9 @@ impl Store {
                     }])
                 }),
                 Source::Patient(PatientField::Age) => age.map(Value::Integer),
+                Source::Patient(PatientField::AgeAt(d)) => {
+                    pat.birth.map(|b| Value::Integer(full_years(b, *d)))
+                }
                 Source::Patient(PatientField::Deceased) => {
                     Some(Value::Boolean(match (c.index, pat.deceased_at) {
                         (Some(i), Some(d)) => d <= i,
@@ -260,14 +270,14 @@ impl Store {
                 }
                 Source::Observation(o) => {
                     let slot = self.slots.features[k].expect("feature matcher");
-                    let (sel, _) = selected(evs.of(slot), o.window, c.index);
-                    self.aggregate(&sel, o.aggregate, f.transform.unit())
+                    let sel = self.select(evs, slot, o.window, c.index);
+                    self.aggregate(evs, &sel, o.aggregate, f.transform.unit())
                 }
                 Source::Condition { window, .. } | Source::Medication { window, .. } => {
                     let slot = self.slots.features[k].expect("feature matcher");
-                    Some(Value::Integer(
-                        selected(evs.of(slot), *window, c.index).0.len() as i64,
-                    ))
+                    let sel = self.select(evs, slot, *window, c.index);
+                    sel.iter().for_each(|e| evs.used(e));
+                    Some(Value::Integer(sel.len() as i64))
                 }
             };
             let cols = match value.map(|v| f.transform.apply(&v)) {

@@ -56,7 +56,12 @@ impl Store {
                 n
             }
         };
-        self.ref_info[n as usize].uses += 1;
+        let info = &mut self.ref_info[n as usize];
+        if info.uses == 0 {
+            // first met dating activity only: name the first record that needs it instead
+            info.first = (at.file.to_owned(), at.line, rid.clone());
+        }
+        info.uses += 1;
         Some(n)
     }
 

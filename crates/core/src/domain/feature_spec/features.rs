@@ -42,15 +42,36 @@
 //!
 //! Sources: `observation` (`system`, `code`, optional `method`, `window`, `aggregate`: one of
 //! `latest` (default), `first`, `mean`, `min`, `max`, `count`, `slope` (per hour)),
-//! `patient` (`gender`, `age` at the index in full years, `deceased`), `condition` and
-//! `medication` (`codes`, exact or prefix patterns such as `I10*`, optional `window`;
-//! medications are MedicationRequest and MedicationStatement). Windows are relative to the
-//! index (see [`super::cohort::Window`]) and default to everything up to the index.
+//! `patient` (`gender`, `age` at the index in full years, or at a fixed date with
+//! `{"patient": {"age": {"as_of": "2024-06-30"}}}`, which needs no index; `deceased`),
+//! `condition` and `medication` (`codes`, exact or prefix patterns such as `I10*`, optional
+//! `window`, optional `require_date`; medications are MedicationRequest and
+//! MedicationStatement). Windows are relative to the index (see [`super::cohort::Window`])
+//! and default to everything up to the index.
 //!
-//! Labels: `condition` and `medication` (after the index, optionally `within` a horizon),
-//! `death` (`within` N days of the index), `observation` (aggregated over `within`, `above`
-//! or `below` a threshold) and `survival` (time to `event`, censored at `follow_up` or at
-//! the end of the subject's records).
+//! Undated records (many exports carry a problem list without onset, abatement or recorded
+//! dates, and prescriptions without `authoredOn`): with an index, an undated Condition whose
+//! `clinicalStatus` is active, recurrence or relapse counts as known at the index, and so
+//! does an undated MedicationRequest whose `status` is active, on-hold, completed or stopped
+//! (a MedicationStatement: active, on-hold, completed or stopped), so it counts in a window
+//! that contains the index and in no other. `"require_date": true` on the source refuses
+//! that assumption: every undated record is then set aside. An undated Condition whose
+//! clinical status is inactive, remission or resolved, or that has none, and an undated
+//! medication of any other status, is not placed at the index. Whatever the dates, a
+//! Condition whose `verificationStatus` is refuted or entered-in-error, a MedicationRequest
+//! that is entered-in-error, cancelled or draft, a MedicationStatement that is
+//! entered-in-error or not-taken, and an Observation that is entered-in-error or cancelled
+//! never count. Every record matching a feature's codes that does not count is counted in
+//! the extraction report under the feature and the reason (`ehds-node check` shows them).
+//!
+//! Labels: `condition` and `medication` (after the index, optionally `within` a horizon;
+//! an undated record is never after the index), `death` (`within` N days of the index, which
+//! needs a date of death: a subject recorded as deceased without one is excluded and counted
+//! as "deceased without a date of death"), `{"patient": "deceased"}` (`deceasedBoolean` or
+//! `deceasedDateTime`, or an Encounter discharged as expired: ever, as of the extraction; no
+//! index needed), `observation` (aggregated over `within`, `above` or `below` a threshold)
+//! and `survival` (time to `event`, censored at `follow_up` or at the end of the subject's
+//! records).
 //!
 //! Multi-class labels (target: a class index, `task` `{"multiclass": {"classes": K}}`):
 //! `first_match` (`classes`: named binary label sources, each `{"name", "category"?,
@@ -86,8 +107,8 @@ use std::collections::BTreeSet;
 use serde::Deserialize;
 
 use super::cohort::{
-    self, code_set, parse_instant, window, CodeSet, Cohort, Instant, RawCode, RawCodesWindow,
-    RawCohort, RawWindow, Span, Window,
+    self, code_set, parse_instant, window, CodeSet, Cohort, Instant, RawCode, RawCohort, RawWindow,
+    Span, Window,
 };
 use crate::domain::study::StudyTask;
 use crate::domain::DataCategory;
@@ -223,6 +244,8 @@ pub enum PatientField {
     Gender,
     /// Full years from `Patient.birthDate` to the index.
     Age,
+    /// Full years from `Patient.birthDate` to a fixed date (`as_of`).
+    AgeAt(Instant),
     /// `Patient.deceased[x]` (at the index, when there is one).
     Deceased,
 }
@@ -233,14 +256,17 @@ pub enum Source {
     Observation(ObservationSource),
     Patient(PatientField),
     /// Conditions with one of the codes, within the window (`None`: at any time).
+    /// `require_date`: an undated one never counts, not even an active one at the index.
     Condition {
         codes: CodeSet,
         window: Option<Window>,
+        require_date: bool,
     },
     /// MedicationRequests and MedicationStatements with one of the codes.
     Medication {
         codes: CodeSet,
         window: Option<Window>,
+        require_date: bool,
     },
 }
 
@@ -249,7 +275,7 @@ impl Source {
         match self {
             Source::Observation(_) => "observation",
             Source::Patient(PatientField::Gender) => "patient.gender",
-            Source::Patient(PatientField::Age) => "patient.age",
+            Source::Patient(PatientField::Age | PatientField::AgeAt(_)) => "patient.age",
             Source::Patient(PatientField::Deceased) => "patient.deceased",
             Source::Condition { .. } => "condition",
             Source::Medication { .. } => "medication",
@@ -327,6 +353,9 @@ pub enum LabelSource {
     /// Death within `within` of the index (`Patient.deceasedDateTime`, or an Encounter whose
     /// discharge disposition is `exp`).
     Death { within: Span },
+    /// `Patient.deceased[x]` ever, as of the extraction: `deceasedBoolean` true or any
+    /// `deceasedDateTime`.
+    Deceased,
     /// An Observation aggregated over the `within` after the index, compared with a
     /// threshold (in `unit`).
     Observation {
@@ -372,6 +401,7 @@ impl LabelSource {
             LabelSource::Condition { .. }
                 | LabelSource::Medication { .. }
                 | LabelSource::Death { .. }
+                | LabelSource::Deceased
                 | LabelSource::Observation { .. }
         )
     }
@@ -400,6 +430,7 @@ impl LabelSource {
                 }
             }
             LabelSource::Death { .. }
+            | LabelSource::Deceased
             | LabelSource::Survival {
                 event: SurvivalEvent::Death,
                 ..
@@ -785,9 +816,9 @@ fn observation(
 
 fn codes_window(
     at: &str,
-    raw: &RawCodesWindow,
+    raw: &RawCodesSource,
     has_index: bool,
-) -> Result<(CodeSet, Option<Window>), SpecError> {
+) -> Result<(CodeSet, Option<Window>, bool), SpecError> {
     let codes = code_set(&raw.codes).map_err(|r| invalid(at, r))?;
     let window = match &raw.window {
         Some(w) => {
@@ -796,7 +827,11 @@ fn codes_window(
         }
         None => has_index.then_some(Window::UP_TO_INDEX),
     };
-    Ok((codes, window))
+    // without an index every record counts, dated or not: the option would do nothing
+    if raw.require_date {
+        needs_index(at, has_index, "`require_date`")?;
+    }
+    Ok((codes, window, raw.require_date))
 }
 
 fn feature(f: RawFeature, has_index: bool) -> Result<Feature, SpecError> {
@@ -813,12 +848,20 @@ fn feature(f: RawFeature, has_index: bool) -> Result<Feature, SpecError> {
             Source::Patient(p)
         }
         RawSource::Condition(c) => {
-            let (codes, window) = codes_window(&at, &c, has_index)?;
-            Source::Condition { codes, window }
+            let (codes, window, require_date) = codes_window(&at, &c, has_index)?;
+            Source::Condition {
+                codes,
+                window,
+                require_date,
+            }
         }
         RawSource::Medication(c) => {
-            let (codes, window) = codes_window(&at, &c, has_index)?;
-            Source::Medication { codes, window }
+            let (codes, window, require_date) = codes_window(&at, &c, has_index)?;
+            Source::Medication {
+                codes,
+                window,
+                require_date,
+            }
         }
     };
     let transform = super::transform::transform(&f.name, f.transform)?;
@@ -827,12 +870,14 @@ fn feature(f: RawFeature, has_index: bool) -> Result<Feature, SpecError> {
             Source::Patient(PatientField::Gender),
             Transform::Map { .. } | Transform::OneHot { .. },
         ) => true,
-        (Source::Patient(PatientField::Age), Transform::Number { unit }) => {
-            unit.as_deref().is_none_or(|u| u == "a")
-        }
-        (Source::Patient(PatientField::Age), Transform::Above { unit, .. }) => {
-            unit.as_deref().is_none_or(|u| u == "a")
-        }
+        (
+            Source::Patient(PatientField::Age | PatientField::AgeAt(_)),
+            Transform::Number { unit },
+        ) => unit.as_deref().is_none_or(|u| u == "a"),
+        (
+            Source::Patient(PatientField::Age | PatientField::AgeAt(_)),
+            Transform::Above { unit, .. },
+        ) => unit.as_deref().is_none_or(|u| u == "a"),
         (Source::Patient(PatientField::Deceased), Transform::Boolean) => true,
         (Source::Condition { .. } | Source::Medication { .. }, t) => {
             matches!(t, Transform::Presence | Transform::Count)
@@ -1008,7 +1053,8 @@ fn parts(
             if !source.is_binary() {
                 return Err(invalid(
                     &at,
-                    "a class or label reads a condition, medication, death or observation source",
+                    "a class or label reads a condition, medication, death, patient.deceased or \
+                     observation source",
                 ));
             }
             Ok(LabelPart {
@@ -1085,6 +1131,13 @@ fn label_source(
                 codes: code_set(&m.codes).map_err(|r| invalid(at, r))?,
                 within: within(at, m.within.as_deref())?,
             }
+        }
+        RawLabelSource::Patient(PatientField::Deceased) => LabelSource::Deceased,
+        RawLabelSource::Patient(_) => {
+            return Err(invalid(
+                at,
+                "a patient label reads `deceased`; gender and age are features",
+            ))
         }
         RawLabelSource::Death(d) => {
             needs_index(at, has_index, "a death label")?;
@@ -1317,20 +1370,59 @@ struct RawObservation {
 enum RawSource {
     Observation(RawObservation),
     Patient(PatientField),
-    Condition(RawCodesWindow),
-    Medication(RawCodesWindow),
+    Condition(RawCodesSource),
+    Medication(RawCodesSource),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCodesSource {
+    codes: Vec<RawCode>,
+    window: Option<RawWindow>,
+    #[serde(default)]
+    require_date: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAsOf {
+    as_of: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAgeAt {
+    age: RawAsOf,
 }
 
 impl<'de> Deserialize<'de> for PatientField {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        match s.as_str() {
-            "gender" => Ok(PatientField::Gender),
-            "age" => Ok(PatientField::Age),
-            "deceased" => Ok(PatientField::Deceased),
-            other => Err(serde::de::Error::custom(format!(
-                "patient field `{other}` is not gender, age or deceased"
-            ))),
+        use serde::de::Error;
+        match serde_json::Value::deserialize(d)? {
+            serde_json::Value::String(s) => match s.as_str() {
+                "gender" => Ok(PatientField::Gender),
+                "age" => Ok(PatientField::Age),
+                "deceased" => Ok(PatientField::Deceased),
+                other => Err(Error::custom(format!(
+                    "patient field `{other}` is not gender, age or deceased"
+                ))),
+            },
+            v @ serde_json::Value::Object(_) => {
+                let a = RawAgeAt::deserialize(v).map_err(|e| {
+                    Error::custom(format!(
+                        "a patient field is `gender`, `age`, `deceased` or \
+                         {{\"age\": {{\"as_of\": \"YYYY-MM-DD\"}}}}: {e}"
+                    ))
+                })?;
+                parse_instant(&a.age.as_of)
+                    .map(PatientField::AgeAt)
+                    .ok_or_else(|| {
+                        Error::custom(format!("`as_of`: `{}` is not a date", a.age.as_of))
+                    })
+            }
+            _ => Err(Error::custom(
+                "a patient field is `gender`, `age`, `deceased` or {\"age\": {\"as_of\": ..}}",
+            )),
         }
     }
 }
@@ -1367,6 +1459,7 @@ enum RawLabelSource {
     Condition(RawConditionLabel),
     Medication(RawCodesWithin),
     Death(RawWithin),
+    Patient(PatientField),
     Observation(RawObservationLabel),
     Survival(RawSurvival),
     FirstMatch(RawFirstMatch),

@@ -148,7 +148,12 @@ fn sources_transforms_and_missing_policies() {
             indicator: true
         }
     );
-    let Source::Condition { codes, window } = &s.features[0].source else {
+    let Source::Condition {
+        codes,
+        window,
+        require_date: false,
+    } = &s.features[0].source
+    else {
         panic!()
     };
     assert!(codes.matches(Some(ICD10), "I10.9") && codes.matches(Some(SNOMED), "38341003"));
