@@ -304,3 +304,201 @@ async fn the_registry_refuses_rewrites_of_history(app: TestApp) {
     assert!(result.unwrap_err().to_string().contains("append-only"));
 }
 both_backends!(the_registry_refuses_rewrites_of_history);
+
+/// The holder's side of `POST /v1/opt-outs/match`, written here from RFC 9497 and the answer's
+/// documented fields (not through the node agent's client): which of `subjects` the answer
+/// excludes, and the answer itself.
+async fn match_opt_outs(app: &TestApp, subjects: &[String], body: Value) -> (Vec<String>, Value) {
+    use base64::{engine::general_purpose::STANDARD as B64, Engine as _};
+    use ehds_core::{domain::optout::salted_match, oprf::Blinded};
+    let blinds: Vec<Blinded> = subjects
+        .iter()
+        .map(|s| Blinded::new(s.as_bytes()).unwrap())
+        .collect();
+    let mut body = body;
+    body["blinded"] = json!(blinds
+        .iter()
+        .map(|b| B64.encode(b.element))
+        .collect::<Vec<_>>());
+    let r = app
+        .post("/v1/opt-outs/match", &app.holder("hosp-1"), &body)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let salt = B64.decode(r.body["salt"].as_str().unwrap()).unwrap();
+    let sent: Vec<&str> = r.body["opted_out"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let evaluated = r.body["evaluated"].as_array().unwrap();
+    assert_eq!(evaluated.len(), subjects.len());
+    let mut out = Vec::new();
+    for ((subject, blind), z) in subjects.iter().zip(&blinds).zip(evaluated) {
+        let z = B64.decode(z.as_str().unwrap()).unwrap();
+        let value = blind.finalize(subject.as_bytes(), &z).unwrap();
+        if sent.contains(&salted_match(&salt, &value).as_str()) {
+            out.push(subject.clone());
+        }
+    }
+    (out, r.body)
+}
+
+async fn holders_match_opt_outs_without_sending_pseudonyms(app: TestApp) {
+    let s1 = register(&app, 1).await;
+    let s3 = register(&app, 3).await;
+    withdraw(&app, &s3).await;
+    let s4 = register(&app, 4).await;
+    let permit = app.permit().await;
+    let pid = permit["id"].as_str().unwrap().to_owned();
+    register(&app, 2).await; // after issue
+    withdraw(&app, &s4).await; // after issue: does not re-include
+    let all: Vec<String> = (1..=5).map(subject).collect();
+
+    // The same exclusions as the disclosing filter, for each policy and pinned version.
+    for extra in [
+        json!({}),
+        json!({"policy": "strict"}),
+        json!({"registry_version": s1["registry_version"].as_i64().unwrap() - 1}),
+    ] {
+        let mut body = json!({"permit_id": pid});
+        let mut filter_body = json!({"permit_id": pid, "subjects": all});
+        for (k, v) in extra.as_object().unwrap() {
+            body[k] = v.clone();
+            filter_body[k] = v.clone();
+        }
+        let (matched, answer) = match_opt_outs(&app, &all, body).await;
+        assert_eq!(
+            matched,
+            excluded(&filter(&app, filter_body).await),
+            "{extra}"
+        );
+        assert_eq!(answer["unmatchable"], 0);
+        // padded: the answer does not tell how many opted out
+        assert_eq!(answer["opted_out"].as_array().unwrap().len(), 64);
+    }
+    let (matched, first) = match_opt_outs(&app, &all, json!({"permit_id": pid})).await;
+    assert_eq!(matched, [subject(1), subject(4)]);
+    // Two answers share no entry: a fresh salt each time, so they cannot be linked.
+    let (_, second) = match_opt_outs(&app, &all, json!({"permit_id": pid})).await;
+    let entries = |v: &Value| -> Vec<String> {
+        v["opted_out"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e.as_str().unwrap().to_owned())
+            .collect()
+    };
+    let second_entries = entries(&second);
+    assert!(entries(&first).iter().all(|e| !second_entries.contains(e)));
+
+    // The audit entry counts what was evaluated and in scope, never whom.
+    let trail = app
+        .audit(&format!("action=optout.filter&permit_id={pid}"))
+        .await;
+    let last = &trail.last().unwrap()["detail"];
+    assert_eq!(last["evaluated"], 5);
+    assert_eq!(last["in_scope"], 2);
+    assert_eq!(last["sent"], 64);
+    assert_eq!(last["unmatchable"], 0);
+    assert!(!serde_json::to_string(&trail)
+        .unwrap()
+        .contains("psn-cohort"));
+
+    // Malformed elements are refused field by field, and the refusal is audited.
+    let r = app
+        .post(
+            "/v1/opt-outs/match",
+            &app.holder("hosp-1"),
+            &json!({"permit_id": pid, "blinded": ["not base64!", "AAAA", base64_zero_element()]}),
+        )
+        .await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    let errors = r.body["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 3, "{}", r.text);
+    assert!(errors.iter().all(|e| e["code"] == "invalid_element"));
+    assert_eq!(errors[2]["field"], "blinded[2]");
+    let refused = app.audit("action=optout.filter").await;
+    let refused = refused.last().unwrap();
+    assert_eq!(refused["outcome"], "denied", "{refused}");
+    assert_eq!(refused["http_status"], 422);
+
+    // Under the Art. 71(4) exception nobody matches.
+    let mut body = application();
+    body["applicant"]["public_body"] = json!(true);
+    body["purposes"] = json!(["public_occupational_health", "scientific_research"]);
+    body["research_flags"] = json!(["important_public_interest"]);
+    body["optout_exception"] = json!({"justification": "Pandemic surveillance needs complete coverage.",
+        "national_law_basis": "IfSG 13(2)", "no_alternative_means": true});
+    let (_, exempt) = app
+        .permit_with(
+            &body,
+            &json!({"decision": "approve", "grant_optout_exception": true}),
+        )
+        .await;
+    let (matched, answer) = match_opt_outs(&app, &all, json!({"permit_id": exempt["id"]})).await;
+    assert!(matched.is_empty());
+    assert_eq!(answer["exception_applied"], true);
+}
+both_backends!(holders_match_opt_outs_without_sending_pseudonyms);
+
+/// The identity element, which RFC 9497 refuses as input.
+fn base64_zero_element() -> String {
+    "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=".into()
+}
+
+/// Deletes every match value, as a registry written before they were kept holds none.
+async fn forget_match_values(app: &TestApp) {
+    if app.database_url.starts_with("postgres") {
+        let pool = sqlx::PgPool::connect(&app.database_url).await.unwrap();
+        sqlx::query("delete from optout_match")
+            .execute(&pool)
+            .await
+            .unwrap();
+        pool.close().await;
+    } else {
+        let pool = sqlx::SqlitePool::connect(&app.database_url).await.unwrap();
+        sqlx::query("delete from optout_match")
+            .execute(&pool)
+            .await
+            .unwrap();
+        pool.close().await;
+    }
+}
+
+async fn opt_outs_without_match_values_are_reported_until_imported_again(app: TestApp) {
+    let ndjson = format!(
+        "{}\n{}\n",
+        json!({"subject_pseudonym": subject(21), "id": "src-21"}),
+        json!({"subject_pseudonym": subject(22), "id": "src-22"}),
+    );
+    let import = || {
+        app.send(
+            app.client
+                .post(format!("{}/v1/opt-outs/import", app.base))
+                .bearer_auth(app.registrar())
+                .header("content-type", "application/x-ndjson")
+                .body(ndjson.clone()),
+        )
+    };
+    assert_eq!(import().await.status, 200);
+    let permit = app.permit().await;
+    let all: Vec<String> = (20..=23).map(subject).collect();
+    let body = json!({"permit_id": permit["id"]});
+    let (matched, answer) = match_opt_outs(&app, &all, body.clone()).await;
+    assert_eq!(matched, [subject(21), subject(22)]);
+    assert_eq!(answer["unmatchable"], 0);
+
+    forget_match_values(&app).await;
+    let (matched, answer) = match_opt_outs(&app, &all, body.clone()).await;
+    assert!(matched.is_empty());
+    assert_eq!(answer["unmatchable"], 2, "said, never silently missed");
+
+    // Importing the registry again from its source (nothing new to record) restores them.
+    let again = import().await;
+    assert_eq!(again.body["unchanged"], 2, "{}", again.text);
+    let (matched, answer) = match_opt_outs(&app, &all, body).await;
+    assert_eq!(matched, [subject(21), subject(22)]);
+    assert_eq!(answer["unmatchable"], 0);
+}
+both_backends!(opt_outs_without_match_values_are_reported_until_imported_again);

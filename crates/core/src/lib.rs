@@ -13,6 +13,7 @@
 pub mod dev_issuer;
 pub mod domain;
 pub mod key_file;
+pub mod oprf;
 pub mod secure_aggregation;
 pub mod shutdown;
 pub mod telemetry;

@@ -123,6 +123,47 @@ pub struct FilterResponse {
     pub exclude: Vec<String>,
 }
 
+// The body of `POST /v1/opt-outs/match`: the opt-out check in which the holder sends no
+// pseudonym, only blinded elements (RFC 9497 OPRF, `crate::oprf`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct MatchRequest {
+    pub permit_id: PermitId,
+    /// The holder's subject pseudonyms, each blinded with a fresh random scalar
+    /// (ristretto255, 32 bytes, base64), padded with random elements.
+    pub blinded: Vec<String>,
+    /// The categories about to be processed. Empty means all of the permit's categories.
+    #[serde(default)]
+    pub categories: Vec<String>,
+    #[serde(default)]
+    pub policy: FilterPolicy,
+    /// Pin an earlier registry version (for reproducible rounds); defaults to the current one.
+    pub registry_version: Option<i64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct MatchResponse {
+    pub permit_id: PermitId,
+    pub registry_version: i64,
+    /// The time whose opt-outs bind this processing (permit issue or the amendment adding the data).
+    pub reference_time: DateTime<Utc>,
+    pub policy: FilterPolicy,
+    /// True when the permit records the Art. 71(4) exception: nobody is excluded.
+    pub exception_applied: bool,
+    /// Each blinded element times the registry's key, in request order (base64).
+    pub evaluated: Vec<String>,
+    /// This answer's fresh random salt (base64).
+    pub salt: String,
+    /// SHA-256(salt ‖ match value) of every opted-out subject in the permit's scope, with random
+    /// entries added up to a power of two, sorted (hex).
+    pub opted_out: Vec<String>,
+    /// In-scope opt-outs registered before the registry kept match values: only
+    /// `POST /v1/opt-outs/filter` can match them, until the registry is re-imported.
+    pub unmatchable: usize,
+}
+
 /// One task, as `GET /v1/node/tasks` hands it out.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

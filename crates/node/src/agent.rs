@@ -34,7 +34,8 @@ use super::policy::{Admission, Guard, Refusal};
 pub use super::source::DataSource;
 use super::{FeatureSpec, SiteRows};
 use crate::client::{
-    ClientCredentials, ClientError, ClientLogin, DevTokens, GatewayClient, RetryPolicy, StaticToken,
+    ClientCredentials, ClientError, ClientLogin, DevTokens, GatewayClient, OptOutQuery,
+    RetryPolicy, StaticToken,
 };
 use ehds_core::{
     dev_issuer::DevIssuer,
@@ -255,25 +256,43 @@ impl Agent {
     }
 
     /// Asks the gateway which of the node's subjects the permit excludes (Art. 71), at the
-    /// round's pinned registry version.
+    /// round's pinned registry version, without telling it whom the node holds (the match
+    /// protocol, docs/threat-model.md). Only when the registry still holds opt-outs without
+    /// match values (registered before they were kept) does the node fall back to the filter
+    /// that discloses the cohort: honouring every opt-out comes first.
     async fn opted_out(
         gateway: &GatewayClient,
         task: &NodeTask,
         rows: &SiteRows,
     ) -> Result<BTreeSet<String>, ClientError> {
-        let subjects = rows.subjects().into_iter().map(str::to_owned).collect();
+        let subjects = rows.subjects();
+        let query = OptOutQuery {
+            permit_id: task.permit_id,
+            categories: task
+                .study
+                .categories
+                .iter()
+                .map(|c| c.as_str().to_owned())
+                .collect(),
+            policy: task.study.optout_policy,
+            registry_version: Some(task.registry_version),
+        };
+        let matched = gateway.match_opt_outs(&query, &subjects).await?;
+        if matched.unmatchable == 0 {
+            return Ok(matched.excluded);
+        }
+        tracing::warn!(
+            unmatchable = matched.unmatchable,
+            "the opt-out registry holds opt-outs without match values; checking the cohort \
+             with the disclosing filter until the registry is imported again from its source"
+        );
         let answer = gateway
             .filter_opt_outs(&FilterRequest {
-                permit_id: task.permit_id,
-                subjects,
-                categories: task
-                    .study
-                    .categories
-                    .iter()
-                    .map(|c| c.as_str().to_owned())
-                    .collect(),
-                policy: task.study.optout_policy,
-                registry_version: Some(task.registry_version),
+                permit_id: query.permit_id,
+                subjects: subjects.into_iter().map(str::to_owned).collect(),
+                categories: query.categories,
+                policy: query.policy,
+                registry_version: query.registry_version,
             })
             .await?;
         Ok(answer.exclude.into_iter().collect())

@@ -174,6 +174,25 @@ pub struct OptOutsFiltered {
     pub excluded: usize,
 }
 
+/// `optout.filter` by the match protocol (`POST /v1/opt-outs/match`): the registry state
+/// applied and how many elements were evaluated and sent. The gateway never learns which of
+/// the holder's subjects were left out, nor how many.
+#[derive(Debug, Serialize)]
+pub struct OptOutsMatched {
+    pub registry_version: i64,
+    pub reference_time: Timestamp,
+    pub policy: FilterPolicy,
+    pub exception_applied: bool,
+    /// Blinded elements the holder sent (its cohort padded, so an upper bound).
+    pub evaluated: usize,
+    /// Opted-out subjects in the permit's scope, before padding.
+    pub in_scope: usize,
+    /// Entries sent, with padding.
+    pub sent: usize,
+    /// In-scope opt-outs without a match key (registered before match keys were kept).
+    pub unmatchable: usize,
+}
+
 /// `audit.read`: the exact span an export returns.
 #[derive(Debug, Serialize)]
 pub struct AuditExported {

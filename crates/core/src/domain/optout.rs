@@ -4,11 +4,12 @@
 //! reference time t (issue, or the amendment that added the data). Opt-outs recorded later do not
 //! reach back (71(3)); withdrawals recorded later do not re-include; a permit that records the
 //! 71(4) exception excludes nobody. The registry stores a keyed HMAC of each pseudonym, never
-//! the pseudonym itself.
+//! the pseudonym itself, and its match value (an OPRF output, [`PseudonymKey::subject_match`])
+//! through which a holder filters its cohort without disclosing it (docs/threat-model.md).
 
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
-use sha2::Sha256;
+use sha2::{Digest, Sha256};
 
 use super::{time::Timestamp, MemberState, OptOutId, SubjectPseudonym};
 
@@ -26,6 +27,31 @@ impl PseudonymKey {
         mac.update(subject.as_str().as_bytes());
         hex::encode(mac.finalize().into_bytes())
     }
+
+    /// The registry's key of the opt-out match protocol ([`crate::oprf`]), derived from the
+    /// same secret so a deployment keeps one key file.
+    pub fn match_key(&self) -> crate::oprf::OprfKey {
+        crate::oprf::OprfKey::derive(&self.0, b"ehds-gateway opt-out match v1")
+    }
+
+    /// A subject's match value: the OPRF of its pseudonym under [`PseudonymKey::match_key`],
+    /// hex encoded. A holder can compute it for its own subjects only through the gateway,
+    /// blinded.
+    pub fn subject_match(&self, subject: &SubjectPseudonym) -> String {
+        hex::encode(
+            self.match_key()
+                .evaluate_direct(subject.as_str().as_bytes()),
+        )
+    }
+}
+
+/// One entry of a match answer: SHA-256 over the answer's fresh salt and a match value, hex
+/// encoded, so entries of two answers cannot be linked to each other.
+pub fn salted_match(salt: &[u8], match_value: &[u8]) -> String {
+    let mut h = Sha256::new();
+    h.update(salt);
+    h.update(match_value);
+    hex::encode(h.finalize())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -110,6 +110,11 @@ pub async fn import(
     };
     for item in items {
         let subject_key = key.subject_key(&item.subject);
+        // An import of a record already held still adds its match value: importing the
+        // registry again from its source is how subjects registered before match values
+        // were kept become matchable.
+        tx.put_optout_match(&subject_key, &key.subject_match(&item.subject))
+            .await?;
         let history = tx
             .optout_events_for(std::slice::from_ref(&subject_key), i64::MAX)
             .await?;
@@ -230,4 +235,56 @@ pub async fn exclusions(
         exception_applied,
         exclude,
     })
+}
+
+/// What `POST /v1/opt-outs/match` answers from: the match values of every subject the
+/// processing of `categories` under `permit` at `holder` must leave out, reading the registry
+/// at `version`, without knowing which subjects the holder has.
+pub struct ScopedExclusions {
+    pub reference_time: Timestamp,
+    pub exception_applied: bool,
+    /// Hex-encoded match values, one per excluded subject.
+    pub match_values: Vec<String>,
+    /// Excluded subjects without a match value (registered before they were kept).
+    pub unmatchable: usize,
+}
+
+/// The registry's excluded subjects in a permit's scope (see [`ScopedExclusions`]).
+#[tracing::instrument(name = "Scoping opt-outs", skip_all,
+    fields(permit = %permit.id(), version = version))]
+pub async fn scoped_exclusions(
+    tx: &mut dyn Tx,
+    permit: &Permit,
+    holder: &OrgId,
+    categories: &[DataCategory],
+    version: i64,
+    policy: FilterPolicy,
+    now: Timestamp,
+) -> crate::store::Result<ScopedExclusions> {
+    let reference_time = permit.optout_reference_time(holder, categories);
+    let exception_applied = permit.terms().optout_exception.is_some();
+    let mut out = ScopedExclusions {
+        reference_time,
+        exception_applied,
+        match_values: Vec::new(),
+        unmatchable: 0,
+    };
+    if exception_applied {
+        return Ok(out);
+    }
+    let mut by_key: BTreeMap<String, (Vec<OptOutEvent>, Option<String>)> = BTreeMap::new();
+    for (event, match_value) in tx.optout_scope(version).await? {
+        let entry = by_key.entry(event.subject_key.clone()).or_default();
+        entry.0.push(event);
+        entry.1 = entry.1.take().or(match_value);
+    }
+    for (events, match_value) in by_key.into_values() {
+        if is_excluded(&events, reference_time, now, policy) {
+            match match_value {
+                Some(m) => out.match_values.push(m),
+                None => out.unmatchable += 1,
+            }
+        }
+    }
+    Ok(out)
 }

@@ -24,6 +24,7 @@ use ehds_core::domain;
         permits::list, permits::read, permits::versions, permits::suspend, permits::reinstate, permits::revoke,
         permits::amend, permits::extend, permits::check_permit,
         optouts::register, optouts::read, optouts::withdraw, optouts::import, optouts::filter,
+        optouts::match_opt_outs,
         audit::events, audit::verify, audit::records_of_processing,
         audit::log_checkpoint, audit::log_key, audit::log_inclusion, audit::log_consistency,
         studies::create, studies::list, studies::read, studies::rounds, studies::cancel, studies::model,

@@ -27,15 +27,18 @@ use crate::{
     fhir::consent,
     store::Tx,
 };
+use base64::{engine::general_purpose::STANDARD as BASE64, Engine as _};
 use ehds_core::{
     domain::{
         audit::AuditSubject,
-        audit_details::{OptOutRegistered, OptOutWithdrawn, OptOutsFiltered, OptOutsImported},
-        optout::{NewOptOutEvent, OptOutEvent, OptOutEventKind},
-        time, DataCategory, Errors, FieldError, MemberState, OptOutId, PermitState,
-        SubjectPseudonym,
+        audit_details::{
+            OptOutRegistered, OptOutWithdrawn, OptOutsFiltered, OptOutsImported, OptOutsMatched,
+        },
+        optout::{salted_match, NewOptOutEvent, OptOutEvent, OptOutEventKind},
+        time, DataCategory, Errors, FieldError, MemberState, OptOutId, OrgId, PermitId,
+        PermitState, SubjectPseudonym,
     },
-    wire::{FilterRequest, FilterResponse},
+    wire::{FilterRequest, FilterResponse, MatchRequest, MatchResponse},
 };
 
 /// Bulk imports and filters carry whole cohorts.
@@ -53,6 +56,10 @@ pub fn router(_default_limit: usize) -> Router<AppState> {
         .route(
             "/opt-outs/filter",
             post(filter).layer(DefaultBodyLimit::max(BULK_BODY_LIMIT)),
+        )
+        .route(
+            "/opt-outs/match",
+            post(match_opt_outs).layer(DefaultBodyLimit::max(BULK_BODY_LIMIT)),
         )
 }
 
@@ -143,10 +150,11 @@ pub async fn register(
     if !e.0.is_empty() {
         return Err(ApiError::invalid(e.0).action(action));
     }
+    let subject = subject.expect("checked");
     let record_id = OptOutId::new();
     let event = NewOptOutEvent {
         record_id,
-        subject_key: state.pseudonym_key.subject_key(&subject.expect("checked")),
+        subject_key: state.pseudonym_key.subject_key(&subject),
         kind: OptOutEventKind::Registered,
         member_state: member_state.expect("checked"),
         effective_at: req.effective_from.map(time::normalise).unwrap_or(now),
@@ -154,6 +162,11 @@ pub async fn register(
         channel: channel.expect("checked"),
     };
     let mut tx = state.store.begin().await?;
+    tx.put_optout_match(
+        &event.subject_key,
+        &state.pseudonym_key.subject_match(&subject),
+    )
+    .await?;
     let stored = tx.append_optout(event).await?;
     tx.append_audit(
         caller
@@ -352,21 +365,32 @@ pub async fn import(
     Ok(Json(report))
 }
 
-/// Which of a data holder's subjects must be excluded from processing under a permit.
-#[utoipa::path(post, path = "/v1/opt-outs/filter", tag = "opt-outs", request_body = FilterRequest,
-    security(("bearer" = [])),
-    responses((status = 200, body = FilterResponse), (status = 403, body = Problem), (status = 409, body = Problem)))]
-pub async fn filter(
-    State(state): State<AppState>,
-    caller: Caller,
-    ApiJson(req): ApiJson<FilterRequest>,
-) -> ApiResult<Json<FilterResponse>> {
+/// What both opt-out checks establish before reading the registry: the permit is active and
+/// the caller may check it, the categories and the pinned version are valid.
+struct CheckScope {
+    permit: ehds_core::domain::Permit,
+    holder: OrgId,
+    categories: Vec<DataCategory>,
+    version: i64,
+    now: time::Timestamp,
+}
+
+/// Loads and checks the scope of an opt-out check; `e` holds the request's other field errors,
+/// refused together with these.
+async fn check_scope(
+    state: &AppState,
+    caller: &Caller,
+    tx: &mut dyn Tx,
+    permit_id: PermitId,
+    categories: &[String],
+    registry_version: Option<i64>,
+    mut e: Errors,
+) -> ApiResult<CheckScope> {
     let action = Action::OptOutFilter;
-    let tag = |e: ApiError| e.action(action).on(AuditSubject::Permit(req.permit_id));
-    let mut tx = state.store.begin().await?;
-    let permit = load_permit(&mut *tx, req.permit_id, action).await?;
+    let tag = |e: ApiError| e.action(action).on(AuditSubject::Permit(permit_id));
+    let permit = load_permit(&mut *tx, permit_id, action).await?;
     state
-        .authorize(&caller, action, &Resource::Permit(&permit))
+        .authorize(caller, action, &Resource::Permit(&permit))
         .map_err(tag)?;
     let now = time::now();
     let permit_state = permit.state(now);
@@ -381,22 +405,13 @@ pub async fn filter(
         )
         .with("current_state", json!(permit_state.name()))));
     }
-    let mut e = Errors::default();
-    let subjects: BTreeSet<String> = req
-        .subjects
-        .iter()
-        .enumerate()
-        .filter_map(|(i, s)| e.take(format!("subjects[{i}]"), SubjectPseudonym::parse(s)))
-        .map(|s| s.as_str().to_owned())
-        .collect();
-    let categories: Vec<DataCategory> = req
-        .categories
+    let categories: Vec<DataCategory> = categories
         .iter()
         .enumerate()
         .filter_map(|(i, s)| e.take(format!("categories[{i}]"), DataCategory::parse(s)))
         .collect();
     let current = tx.optout_registry_version().await?;
-    let version = req.registry_version.unwrap_or(current);
+    let version = registry_version.unwrap_or(current);
     if !(0..=current).contains(&version) {
         e.push(
             "registry_version",
@@ -412,6 +427,46 @@ pub async fn filter(
         .organisation
         .clone()
         .ok_or_else(|| tag(ApiError::forbidden(action)))?;
+    Ok(CheckScope {
+        permit,
+        holder,
+        categories,
+        version,
+        now,
+    })
+}
+
+/// Which of a data holder's subjects must be excluded from processing under a permit. The
+/// holder discloses its cohort to the gateway here; `POST /v1/opt-outs/match` answers the same
+/// question without that, and is what the node agent uses.
+#[utoipa::path(post, path = "/v1/opt-outs/filter", tag = "opt-outs", request_body = FilterRequest,
+    security(("bearer" = [])),
+    responses((status = 200, body = FilterResponse), (status = 403, body = Problem), (status = 409, body = Problem)))]
+pub async fn filter(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(req): ApiJson<FilterRequest>,
+) -> ApiResult<Json<FilterResponse>> {
+    let action = Action::OptOutFilter;
+    let mut e = Errors::default();
+    let subjects: BTreeSet<String> = req
+        .subjects
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| e.take(format!("subjects[{i}]"), SubjectPseudonym::parse(s)))
+        .map(|s| s.as_str().to_owned())
+        .collect();
+    let mut tx = state.store.begin().await?;
+    let scope = check_scope(
+        &state,
+        &caller,
+        &mut *tx,
+        req.permit_id,
+        &req.categories,
+        req.registry_version,
+        e,
+    )
+    .await?;
     let optouts::Exclusions {
         reference_time,
         exception_applied,
@@ -419,13 +474,13 @@ pub async fn filter(
     } = optouts::exclusions(
         &mut *tx,
         &state.pseudonym_key,
-        &permit,
-        &holder,
-        &categories,
+        &scope.permit,
+        &scope.holder,
+        &scope.categories,
         &subjects,
-        version,
+        scope.version,
         req.policy,
-        now,
+        scope.now,
     )
     .await?;
     tx.append_audit(
@@ -433,7 +488,7 @@ pub async fn filter(
             .audit(action, AuditSubject::Permit(req.permit_id))
             .permit(req.permit_id)
             .details(&OptOutsFiltered {
-                registry_version: version,
+                registry_version: scope.version,
                 reference_time,
                 policy: req.policy,
                 exception_applied,
@@ -445,11 +500,132 @@ pub async fn filter(
     tx.commit().await?;
     Ok(Json(FilterResponse {
         permit_id: req.permit_id,
-        registry_version: version,
+        registry_version: scope.version,
         reference_time,
         policy: req.policy,
         exception_applied,
         checked: subjects.len(),
         exclude,
     }))
+}
+
+/// Blinded elements one match request may carry: the largest cohort a holder may check at
+/// once (a bulk body's worth of base64 elements).
+const MAX_BLINDED: usize = 1_000_000;
+/// The smallest answer: a registry with few opt-outs in scope does not say how few.
+const MIN_MATCH_ENTRIES: usize = 64;
+
+/// The opt-out check without disclosure (docs/threat-model.md, "Opt-out filtering"): the
+/// holder sends its pseudonyms blinded, the gateway multiplies them by the registry's key and
+/// returns them with the salted match values of every opted-out subject in the permit's scope;
+/// the holder unblinds, salts and intersects locally. The gateway learns how many elements were
+/// sent (the holder pads), never which subjects they are or how many were excluded.
+#[utoipa::path(post, path = "/v1/opt-outs/match", tag = "opt-outs", request_body = MatchRequest,
+    security(("bearer" = [])),
+    responses((status = 200, body = MatchResponse), (status = 403, body = Problem),
+        (status = 404, body = Problem), (status = 409, body = Problem), (status = 422, body = Problem)))]
+pub async fn match_opt_outs(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(req): ApiJson<MatchRequest>,
+) -> ApiResult<Json<MatchResponse>> {
+    let action = Action::OptOutFilter;
+    let mut e = Errors::default();
+    if req.blinded.len() > MAX_BLINDED {
+        e.push(
+            "blinded",
+            "too_many_elements",
+            format!("at most {MAX_BLINDED} elements a request"),
+        );
+    }
+    let key = state.pseudonym_key.match_key();
+    let evaluated: Vec<String> = req
+        .blinded
+        .iter()
+        .take(MAX_BLINDED)
+        .enumerate()
+        .filter_map(|(i, b)| {
+            let evaluated = BASE64
+                .decode(b)
+                .map_err(|_| ("invalid_element", "not base64".to_owned()))
+                .and_then(|bytes| {
+                    key.evaluate(&bytes)
+                        .map_err(|err| ("invalid_element", err.to_string()))
+                });
+            e.take(format!("blinded[{i}]"), evaluated)
+        })
+        .map(|z| BASE64.encode(z))
+        .collect();
+    let mut tx = state.store.begin().await?;
+    let scope = check_scope(
+        &state,
+        &caller,
+        &mut *tx,
+        req.permit_id,
+        &req.categories,
+        req.registry_version,
+        e,
+    )
+    .await?;
+    let found = optouts::scoped_exclusions(
+        &mut *tx,
+        &scope.permit,
+        &scope.holder,
+        &scope.categories,
+        scope.version,
+        req.policy,
+        scope.now,
+    )
+    .await?;
+    let salt = random_bytes::<32>()?;
+    let mut opted_out: Vec<String> = found
+        .match_values
+        .iter()
+        .map(|m| salted_match(&salt, &hex::decode(m).unwrap_or_default()))
+        .collect();
+    let in_scope = opted_out.len();
+    // Random entries up to a power of two hide the exact count; a holder's own values never
+    // equal one of them (they are SHA-256 outputs of fresh randomness).
+    let padded = in_scope.max(MIN_MATCH_ENTRIES).next_power_of_two();
+    while opted_out.len() < padded {
+        opted_out.push(hex::encode(random_bytes::<32>()?));
+    }
+    opted_out.sort_unstable();
+    tx.append_audit(
+        caller
+            .audit(action, AuditSubject::Permit(req.permit_id))
+            .permit(req.permit_id)
+            .details(&OptOutsMatched {
+                registry_version: scope.version,
+                reference_time: found.reference_time,
+                policy: req.policy,
+                exception_applied: found.exception_applied,
+                evaluated: evaluated.len(),
+                in_scope,
+                sent: opted_out.len(),
+                unmatchable: found.unmatchable,
+            }),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Json(MatchResponse {
+        permit_id: req.permit_id,
+        registry_version: scope.version,
+        reference_time: found.reference_time,
+        policy: req.policy,
+        exception_applied: found.exception_applied,
+        evaluated,
+        salt: BASE64.encode(salt),
+        opted_out,
+        unmatchable: found.unmatchable,
+    }))
+}
+
+fn random_bytes<const N: usize>() -> ApiResult<[u8; N]> {
+    use ring::rand::SecureRandom as _;
+    let mut out = [0u8; N];
+    ring::rand::SystemRandom::new()
+        .fill(&mut out)
+        .map_err(|_| ApiError::internal(anyhow::anyhow!("the system's random source failed")))?;
+    Ok(out)
 }

@@ -152,6 +152,11 @@ pub trait OptOutTx: Send {
         max_seq: i64,
     ) -> Result<Vec<OptOutEvent>>;
     async fn optout_registry_version(&mut self) -> Result<i64>;
+    /// Keeps a subject's match value (the first one written stays: it is a function of the
+    /// subject's pseudonym).
+    async fn put_optout_match(&mut self, subject_key: &str, match_value: &str) -> Result<()>;
+    /// Every registry row up to `max_seq`, in order, with its subject's match value if kept.
+    async fn optout_scope(&mut self, max_seq: i64) -> Result<Vec<(OptOutEvent, Option<String>)>>;
 }
 
 /// Studies, their checkpoints and the data holders' evaluations of their models.

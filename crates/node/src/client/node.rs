@@ -1,14 +1,46 @@
 //! The node protocol, as a data holder speaks it: long-poll for tasks, ask which subjects
 //! have opted out, download the global model, return the result.
 
+use std::collections::BTreeSet;
+
+use base64::{engine::general_purpose::STANDARD as BASE64, Engine as _};
 use fl_engine::FitIns;
+use rand::seq::SliceRandom as _;
 
 use super::{Call, ClientError, GatewayClient};
 use ehds_core::{
     domain::TaskId,
+    domain::{optout::salted_match, optout::FilterPolicy, PermitId},
+    oprf::Blinded,
     secure_aggregation::{NodeMessage, SecaggView},
-    wire::{decode_fit_ins, FilterRequest, FilterResponse, NodeTask, TaskResultBody},
+    wire::{
+        decode_fit_ins, FilterRequest, FilterResponse, MatchRequest, MatchResponse, NodeTask,
+        TaskResultBody,
+    },
 };
+
+/// The smallest number of elements a match request sends: a small cohort does not say how small.
+const MIN_MATCH_ELEMENTS: usize = 64;
+
+/// What a holder asks in an opt-out check, whichever protocol answers it.
+#[derive(Debug, Clone)]
+pub struct OptOutQuery {
+    pub permit_id: PermitId,
+    pub categories: Vec<String>,
+    pub policy: FilterPolicy,
+    pub registry_version: Option<i64>,
+}
+
+/// The answer of [`GatewayClient::match_opt_outs`].
+#[derive(Debug, Clone)]
+pub struct Matched {
+    /// The holder's subjects that opted out, as far as match values reach.
+    pub excluded: BTreeSet<String>,
+    /// In-scope opt-outs the registry holds no match value for: only the disclosing filter
+    /// (`filter_opt_outs`) can match them.
+    pub unmatchable: usize,
+    pub registry_version: i64,
+}
 
 /// How a result reached the gateway.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +74,74 @@ impl GatewayClient {
     ) -> Result<FilterResponse, ClientError> {
         self.send_json(Call::post("/v1/opt-outs/filter").json(request)?)
             .await
+    }
+
+    /// Which of `subjects` the permit excludes, asked without disclosing them: each pseudonym
+    /// goes out blinded (with random padding elements), and the intersection with the
+    /// registry's salted match values is taken here (docs/threat-model.md).
+    pub async fn match_opt_outs(
+        &self,
+        query: &OptOutQuery,
+        subjects: &[&str],
+    ) -> Result<Matched, ClientError> {
+        const WHAT: &str = "POST /v1/opt-outs/match";
+        let decode = |reason: String| ClientError::decode(WHAT, reason);
+        let padded = subjects.len().max(MIN_MATCH_ELEMENTS).next_power_of_two();
+        // (the subject, or None for a padding element, and its blinding)
+        let mut blinds: Vec<(Option<&str>, Blinded)> = Vec::with_capacity(padded);
+        for s in subjects {
+            let b = Blinded::new(s.as_bytes()).map_err(|e| decode(e.to_string()))?;
+            blinds.push((Some(*s), b));
+        }
+        while blinds.len() < padded {
+            let filler = uuid::Uuid::new_v4();
+            let b = Blinded::new(filler.as_bytes()).map_err(|e| decode(e.to_string()))?;
+            blinds.push((None, b));
+        }
+        // The padding must not sit at the end, where it could be told apart by position.
+        blinds.shuffle(&mut rand::thread_rng());
+        let request = MatchRequest {
+            permit_id: query.permit_id,
+            blinded: blinds
+                .iter()
+                .map(|(_, b)| BASE64.encode(b.element))
+                .collect(),
+            categories: query.categories.clone(),
+            policy: query.policy,
+            registry_version: query.registry_version,
+        };
+        let answer: MatchResponse = self
+            .send_json(Call::post("/v1/opt-outs/match").json(&request)?)
+            .await?;
+        if answer.evaluated.len() != blinds.len() {
+            return Err(decode(format!(
+                "{} evaluated elements for {} sent",
+                answer.evaluated.len(),
+                blinds.len()
+            )));
+        }
+        let salt = BASE64
+            .decode(&answer.salt)
+            .map_err(|e| decode(format!("salt: {e}")))?;
+        let opted_out: BTreeSet<&str> = answer.opted_out.iter().map(String::as_str).collect();
+        let mut excluded = BTreeSet::new();
+        for ((subject, blind), evaluated) in blinds.iter().zip(&answer.evaluated) {
+            let Some(subject) = subject else { continue };
+            let evaluated = BASE64
+                .decode(evaluated)
+                .map_err(|e| decode(format!("evaluated element: {e}")))?;
+            let value = blind
+                .finalize(subject.as_bytes(), &evaluated)
+                .map_err(|e| decode(e.to_string()))?;
+            if opted_out.contains(salted_match(&salt, &value).as_str()) {
+                excluded.insert((*subject).to_owned());
+            }
+        }
+        Ok(Matched {
+            excluded,
+            unmatchable: answer.unmatchable,
+            registry_version: answer.registry_version,
+        })
     }
 
     /// Returns a task's result. A result the gateway already holds counts as delivered.

@@ -70,6 +70,34 @@ impl OptOutTx for DbTx {
             .await?;
         Ok(v.unwrap_or(0))
     }
+
+    async fn put_optout_match(&mut self, subject_key: &str, match_value: &str) -> Result<()> {
+        self.order_writes().await?;
+        sqlx::query(
+            "insert into optout_match (subject_key, match_value) values ($1, $2) \
+             on conflict (subject_key) do nothing",
+        )
+        .bind(subject_key)
+        .bind(match_value)
+        .execute(&mut *self.tx)
+        .await?;
+        Ok(())
+    }
+
+    async fn optout_scope(&mut self, max_seq: i64) -> Result<Vec<(OptOutEvent, Option<String>)>> {
+        let found = sqlx::query(
+            "select e.*, m.match_value from optout_event e \
+             left join optout_match m on m.subject_key = e.subject_key \
+             where e.seq <= $1 order by e.seq",
+        )
+        .bind(max_seq)
+        .fetch_all(&mut *self.tx)
+        .await?;
+        found
+            .iter()
+            .map(|r| Ok((optout_row(r)?, r.try_get("match_value")?)))
+            .collect()
+    }
 }
 
 fn optout_row(r: &DbRow) -> Result<OptOutEvent> {
