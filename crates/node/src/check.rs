@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::features::{FeatureSpec, Impute, Task};
-use super::report::Report;
+use super::report::{IgnoreReason, Report};
 use super::SiteRows;
 
 #[derive(Debug, Clone, Serialize)]
@@ -63,6 +63,10 @@ pub struct Label {
     pub counts: BTreeMap<String, usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub median_follow_up_days: Option<f32>,
+    /// Records matching the label's (or its classes' or labels') codes.
+    pub matched: u64,
+    /// Of those, and of the label's patient facts, what did not count, per reason.
+    pub ignored: BTreeMap<IgnoreReason, u64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -76,6 +80,10 @@ pub struct Column {
     /// Values imputed (kept rows only).
     pub imputed: usize,
     pub mean: Option<f64>,
+    /// Records matching the codes of the feature this column reads.
+    pub matched: u64,
+    /// Of those, the ones that did not count, per reason.
+    pub ignored: BTreeMap<IgnoreReason, u64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -112,7 +120,16 @@ fn columns(
                 .map(|r| f64::from(value(r, i)))
                 .filter(|v| !v.is_nan())
                 .collect();
+            // a one-hot column `name=value` and an indicator `name#missing` read `name`
+            let feature = name.split(['=', '#']).next().unwrap_or(name);
             Column {
+                matched: rows.report.matched.get(feature).copied().unwrap_or(0),
+                ignored: rows
+                    .report
+                    .ignored
+                    .get(feature)
+                    .cloned()
+                    .unwrap_or_default(),
                 name: name.clone(),
                 coverage: if considered == 0 {
                     0.0
@@ -126,6 +143,37 @@ fn columns(
             }
         })
         .collect()
+}
+
+/// The names the label's records are counted under: its own, and `label/part` for each of
+/// its classes or labels.
+fn label_names<'r>(report: &'r Report, label: &'r str) -> impl Iterator<Item = &'r String> {
+    report
+        .matched
+        .keys()
+        .chain(report.ignored.keys())
+        .filter(move |n| {
+            n.as_str() == label
+                || n.strip_prefix(label)
+                    .is_some_and(|rest| rest.starts_with('/'))
+        })
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+}
+
+/// `undated 3, status 1`.
+fn reasons(ignored: &BTreeMap<IgnoreReason, u64>) -> String {
+    ignored
+        .iter()
+        .map(|(k, n)| {
+            let k = serde_json::to_value(k)
+                .ok()
+                .and_then(|v| v.as_str().map(|s| s.replace('_', " ")))
+                .unwrap_or_default();
+            format!("{k} {n}")
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 impl Check {
@@ -224,6 +272,16 @@ impl Check {
                 name: spec.label.name.clone(),
                 counts,
                 median_follow_up_days: median,
+                matched: label_names(&rows.report, &spec.label.name)
+                    .filter_map(|n| rows.report.matched.get(n))
+                    .sum(),
+                ignored: label_names(&rows.report, &spec.label.name)
+                    .filter_map(|n| rows.report.ignored.get(n))
+                    .flatten()
+                    .fold(BTreeMap::new(), |mut m, (k, n)| {
+                        *m.entry(*k).or_default() += n;
+                        m
+                    }),
             },
             columns: columns(&rows.columns, &rows.imputation, &rows, |r, i| r.features[i]),
             private_columns: columns(
@@ -326,6 +384,35 @@ impl Check {
                     .unwrap_or_else(|| "-".into()),
                 units
             );
+        }
+        // every feature, channel, label and cohort criterion that reads records: what matched
+        // and what of it did not count, so a column of zeros is never mistaken for clean
+        let names: std::collections::BTreeSet<&String> = self
+            .input
+            .matched
+            .keys()
+            .chain(self.input.ignored.keys())
+            .collect();
+        if !names.is_empty() {
+            let _ = writeln!(s);
+            let _ = writeln!(
+                s,
+                "{:<28} {:>8}  not counted, per reason",
+                "records of", "matched"
+            );
+            for name in names {
+                let matched = self.input.matched.get(name).copied().unwrap_or(0);
+                let ignored = self.input.ignored.get(name).cloned().unwrap_or_default();
+                let _ = writeln!(
+                    s,
+                    "{name:<28} {matched:>8}  {}",
+                    if ignored.is_empty() {
+                        "-".into()
+                    } else {
+                        reasons(&ignored)
+                    }
+                );
+            }
         }
         if let Some(ts) = &self.time_series {
             let _ = writeln!(s);

@@ -49,6 +49,8 @@ mod medication;
 mod observation;
 mod rows;
 mod subjects;
+#[cfg(test)]
+mod third_party_tests;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Family {
