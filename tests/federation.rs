@@ -729,7 +729,38 @@ async fn reproducible_run(backend: Backend, crash: bool) -> RunResult {
 
     let verify = gw.auditor.verify_audit().await.unwrap();
     assert_eq!(verify["valid"], true, "{verify}");
+    // Every opt-out check of the run went through the match protocol (no node sent its
+    // cohort), and no pseudonym a node holds is in the gateway's database or its log.
+    let checks = gw.audit(&[("action", "optout.filter")]).await;
+    assert!(checks.len() as u64 >= rounds * 4, "{checks:?}");
+    for c in &checks {
+        assert!(
+            c.detail["evaluated"].as_u64().unwrap() >= 64,
+            "{:?}",
+            c.detail
+        );
+        assert!(
+            c.detail.get("checked").is_none(),
+            "a node disclosed its cohort: {:?}",
+            c.detail
+        );
+        assert_eq!(c.detail["unmatchable"], 0, "{:?}", c.detail);
+    }
     gateway.kill().await;
+    let held = example_pseudonyms();
+    assert!(held.len() > 900, "{}", held.len());
+    let stored = database_text(&database_url, dir.path()).await;
+    assert!(
+        stored.len() > 10_000,
+        "the database read as text: {} bytes",
+        stored.len()
+    );
+    let logged = std::fs::read_to_string(&log).unwrap();
+    let leaked: Vec<&String> = held
+        .iter()
+        .filter(|p| stored.contains(p.as_str()) || logged.contains(p.as_str()))
+        .collect();
+    assert!(leaked.is_empty(), "the gateway kept pseudonyms: {leaked:?}");
     let offline = std::process::Command::new(gateway_bin())
         .args(["audit", "verify", "--database-url", &database_url])
         .env("EHDS_DATA_DIR", &data_dir)
@@ -742,6 +773,59 @@ async fn reproducible_run(backend: Backend, crash: bool) -> RunResult {
         String::from_utf8_lossy(&offline.stderr)
     );
     RunResult { digest, view }
+}
+
+/// The pseudonyms of every Patient in the example federation's Bundles: the subjects the four
+/// nodes hold.
+fn example_pseudonyms() -> Vec<String> {
+    let mut out = Vec::new();
+    for org in hospitals() {
+        let text = std::fs::read(example_federation_dir().join(format!("{org}.json"))).unwrap();
+        let bundle: Value = serde_json::from_slice(&text).unwrap();
+        for e in bundle["entry"].as_array().unwrap() {
+            if e["resource"]["resourceType"] == "Patient" {
+                out.push(e["resource"]["id"].as_str().unwrap().to_owned());
+            }
+        }
+    }
+    out
+}
+
+/// Everything a gateway's database holds, as text: the SQLite files byte for byte (with the
+/// write-ahead log a killed process leaves), or every PostgreSQL table's rows.
+async fn database_text(database_url: &str, dir: &Path) -> String {
+    if database_url.starts_with("sqlite") {
+        let mut text = String::new();
+        for name in ["gateway.db", "gateway.db-wal"] {
+            if let Ok(bytes) = std::fs::read(dir.join(name)) {
+                text.push_str(&String::from_utf8_lossy(&bytes));
+            }
+        }
+        return text;
+    }
+    use sqlx::Row;
+    let pool = sqlx::PgPool::connect(database_url).await.unwrap();
+    let tables: Vec<String> = sqlx::query(
+        "select table_name::text from information_schema.tables where table_schema = 'public'",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap()
+    .iter()
+    .map(|r| r.get(0))
+    .collect();
+    let mut text = tables.join("\n");
+    for t in tables {
+        let rows: Option<String> = sqlx::query_scalar(&format!(
+            "select string_agg(t::text, E'\\n') from \"{t}\" t"
+        ))
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+        text.push_str(&rows.unwrap_or_default());
+    }
+    pool.close().await;
+    text
 }
 
 /// A gateway killed mid-round resumes the study at the same round; the result is bit for bit
