@@ -2,14 +2,16 @@
 //! before the holder joins a study. Reads the local data exactly as the node agent would
 //! (same reader, same code map) and summarises it as a table or as JSON: the cohort and what
 //! was excluded, label balance, per-column coverage, missingness and imputation, units found
-//! and converted, time-series coverage, categories read, and the bad input met. It never
-//! contacts the gateway, and nothing it prints is sent anywhere.
+//! and converted, time-series coverage, categories read, the bad input met, the split the
+//! node would use, and the warnings of [`super::preflight`]. It never contacts the gateway,
+//! and nothing it prints is sent anywhere.
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde::Serialize;
 
 use super::features::{FeatureSpec, Impute, Task};
+use super::preflight::{Preflight, SplitCounts, Warning};
 use super::report::{IgnoreReason, Report};
 use super::SiteRows;
 
@@ -20,6 +22,9 @@ pub struct Check {
     pub unit: &'static str,
     pub categories: Vec<String>,
     pub cohort: Cohort,
+    /// The split the node would use: the records' tags, or its own under the study's (or
+    /// `check`'s default) fractions and seed.
+    pub split: SplitCounts,
     pub label: Label,
     pub columns: Vec<Column>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -29,6 +34,8 @@ pub struct Check {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub image: Option<Image>,
     pub input: Report,
+    /// What makes a study on these records useless or misleading (stable codes).
+    pub warnings: Vec<Warning>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -177,7 +184,13 @@ fn reasons(ignored: &BTreeMap<IgnoreReason, u64>) -> String {
 }
 
 impl Check {
+    /// The check under `check`'s defaults (see [`Preflight`]).
     pub fn new(spec: &FeatureSpec, rows: SiteRows) -> Self {
+        Self::with(spec, rows, &Preflight::default())
+    }
+
+    pub fn with(spec: &FeatureSpec, rows: SiteRows, preflight: &Preflight) -> Self {
+        let (split, mut warnings) = super::preflight::split(&rows, &preflight.plan);
         let count = |s| rows.rows.iter().filter(|r| r.split == s).count();
         let mut counts = BTreeMap::new();
         let mut median = None;
@@ -241,6 +254,26 @@ impl Check {
                 observed,
             }
         });
+        warnings.extend(super::preflight::label(
+            &spec.label.name,
+            rows.task,
+            &counts,
+            preflight.small_cell,
+        ));
+        warnings.extend(super::preflight::constant_columns(
+            &rows.columns,
+            &rows,
+            |r, i| r.features[i],
+        ));
+        warnings.extend(super::preflight::constant_columns(
+            &rows.private_columns,
+            &rows,
+            |r, i| r.private[i],
+        ));
+        warnings.extend(super::preflight::input(
+            &rows.report,
+            preflight.ignored_share,
+        ));
         let image = spec.image.as_ref().map(|i| Image {
             name: i.name.clone(),
             shape: [i.channels, i.height, i.width],
@@ -268,6 +301,7 @@ impl Check {
                 dropped_incomplete: rows.incomplete.len(),
                 excluded: rows.report.excluded.clone(),
             },
+            split,
             label: Label {
                 name: spec.label.name.clone(),
                 counts,
@@ -293,6 +327,7 @@ impl Check {
             time_series,
             image,
             input: rows.report,
+            warnings,
         }
     }
 
@@ -326,6 +361,28 @@ impl Check {
         for (reason, n) in &c.excluded {
             let _ = writeln!(s, "  excluded     {n:>6}  {reason}");
         }
+        let sp = &self.split;
+        let _ = match (sp.decided_by, &sp.refused) {
+            (_, Some(why)) => writeln!(s, "split          refused: {why}"),
+            (by, None) => writeln!(
+                s,
+                "split          train {}, validation {}, test {} rows ({})",
+                sp.train,
+                sp.validation,
+                sp.test,
+                match by {
+                    Some(super::DecidedBy::Tags) => format!(
+                        "the records' split tags; validation {} of the training rows, seed {}",
+                        sp.validation_fraction, sp.seed
+                    ),
+                    _ => format!(
+                        "the node's own split by patient: test {}, validation {} of the rest, \
+                         stratified by the label, seed {}",
+                        sp.test_fraction, sp.validation_fraction, sp.seed
+                    ),
+                }
+            ),
+        };
         let _ = writeln!(
             s,
             "label          {}: {}{}",
@@ -466,6 +523,15 @@ impl Check {
                         .unwrap_or_default(),
                     e.detail
                 );
+            }
+        }
+        let _ = writeln!(s);
+        if self.warnings.is_empty() {
+            let _ = writeln!(s, "warnings       none");
+        } else {
+            let _ = writeln!(s, "warnings");
+            for w in &self.warnings {
+                let _ = writeln!(s, "  {:<18} {}: {}", w.code.as_str(), w.subject, w.detail);
             }
         }
         s

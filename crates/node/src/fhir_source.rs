@@ -233,6 +233,27 @@ mod tests {
         let rows = read(&[patient("a", "male"), kg]).unwrap();
         assert_eq!(rows.report.count(IssueKind::Unit), 1);
         assert_eq!(rows.incomplete, ["a"]);
+        // a unit that is only display text is read by its spelling, and the report says how
+        let text = |unit: &str| {
+            sbp("Patient/a", "120", "final").replace(
+                r#""system": "http://unitsofmeasure.org", "code": "mm[Hg]""#,
+                &format!(r#""unit": "{unit}""#),
+            )
+        };
+        let rows = read(&[patient("a", "male"), text("mm Hg")]).unwrap();
+        assert_eq!(rows.rows[0].features[0], 120.0);
+        let t = &rows.report.units["sbp"].text_only["mm Hg"];
+        assert_eq!(
+            (t.values, t.read_as.as_deref(), t.refused),
+            (1, Some("mm[Hg]"), 0)
+        );
+        let rows = read(&[patient("a", "male"), text("millimetres")]).unwrap();
+        assert_eq!(rows.report.units["sbp"].text_only["millimetres"].refused, 1);
+        // a UCUM code beside it is no display text
+        let coded = sbp("Patient/a", "120", "final")
+            .replace(r#""code": "mm[Hg]""#, r#""code": "mm[Hg]", "unit": "mmHg""#);
+        let rows = read(&[patient("a", "male"), coded]).unwrap();
+        assert!(rows.report.units["sbp"].text_only.is_empty());
         let bad_tag = patient("a", "male").replace("\"train\"", "\"holdout\"");
         assert!(matches!(
             read(&[bad_tag]),

@@ -30,6 +30,7 @@ pub mod impute;
 pub mod local_model;
 pub mod node_log;
 pub mod policy;
+pub mod preflight;
 pub mod private;
 pub mod reader;
 pub mod report;

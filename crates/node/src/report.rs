@@ -101,6 +101,32 @@ pub struct UnitStats {
     pub converted: u64,
     /// Values refused because their unit does not convert.
     pub refused: u64,
+    /// Units found only as display text (`valueQuantity.unit` without a UCUM `code`), per
+    /// text: how the node read them. A misspelt or ambiguous text is the holder's to fix.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub text_only: BTreeMap<String, TextUnit>,
+}
+
+/// What became of one display-text unit.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct TextUnit {
+    /// Values that carried it.
+    pub values: u64,
+    /// The UCUM unit the text was read as (after the code map's and the node's aliases);
+    /// `None` when the feature names no unit and values are read as they are.
+    pub read_as: Option<String>,
+    /// Values refused because the text is no unit that converts into the feature's.
+    pub refused: u64,
+}
+
+impl UnitStats {
+    /// One value whose unit was only the display text `text`, read as `read_as`.
+    pub fn text_only(&mut self, text: &str, read_as: Option<&str>, refused: bool) {
+        let t = self.text_only.entry(text.to_owned()).or_default();
+        t.values += 1;
+        t.read_as = read_as.map(str::to_owned);
+        t.refused += u64::from(refused);
+    }
 }
 
 /// Everything counted while reading.
