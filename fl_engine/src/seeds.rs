@@ -23,7 +23,7 @@ pub fn split_seed(seed: u64, k: usize) -> u64 {
 pub fn subject_seed(seed: u64, subject: &str) -> u64 {
     let bytes = subject.as_bytes();
     bytes.chunks(8).fold(
-        stream_seed(seed, bytes.len() as u64, 0x5B1E_C7),
+        stream_seed(seed, bytes.len() as u64, 0x005B_1EC7),
         |h, chunk| {
             let mut word = [0u8; 8];
             word[..chunk.len()].copy_from_slice(chunk);

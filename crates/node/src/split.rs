@@ -86,7 +86,7 @@ fn share(n: usize, fraction: f64) -> usize {
 /// The class a patient is stratified by.
 fn stratum(task: Task, labels: &[u32]) -> u32 {
     match task {
-        Task::Binary | Task::Survival => u32::from(labels.iter().any(|&l| l == 1)),
+        Task::Binary | Task::Survival => u32::from(labels.contains(&1)),
         Task::Multiclass { .. } => {
             let mut counts: BTreeMap<u32, usize> = BTreeMap::new();
             for &l in labels {
