@@ -493,3 +493,157 @@ fn a_series_counts_undated_and_out_of_horizon_observations() {
     assert_eq!(ignored(&rows, "hr", Undated), 1);
     assert_eq!(ignored(&rows, "hr", OutsideWindow), 1);
 }
+
+#[test]
+fn a_condition_label_after_the_index_never_reads_an_undated_one() {
+    let s = spec(
+        AT_2024,
+        &medication_feature("metformin", ""),
+        &format!(
+            r#"{{"condition": {{"codes": [{{"system": "{SCT}", "code": "38341003"}}],
+                 "within": "365d"}}}}"#
+        ),
+    );
+    let rows = extract_json(
+        &s,
+        &bundle(&[
+            patient("a", ""),
+            condition("a1", "a", &clinical("active")),
+            patient("b", ""),
+            condition(
+                "b1",
+                "b",
+                &format!(r#"{}, "onsetDateTime": "2024-03-01""#, clinical("active")),
+            ),
+            condition(
+                "b2",
+                "b",
+                &format!(r#"{}, "onsetDateTime": "2023-03-01""#, clinical("active")),
+            ),
+        ]),
+    )
+    .unwrap();
+    let labels: Vec<(&str, u32)> = rows
+        .rows
+        .iter()
+        .map(|r| (r.pseudonym.as_str(), r.label))
+        .collect();
+    assert_eq!(labels, [("a", 0), ("b", 1)]);
+    assert_eq!(ignored(&rows, "y", Undated), 1);
+    assert_eq!(ignored(&rows, "y", OutsideWindow), 1);
+    let check = Check::new(&s, rows);
+    assert_eq!((check.label.matched, check.label.ignored[&Undated]), (3, 1));
+}
+
+#[test]
+fn activity_before_any_matching_record_still_censors_survival() {
+    let s = spec(
+        AT_2024,
+        &condition_feature("htn", ""),
+        &format!(
+            r#"{{"survival": {{"event": {{"condition": {{"codes": [{{"system": "{SCT}",
+                 "code": "22298006"}}]}}}}, "follow_up": "365d"}}}}"#
+        ),
+    );
+    // an Observation no part of the specification reads, met before anything else of `a`
+    let visit = entry(
+        r#"{"resourceType": "Observation", "id": "v1", "status": "final",
+            "subject": {"reference": "Patient/a"}, "effectiveDateTime": "2024-03-01",
+            "code": {"coding": [{"system": "http://loinc.org", "code": "29463-7"}]},
+            "valueQuantity": {"value": 70, "unit": "kg"}}"#
+            .into(),
+    );
+    let stray = visit.replace("Patient/a", "Patient/nobody");
+    let rows = extract_json(
+        &s,
+        &bundle(&[
+            visit,
+            stray,
+            patient("a", ""),
+            condition(
+                "a1",
+                "a",
+                &format!(r#"{}, "onsetDateTime": "2023-01-01""#, clinical("active")),
+            ),
+        ]),
+    )
+    .unwrap();
+    let got: Vec<(&str, u32, Option<f32>)> = rows
+        .rows
+        .iter()
+        .map(|r| (r.pseudonym.as_str(), r.label, r.time))
+        .collect();
+    // censored at the last record, 60 days after the index
+    assert_eq!(got, [("a", 0, Some(60.0))]);
+    // a reference met only to date activity is no unresolved subject
+    assert_eq!(
+        rows.report
+            .count(crate::report::IssueKind::UnresolvedSubject),
+        0
+    );
+}
+
+#[test]
+fn binaries_without_an_id_resolve_by_full_url_and_a_second_copy_is_skipped() {
+    use base64::Engine as _;
+    let s = FeatureSpec::from_json(
+        r#"{"name": "t", "image": {"name": "img", "category": "ehr_data",
+              "media": {"modality": [{"system": "s", "code": "m"}]},
+              "channels": 1, "height": 1, "width": 1},
+            "label": {"name": "y", "category": "ehr_data", "source": {"patient": "deceased"}}}"#,
+    )
+    .unwrap();
+    let png = |v: u8| {
+        let png =
+            crate::image::tests::png(1, 1, png::ColorType::Grayscale, png::BitDepth::Eight, &[v]);
+        base64::engine::general_purpose::STANDARD.encode(png)
+    };
+    let media = |id: &str, subject: &str, url: &str, status: &str| {
+        entry(format!(
+            r#"{{"resourceType": "Media", "id": "{id}", "status": "{status}",
+                "subject": {{"reference": "Patient/{subject}"}},
+                "modality": {{"coding": [{{"system": "s", "code": "m"}}]}},
+                "content": {{"contentType": "image/png", "url": "{url}"}}}}"#
+        ))
+    };
+    let rows = extract_json(
+        &s,
+        &bundle(&[
+            patient("a", ""),
+            media("m1", "a", "urn:uuid:b-a", "completed"),
+            format!(
+                r#"{{"fullUrl": "urn:uuid:b-a", "resource": {{"resourceType": "Binary",
+                    "contentType": "image/png", "data": "{}"}}}}"#,
+                png(255)
+            ),
+            patient("b", ""),
+            media("m2", "b", "Binary/b-b", "completed"),
+            media("m3", "b", "Binary/b-b", "entered-in-error"),
+            entry(format!(
+                r#"{{"resourceType": "Binary", "id": "b-b", "contentType": "image/png",
+                    "data": "{}"}}"#,
+                png(0)
+            )),
+            entry(format!(
+                r#"{{"resourceType": "Binary", "id": "b-b", "contentType": "image/png",
+                    "data": "{}"}}"#,
+                png(255)
+            )),
+            entry(format!(
+                r#"{{"resourceType": "Binary", "contentType": "image/png", "data": "{}"}}"#,
+                png(255)
+            )),
+        ]),
+    )
+    .unwrap();
+    let got: Vec<(&str, f32)> = rows
+        .rows
+        .iter()
+        .map(|r| (r.pseudonym.as_str(), r.image.as_ref().unwrap()[0]))
+        .collect();
+    assert_eq!(got, [("a", 1.0), ("b", 0.0)]);
+    assert_eq!(rows.report.count(crate::report::IssueKind::DuplicateId), 1);
+    assert_eq!(rows.report.count(crate::report::IssueKind::MissingId), 1);
+    assert_eq!(rows.report.matched["img"], 3);
+    assert_eq!(ignored(&rows, "img", Status), 1);
+}
