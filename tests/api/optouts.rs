@@ -485,10 +485,8 @@ async fn opt_outs_without_match_values_are_reported_until_imported_again(app: Te
     let permit = app.permit().await;
     let all: Vec<String> = (20..=23).map(subject).collect();
     let body = json!({"permit_id": permit["id"]});
-    let (matched, answer) = match_opt_outs(&app, &all, body.clone()).await;
-    assert_eq!(matched, [subject(21), subject(22)]);
-    assert_eq!(answer["unmatchable"], 0);
 
+    // As a registry written before match values were kept.
     forget_match_values(&app).await;
     let (matched, answer) = match_opt_outs(&app, &all, body.clone()).await;
     assert!(matched.is_empty());

@@ -156,8 +156,8 @@ pub struct MatchResponse {
     pub evaluated: Vec<String>,
     /// This answer's fresh random salt (base64).
     pub salt: String,
-    /// SHA-256(salt ‖ match value) of every opted-out subject in the permit's scope, with random
-    /// entries added up to a power of two, sorted (hex).
+    /// SHA-256(salt ‖ match value), truncated to 128 bits, of every opted-out subject in the
+    /// permit's scope, with random entries added up to a power of two, sorted (hex).
     pub opted_out: Vec<String>,
     /// In-scope opt-outs registered before the registry kept match values: only
     /// `POST /v1/opt-outs/filter` can match them, until the registry is re-imported.

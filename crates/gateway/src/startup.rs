@@ -119,6 +119,7 @@ impl Application {
             settings: Arc::new(settings),
             dev: dev_issuer,
             pseudonym_key,
+            optout_scopes: Arc::new(crate::app::optouts::ScopeCache::default()),
             unauthenticated: Arc::new(http::guard::UnauthenticatedLimits::new(&settings_http)),
             log_signer,
             metrics_access,

@@ -1,6 +1,7 @@
 //! Opt-out registry services: planning and applying a bulk import.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -14,6 +15,7 @@ use ehds_core::domain::{
     time::{self, Timestamp},
     DataCategory, Errors, FieldError, MemberState, OptOutId, OrgId, Permit, SubjectPseudonym,
 };
+use ehds_core::oprf;
 
 /// Record ids of imported opt-outs derive from their source id, so re-importing is idempotent.
 const IMPORT_NAMESPACE: Uuid = Uuid::from_u128(0x6568_6473_2d6f_7074_2d6f_7574_2d69_6d70);
@@ -240,20 +242,64 @@ pub async fn exclusions(
 /// What `POST /v1/opt-outs/match` answers from: the match values of every subject the
 /// processing of `categories` under `permit` at `holder` must leave out, reading the registry
 /// at `version`, without knowing which subjects the holder has.
+#[derive(Debug, Clone)]
 pub struct ScopedExclusions {
     pub reference_time: Timestamp,
     pub exception_applied: bool,
-    /// Hex-encoded match values, one per excluded subject.
-    pub match_values: Vec<String>,
+    /// One per excluded subject.
+    pub match_values: Arc<Vec<[u8; oprf::OUTPUT_LEN]>>,
     /// Excluded subjects without a match value (registered before they were kept).
     pub unmatchable: usize,
 }
 
+/// The registry read at one version for one reference time: every holder of a round asks for
+/// the same set, so it is read once, not once per holder.
+type ScopeKey = (i64, Timestamp);
+
+/// The last few scoped sets under [`FilterPolicy::AtIssue`] (the `strict` policy also depends
+/// on the time of asking and is never cached). Rows up to a version never change; a match
+/// value written later (an import filling in an old subject's) clears the cache of the
+/// replica that wrote it, and can only make another replica's cached set report a subject as
+/// unmatchable that has since become matchable: the node then checks with the disclosing
+/// filter, which still excludes it. The cache never errs toward inclusion.
+#[derive(Default)]
+pub struct ScopeCache(Mutex<VecDeque<(ScopeKey, Arc<Vec<[u8; oprf::OUTPUT_LEN]>>, usize)>>);
+
+const SCOPE_CACHE_ENTRIES: usize = 8;
+
+impl ScopeCache {
+    /// Forgets every set: this process has just written match values.
+    pub fn clear(&self) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
+    fn get(&self, key: &ScopeKey) -> Option<(Arc<Vec<[u8; oprf::OUTPUT_LEN]>>, usize)> {
+        let entries = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        entries
+            .iter()
+            .find(|(k, _, _)| k == key)
+            .map(|(_, v, n)| (v.clone(), *n))
+    }
+
+    fn put(&self, key: ScopeKey, values: Arc<Vec<[u8; oprf::OUTPUT_LEN]>>, unmatchable: usize) {
+        let mut entries = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if entries.iter().any(|(k, _, _)| *k == key) {
+            return;
+        }
+        if entries.len() == SCOPE_CACHE_ENTRIES {
+            entries.pop_front();
+        }
+        entries.push_back((key, values, unmatchable));
+    }
+}
+
 /// The registry's excluded subjects in a permit's scope (see [`ScopedExclusions`]).
+#[allow(clippy::too_many_arguments)]
 #[tracing::instrument(name = "Scoping opt-outs", skip_all,
     fields(permit = %permit.id(), version = version))]
 pub async fn scoped_exclusions(
     tx: &mut dyn Tx,
+    cache: &ScopeCache,
     permit: &Permit,
     holder: &OrgId,
     categories: &[DataCategory],
@@ -266,11 +312,19 @@ pub async fn scoped_exclusions(
     let mut out = ScopedExclusions {
         reference_time,
         exception_applied,
-        match_values: Vec::new(),
+        match_values: Arc::default(),
         unmatchable: 0,
     };
     if exception_applied {
         return Ok(out);
+    }
+    let key = (version, reference_time);
+    if policy == FilterPolicy::AtIssue {
+        if let Some((values, unmatchable)) = cache.get(&key) {
+            out.match_values = values;
+            out.unmatchable = unmatchable;
+            return Ok(out);
+        }
     }
     let mut by_key: BTreeMap<String, (Vec<OptOutEvent>, Option<String>)> = BTreeMap::new();
     for (event, match_value) in tx.optout_scope(version).await? {
@@ -278,13 +332,23 @@ pub async fn scoped_exclusions(
         entry.0.push(event);
         entry.1 = entry.1.take().or(match_value);
     }
+    let mut values = Vec::new();
     for (events, match_value) in by_key.into_values() {
         if is_excluded(&events, reference_time, now, policy) {
-            match match_value {
-                Some(m) => out.match_values.push(m),
+            match match_value.as_deref().and_then(decode_match_value) {
+                Some(m) => values.push(m),
                 None => out.unmatchable += 1,
             }
         }
     }
+    out.match_values = Arc::new(values);
+    if policy == FilterPolicy::AtIssue {
+        cache.put(key, out.match_values.clone(), out.unmatchable);
+    }
     Ok(out)
+}
+
+/// A stored match value; one that does not decode counts as unmatchable, never as absent.
+fn decode_match_value(hex_text: &str) -> Option<[u8; oprf::OUTPUT_LEN]> {
+    hex::decode(hex_text).ok()?.try_into().ok()
 }

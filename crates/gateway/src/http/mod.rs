@@ -66,6 +66,8 @@ pub struct AppState {
     pub settings: Arc<Settings>,
     pub dev: Option<Arc<DevIssuer>>,
     pub pseudonym_key: PseudonymKey,
+    /// The opt-out sets of recent match requests (every holder of a round asks for the same).
+    pub optout_scopes: Arc<crate::app::optouts::ScopeCache>,
     pub federation: Arc<Federation>,
     pub unauthenticated: Arc<guard::UnauthenticatedLimits>,
     /// Signs the audit log's checkpoints (`GET /v1/audit/log/checkpoint`).

@@ -34,7 +34,7 @@ use ehds_core::{
         audit_details::{
             OptOutRegistered, OptOutWithdrawn, OptOutsFiltered, OptOutsImported, OptOutsMatched,
         },
-        optout::{salted_match, NewOptOutEvent, OptOutEvent, OptOutEventKind},
+        optout::{salted_match, NewOptOutEvent, OptOutEvent, OptOutEventKind, SALTED_MATCH_LEN},
         time, DataCategory, Errors, FieldError, MemberState, OptOutId, OrgId, PermitId,
         PermitState, SubjectPseudonym,
     },
@@ -179,6 +179,8 @@ pub async fn register(
     )
     .await?;
     tx.commit().await?;
+    // match values may have been added: answers read before must not outlive them
+    state.optout_scopes.clear();
     Ok((
         StatusCode::CREATED,
         [(header::LOCATION, format!("/v1/opt-outs/{record_id}"))],
@@ -362,6 +364,8 @@ pub async fn import(
     )
     .await?;
     tx.commit().await?;
+    // match values may have been added: answers read before must not outlive them
+    state.optout_scopes.clear();
     Ok(Json(report))
 }
 
@@ -569,6 +573,7 @@ pub async fn match_opt_outs(
     .await?;
     let found = optouts::scoped_exclusions(
         &mut *tx,
+        &state.optout_scopes,
         &scope.permit,
         &scope.holder,
         &scope.categories,
@@ -581,14 +586,14 @@ pub async fn match_opt_outs(
     let mut opted_out: Vec<String> = found
         .match_values
         .iter()
-        .map(|m| salted_match(&salt, &hex::decode(m).unwrap_or_default()))
+        .map(|m| salted_match(&salt, m))
         .collect();
     let in_scope = opted_out.len();
     // Random entries up to a power of two hide the exact count; a holder's own values never
     // equal one of them (they are SHA-256 outputs of fresh randomness).
     let padded = in_scope.max(MIN_MATCH_ENTRIES).next_power_of_two();
     while opted_out.len() < padded {
-        opted_out.push(hex::encode(random_bytes::<32>()?));
+        opted_out.push(hex::encode(random_bytes::<{ SALTED_MATCH_LEN }>()?));
     }
     opted_out.sort_unstable();
     tx.append_audit(
