@@ -52,17 +52,19 @@
 //! Undated records (many exports carry a problem list without onset, abatement or recorded
 //! dates, and prescriptions without `authoredOn`): with an index, an undated Condition whose
 //! `clinicalStatus` is active, recurrence or relapse counts as known at the index, and so
-//! does an undated MedicationRequest whose `status` is active, on-hold, completed or stopped
-//! (a MedicationStatement: active, on-hold, completed or stopped), so it counts in a window
-//! that contains the index and in no other. `"require_date": true` on the source refuses
-//! that assumption: every undated record is then set aside. An undated Condition whose
-//! clinical status is inactive, remission or resolved, or that has none, and an undated
-//! medication of any other status, is not placed at the index. Whatever the dates, a
-//! Condition whose `verificationStatus` is refuted or entered-in-error, a MedicationRequest
-//! that is entered-in-error, cancelled or draft, a MedicationStatement that is
-//! entered-in-error or not-taken, and an Observation that is entered-in-error or cancelled
-//! never count. Every record matching a feature's codes that does not count is counted in
-//! the extraction report under the feature and the reason (`ehds-node check` shows them).
+//! does an undated MedicationRequest or MedicationStatement whose `status` is active,
+//! on-hold, completed or stopped; it then counts in a window that contains the index (and in
+//! the cohort's `include.condition`), in no other. `"require_date": true` on a feature's
+//! source refuses that assumption: every undated record of it is set aside. An undated
+//! Condition whose clinical status is inactive, remission or resolved (or a statement that is
+//! only intended) is set aside for its status; one without a status to go by, for its lack of
+//! a date. A dated Condition counts by its onset (else its recorded date) whatever its
+//! clinical status: a resolved one was there then. Whatever the dates, a Condition whose
+//! `verificationStatus` is refuted or entered-in-error, a MedicationRequest that is
+//! entered-in-error, cancelled or draft, a MedicationStatement that is entered-in-error or
+//! not-taken, and an Observation that is entered-in-error or cancelled never count. Every
+//! record matching a feature's, label's or channel's codes that does not count is counted in
+//! the extraction report under its name and the reason (`ehds-node check` shows them).
 //!
 //! Labels: `condition` and `medication` (after the index, optionally `within` a horizon;
 //! an undated record is never after the index), `death` (`within` N days of the index, which
