@@ -496,45 +496,10 @@ fn synthea_bundles_extract_as_recomputed_from_the_raw_resources() {
 
 const ICD10CM: &str = "http://hl7.org/fhir/sid/icd-10-cm";
 
-const CAREBUNDLE_SPEC: &str = r#"{
-  "name": "carebundle-hypertension",
-  "features": [
-    {"name": "sex", "category": "ehr_data", "source": {"patient": "gender"},
-     "transform": {"kind": "one_hot", "levels": ["male", "female"], "drop_first": false},
-     "missing": {"impute": "constant", "value": 0}},
-    {"name": "age", "category": "ehr_data", "source": {"patient": {"age": {"as_of": "2026-01-01"}}},
-     "transform": {"kind": "number", "unit": "a"}, "missing": {"impute": "median"}},
-    {"name": "bmi", "category": "ehr_data",
-     "source": {"observation": {"system": "http://loinc.org", "code": "39156-5"}},
-     "transform": {"kind": "number", "unit": "kg/m2"}, "missing": {"impute": "mean"}},
-    {"name": "hr", "category": "ehr_data",
-     "source": {"observation": {"system": "http://loinc.org", "code": "8867-4"}},
-     "transform": {"kind": "number", "unit": "/min"}, "missing": {"impute": "mean"}},
-    {"name": "temp_f", "category": "ehr_data",
-     "source": {"observation": {"system": "http://loinc.org", "code": "8310-5"}},
-     "transform": {"kind": "number", "unit": "[degF]"}, "missing": {"impute": "mean"}},
-    {"name": "hb_g_l", "category": "ehr_data",
-     "source": {"observation": {"system": "http://loinc.org", "code": "718-7"}},
-     "transform": {"kind": "number", "unit": "g/L"}, "missing": {"impute": "mean"}},
-    {"name": "hba1c", "category": "ehr_data",
-     "source": {"observation": {"system": "http://loinc.org", "code": "4548-4"}},
-     "transform": {"kind": "number", "unit": "%"}, "missing": {"impute": "mean", "indicator": true}},
-    {"name": "diabetes", "category": "ehr_data",
-     "source": {"condition": {"codes": [{"system": "http://hl7.org/fhir/sid/icd-10-cm", "code": "E11*"}]}},
-     "transform": {"kind": "presence"}},
-    {"name": "lipids", "category": "ehr_data",
-     "source": {"condition": {"codes": [{"system": "http://hl7.org/fhir/sid/icd-10-cm", "code": "E78*"}]}},
-     "transform": {"kind": "presence"}},
-    {"name": "obesity", "category": "ehr_data",
-     "source": {"condition": {"codes": [{"system": "http://hl7.org/fhir/sid/icd-10-cm", "code": "E66*"}]}},
-     "transform": {"kind": "presence"}},
-    {"name": "ckd", "category": "ehr_data",
-     "source": {"condition": {"codes": [{"system": "http://hl7.org/fhir/sid/icd-10-cm", "code": "N18*"}]}},
-     "transform": {"kind": "presence"}}
-  ],
-  "label": {"name": "hypertension", "category": "ehr_data",
-            "source": {"condition": {"codes": [{"system": "http://hl7.org/fhir/sid/icd-10-cm", "code": "I10*"}]}}}
-}"#;
+/// One row per Patient, no index: the generator writes one visit per patient.
+fn carebundle_spec() -> String {
+    std::fs::read_to_string(data("carebundle").join("hypertension.features.json")).unwrap()
+}
 
 fn carebundle_expected(raw: &Raw) -> Expected {
     let as_of = NaiveDate::from_ymd_opt(2026, 1, 1).unwrap();
@@ -606,7 +571,7 @@ fn carebundle_exports_extract_as_recomputed_from_the_raw_resources() {
             .all(|r| !r.to_string().contains("urn:ehds-gateway")));
         let want = carebundle_expected(&raw);
         assert_eq!(want.rows, 40);
-        let got = check("carebundle", site, CAREBUNDLE_SPEC);
+        let got = check("carebundle", site, &carebundle_spec());
         compare("carebundle", site, &got, &want);
         // every prescription is read (the generator writes RxNorm codes inline)
         let prescribed: usize = of_type(&raw, "Patient")
