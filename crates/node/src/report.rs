@@ -70,7 +70,7 @@ pub enum IgnoreReason {
     Unit,
     /// A value with a comparator (`<`, `>=` ...) where an exact number is needed.
     Comparator,
-    /// A reference (medication, encounter, binary) that resolves to nothing.
+    /// A subject reference that names no Patient of the export, or no subject at all.
     Unresolved,
 }
 
