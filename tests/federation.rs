@@ -1192,6 +1192,97 @@ async fn mortality_study_on_bulk_data_exports() {
     assert!(!params.is_empty());
 }
 
+/// Records as a third-party generator writes them (carebundle's FHIR Bulk Data exports,
+/// tests/data/carebundle, see its SOURCE.md): hypertension on the problem list from age, sex,
+/// vitals, labs and other problems, a logistic model trained by FedAvg on three node processes,
+/// each reading its hospital's untagged export and splitting its patients itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hypertension_study_on_a_third_party_generator_s_exports() {
+    let corpus = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/carebundle");
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let gw = Gateway::new(&app.base, app.dev.clone());
+    let sites = ["h1", "h2", "h3"];
+    let mut application = federation_application(&sites, 10.0, "data_holder");
+    application["member_states"] = json!(["DE", "IT", "FR"]);
+    let permit = gw.permit(application).await.to_string();
+
+    let work = tempfile::tempdir().unwrap();
+    let mut nodes = Nodes::new();
+    for org in sites {
+        let data = vec!["--fhir".into(), corpus.join(org).into_os_string()];
+        nodes.spawn_reading(org, &app.base, &app.data_dir, work.path(), None, data);
+    }
+    let spec: Value = serde_json::from_str(
+        &std::fs::read_to_string(corpus.join("hypertension.features.json")).unwrap(),
+    )
+    .unwrap();
+    let rounds = 2;
+    let id = gw
+        .submit(&json!({
+                "title": "Hypertension from one visit's vitals, labs and problem list",
+                "permit_id": permit,
+                "purpose": "scientific_research",
+                "categories": ["ehr_data"],
+                "data_holders": sites,
+                "feature_spec": spec,
+                "model": {"architecture": "logistic"},
+                "strategy": {"name": "fedavg"},
+                "optimizer": {"name": "adamw", "lr": 0.05},
+                "local_steps": 20,
+                "batch_size": 8,
+                "rounds": rounds,
+                "min_sites": 3,
+                "round_deadline_seconds": 180,
+                "dp": {"level": "client", "clip_norm": 1.0, "noise_multiplier": 1.0},
+                "test_fraction": 0.3,
+                "validation_fraction": 0.4,
+                "seed": 5
+        }))
+        .await;
+    let view = gw.wait_until_done(id, 300, &nodes).await;
+    nodes.kill().await;
+    assert_eq!(view["status"], "completed", "{view}\n{}", nodes.logs());
+    let aggregated = aggregated_once_each(&view, rounds);
+    for r in &aggregated {
+        let per_site = r["sites"].as_array().unwrap();
+        assert_eq!(per_site.len(), 3, "{r}");
+        for s in per_site {
+            assert_eq!(s["contributed"], true, "{r}");
+        }
+    }
+    // each hospital's 40 patients, untagged, split by the node itself: every patient in one
+    // part, 30 % tested, 40 % of the rest validated, the others trained on (parts large enough
+    // for the holders' metrics to pass the small-cell rule)
+    let last = aggregated.last().unwrap();
+    let evaluated = last["evaluation"]["sites"].as_array().unwrap();
+    assert_eq!(evaluated.len(), 3, "{last}");
+    for s in evaluated {
+        let holder = s["data_holder"].as_str().unwrap();
+        let trained = last["sites"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["data_holder"] == holder)
+            .unwrap_or_else(|| panic!("{holder} not in {last}"))["samples"]
+            .as_u64()
+            .unwrap();
+        let n = |part: &str| {
+            s[part]["n"]
+                .as_u64()
+                .unwrap_or_else(|| panic!("{holder}: no {part} part in {s}\n{}", nodes.logs()))
+        };
+        let (validation, test) = (n("validation"), n("test"));
+        assert!((10..=14).contains(&test), "{s}");
+        assert!((10..=13).contains(&validation), "{s}");
+        assert_eq!(trained + validation + test, 40, "{holder}: {last}");
+        let auroc = s["test"]["auroc"].as_f64().unwrap_or_else(|| panic!("{s}"));
+        assert!((0.0..=1.0).contains(&auroc), "{s}");
+    }
+    let ModelFile { bytes, .. } = gw.model(id).await;
+    let (params, _) = fl_engine::load_safetensors(&bytes).expect("a valid parameter file");
+    assert!(!params.is_empty());
+}
+
 /// Starts the three ICU hospitals' node processes (each reading its Bulk Data export through
 /// its code map), submits a study of `spec` with `model`, `strategy` and `extra` fields on two
 /// rounds, and returns the finished study's rounds view.

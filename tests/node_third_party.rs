@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Datelike, NaiveDate};
 use ehds_node::check::Check;
-use ehds_node::fhir_source::{load_with, Options};
 use ehds_node::features::FeatureSpec;
+use ehds_node::fhir_source::{load_with, Options};
 use ehds_node::report::IssueKind;
 use serde_json::Value;
 
@@ -159,10 +159,8 @@ fn status_in(cc: &Value, codes: &[&str]) -> bool {
 fn observations(raw: &Raw, patient: &str, system: &str, code: &str) -> Vec<(i64, f64, String)> {
     let mut out = vec![];
     for o in of_type(raw, "Observation") {
-        if matches!(
-            o["status"].as_str(),
-            Some("entered-in-error" | "cancelled")
-        ) || subject(raw, o) != patient
+        if matches!(o["status"].as_str(), Some("entered-in-error" | "cancelled"))
+            || subject(raw, o) != patient
         {
             continue;
         }
@@ -225,7 +223,9 @@ fn has_condition(
         match (when, index) {
             (_, None) => true,
             (Some(t), Some(i)) => t <= i,
-            (None, Some(_)) => status_in(&c["clinicalStatus"], &["active", "recurrence", "relapse"]),
+            (None, Some(_)) => {
+                status_in(&c["clinicalStatus"], &["active", "recurrence", "relapse"])
+            }
         }
     })
 }
@@ -301,7 +301,12 @@ fn check(corpus: &str, site: &str, spec: &str) -> Value {
         IssueKind::Unit,
         IssueKind::DuplicateId,
     ] {
-        assert_eq!(r.count(kind), 0, "{corpus}/{site} {kind:?}: {:?}", r.examples);
+        assert_eq!(
+            r.count(kind),
+            0,
+            "{corpus}/{site} {kind:?}: {:?}",
+            r.examples
+        );
     }
     serde_json::to_value(Check::new(&spec, rows)).unwrap()
 }
@@ -422,7 +427,9 @@ fn synthea_expected(raw: &Raw) -> Expected {
     for p in of_type(raw, "Patient") {
         let died = death(raw, p);
         if died.is_some_and(|d| d <= index) {
-            *excluded.entry("died at or before the index".into()).or_default() += 1;
+            *excluded
+                .entry("died at or before the index".into())
+                .or_default() += 1;
             continue;
         }
         let age = full_years(date(p["birthDate"].as_str().unwrap()), index_day);
@@ -461,7 +468,13 @@ fn synthea_expected(raw: &Raw) -> Expected {
             ("prediabetes", cond(&["714628002"])),
             (
                 "ckd",
-                cond(&["431855005", "431856006", "433144002", "431857002", "433146000"]),
+                cond(&[
+                    "431855005",
+                    "431856006",
+                    "433144002",
+                    "431857002",
+                    "433146000",
+                ]),
             ),
             (
                 "prescriptions",
@@ -488,7 +501,10 @@ fn synthea_bundles_extract_as_recomputed_from_the_raw_resources() {
         total += want.rows;
     }
     // three hospitals of 25 generated patients, living and dead, children and adults
-    assert!((30..75).contains(&total), "{total} adults alive at the index");
+    assert!(
+        (30..75).contains(&total),
+        "{total} adults alive at the index"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -507,9 +523,8 @@ fn carebundle_expected(raw: &Raw) -> Expected {
     let column = |f: &dyn Fn(&Value) -> Option<f64>| -> Vec<Option<f64>> {
         patients.iter().map(|p| f(p)).collect()
     };
-    let cond = |code: &'static str| {
-        column(&|p| one(has_condition(raw, id(p), ICD10CM, &[code], None)))
-    };
+    let cond =
+        |code: &'static str| column(&|p| one(has_condition(raw, id(p), ICD10CM, &[code], None)));
     let obs = |code: &'static str, convert: &dyn Fn(f64, &str) -> f64| {
         column(&|p| latest(raw, id(p), code, None, convert))
     };
@@ -564,7 +579,9 @@ fn carebundle_exports_extract_as_recomputed_from_the_raw_resources() {
         // the corpus is what it says: a Bulk Data export with date-only onsets and display-text
         // units, no tags of ours
         assert!(raw.full_urls.is_empty());
-        assert!(of_type(&raw, "Condition").all(|c| c["onsetDateTime"].as_str().unwrap().len() == 10));
+        assert!(
+            of_type(&raw, "Condition").all(|c| c["onsetDateTime"].as_str().unwrap().len() == 10)
+        );
         assert!(raw
             .resources
             .iter()
@@ -606,10 +623,7 @@ fn synthea_deceased_label_counts_every_recorded_death() {
             serde_json::from_value(got["label"]["counts"].clone()).unwrap();
         assert_eq!(
             label,
-            counts([
-                ("0".into(), patients.len() - dead),
-                ("1".into(), dead)
-            ]),
+            counts([("0".into(), patients.len() - dead), ("1".into(), dead)]),
             "synthea-py/{site}"
         );
     }
