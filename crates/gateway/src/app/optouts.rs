@@ -1,4 +1,7 @@
-//! Opt-out registry services: planning and applying a bulk import.
+//! Opt-out registry services: registration, withdrawal and bulk import, each stored with its
+//! audit entry, and the two checks a data holder runs before processing: the filter that
+//! takes the cohort's pseudonyms, and the match that takes only blinded elements
+//! (docs/threat-model.md, "Opt-out filtering").
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -7,15 +10,27 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::store::Tx;
+use super::Requester;
+use crate::{
+    authz::Action,
+    store::{StoreError, Tx},
+};
+use base64::{engine::general_purpose::STANDARD as BASE64, Engine as _};
 use ehds_core::domain::{
+    audit::AuditSubject,
+    audit_details::{
+        OptOutRegistered, OptOutWithdrawn, OptOutsFiltered, OptOutsImported, OptOutsMatched,
+    },
     optout::{
-        is_excluded, FilterPolicy, NewOptOutEvent, OptOutEvent, OptOutEventKind, PseudonymKey,
+        is_excluded, salted_match, FilterPolicy, NewOptOutEvent, OptOutEvent, OptOutEventKind,
+        PseudonymKey, SALTED_MATCH_LEN,
     },
     time::{self, Timestamp},
-    DataCategory, Errors, FieldError, MemberState, OptOutId, OrgId, Permit, SubjectPseudonym,
+    DataCategory, Errors, FieldError, MemberState, OptOutId, OrgId, Permit, PermitId,
+    SubjectPseudonym,
 };
 use ehds_core::oprf;
+use ehds_core::wire::{FilterResponse, MatchResponse};
 
 /// Record ids of imported opt-outs derive from their source id, so re-importing is idempotent.
 const IMPORT_NAMESPACE: Uuid = Uuid::from_u128(0x6568_6473_2d6f_7074_2d6f_7574_2d69_6d70);
@@ -93,14 +108,112 @@ pub struct ImportReport {
     pub registry_version: i64,
 }
 
+/// An opt-out as its registration states it, parsed.
+pub struct Registration {
+    pub subject: SubjectPseudonym,
+    pub member_state: MemberState,
+    pub effective_at: Timestamp,
+    pub channel: String,
+}
+
+/// Registers an opt-out: the registry row, the subject's match value and the audit entry.
+#[tracing::instrument(name = "Registering an opt-out", skip_all)]
+pub async fn register(
+    tx: &mut dyn Tx,
+    by: &Requester<'_>,
+    key: &PseudonymKey,
+    registration: Registration,
+    now: Timestamp,
+) -> crate::store::Result<OptOutEvent> {
+    let record_id = OptOutId::new();
+    let subject_key = key.subject_key(&registration.subject);
+    tx.put_optout_match(&subject_key, &key.subject_match(&registration.subject))
+        .await?;
+    let stored = tx
+        .append_optout(NewOptOutEvent {
+            record_id,
+            subject_key,
+            kind: OptOutEventKind::Registered,
+            member_state: registration.member_state,
+            effective_at: registration.effective_at,
+            recorded_at: now,
+            channel: registration.channel,
+        })
+        .await?;
+    tx.append_audit(
+        by.audit(Action::OptOutRegister, AuditSubject::OptOut(record_id))
+            .details(&OptOutRegistered {
+                registry_version: stored.seq,
+                effective_at: stored.effective_at,
+                channel: &stored.channel,
+            }),
+    )
+    .await?;
+    Ok(stored)
+}
+
+/// Why a withdrawal was not recorded; nothing was stored.
+#[derive(Debug)]
+pub enum WithdrawError {
+    NotFound,
+    AlreadyWithdrawn,
+    Store(StoreError),
+}
+
+impl From<StoreError> for WithdrawError {
+    fn from(e: StoreError) -> Self {
+        Self::Store(e)
+    }
+}
+
+/// Withdraws opt-out `id` (its registration stays in the history); returns the whole history.
+#[tracing::instrument(name = "Withdrawing an opt-out", skip_all, fields(record = %id.0))]
+pub async fn withdraw(
+    tx: &mut dyn Tx,
+    by: &Requester<'_>,
+    id: OptOutId,
+    effective_at: Timestamp,
+    channel: String,
+    now: Timestamp,
+) -> Result<Vec<OptOutEvent>, WithdrawError> {
+    let mut events = tx.optout_record(id).await?;
+    let last = events.last().ok_or(WithdrawError::NotFound)?.clone();
+    if last.kind == OptOutEventKind::Withdrawn {
+        return Err(WithdrawError::AlreadyWithdrawn);
+    }
+    let stored = tx
+        .append_optout(NewOptOutEvent {
+            record_id: id,
+            subject_key: last.subject_key,
+            kind: OptOutEventKind::Withdrawn,
+            member_state: last.member_state,
+            effective_at,
+            recorded_at: now,
+            channel,
+        })
+        .await?;
+    tx.append_audit(
+        by.audit(Action::OptOutWithdraw, AuditSubject::OptOut(id))
+            .details(&OptOutWithdrawn {
+                registry_version: stored.seq,
+                effective_at: stored.effective_at,
+            }),
+    )
+    .await?;
+    events.push(stored);
+    Ok(events)
+}
+
 /// Applies a parsed import on `tx`: each item registers a new record, withdraws the open
 /// records it names (all of the subject's when it names none), or changes nothing when the
 /// registry already holds it. Items without an effective time take effect `now`.
 #[tracing::instrument(name = "Importing opt-outs", skip_all, fields(items = items.len()))]
 pub async fn import(
     tx: &mut dyn Tx,
+    by: &Requester<'_>,
     key: &PseudonymKey,
     items: Vec<ImportItem>,
+    format: &str,
     channel: &str,
     now: Timestamp,
 ) -> crate::store::Result<ImportReport> {
@@ -174,39 +287,52 @@ pub async fn import(
     if report.registry_version == 0 {
         report.registry_version = tx.optout_registry_version().await?;
     }
+    tx.append_audit(
+        by.audit(Action::OptOutImport, AuditSubject::OptOutImport)
+            .details(&OptOutsImported {
+                format,
+                registered: report.registered,
+                withdrawn: report.withdrawn,
+                unchanged: report.unchanged,
+                registry_version: report.registry_version,
+            }),
+    )
+    .await?;
     Ok(report)
 }
 
-/// What the opt-out filter decided for a permit's processing at one data holder.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Exclusions {
-    /// The time the registry is read at (the permit's issue, or the amendment that added what
-    /// the processing uses).
-    pub reference_time: Timestamp,
-    /// The permit holds an Art. 71(4) exception: nobody is excluded.
-    pub exception_applied: bool,
-    /// The subjects to leave out, in order.
-    pub exclude: Vec<String>,
+/// What an opt-out check is about, established and authorised by its front end: an active
+/// permit, the holder asking, the categories about to be processed, the registry version.
+pub struct CheckScope {
+    pub permit: Permit,
+    pub holder: OrgId,
+    pub categories: Vec<DataCategory>,
+    pub version: i64,
+    pub policy: FilterPolicy,
+    pub now: Timestamp,
 }
 
-/// Which of `subjects` (valid pseudonyms) the processing of `categories` under `permit` at
-/// `holder` must leave out, reading the registry at `version`.
-#[allow(clippy::too_many_arguments)]
+impl CheckScope {
+    fn permit_id(&self) -> PermitId {
+        self.permit.id()
+    }
+}
+
+/// Which of `subjects` (valid pseudonyms) the processing in `scope` must leave out; the
+/// audit entry records the counts, never a pseudonym.
 #[tracing::instrument(name = "Filtering opt-outs", skip_all,
-    fields(permit = %permit.id(), subjects = subjects.len(), version = version))]
-pub async fn exclusions(
+    fields(permit = %scope.permit.id(), subjects = subjects.len(), version = scope.version))]
+pub async fn filter(
     tx: &mut dyn Tx,
+    by: &Requester<'_>,
     key: &PseudonymKey,
-    permit: &Permit,
-    holder: &OrgId,
-    categories: &[DataCategory],
+    scope: &CheckScope,
     subjects: &BTreeSet<String>,
-    version: i64,
-    policy: FilterPolicy,
-    now: Timestamp,
-) -> crate::store::Result<Exclusions> {
-    let reference_time = permit.optout_reference_time(holder, categories);
-    let exception_applied = permit.terms().optout_exception.is_some();
+) -> crate::store::Result<FilterResponse> {
+    let reference_time = scope
+        .permit
+        .optout_reference_time(&scope.holder, &scope.categories);
+    let exception_applied = scope.permit.terms().optout_exception.is_some();
     let mut exclude = Vec::new();
     if !exception_applied {
         let keys: Vec<(String, String)> = subjects
@@ -220,22 +346,123 @@ pub async fn exclusions(
             .collect();
         let key_list: Vec<String> = keys.iter().map(|(k, _)| k.clone()).collect();
         let mut by_key: BTreeMap<String, Vec<OptOutEvent>> = BTreeMap::new();
-        for ev in tx.optout_events_for(&key_list, version).await? {
+        for ev in tx.optout_events_for(&key_list, scope.version).await? {
             by_key.entry(ev.subject_key.clone()).or_default().push(ev);
         }
         for (subject_key, subject) in keys {
             if by_key
                 .get(&subject_key)
-                .is_some_and(|evs| is_excluded(evs, reference_time, now, policy))
+                .is_some_and(|evs| is_excluded(evs, reference_time, scope.now, scope.policy))
             {
                 exclude.push(subject);
             }
         }
     }
-    Ok(Exclusions {
+    let id = scope.permit_id();
+    tx.append_audit(
+        by.audit(Action::OptOutFilter, AuditSubject::Permit(id))
+            .permit(id)
+            .details(&OptOutsFiltered {
+                registry_version: scope.version,
+                reference_time,
+                policy: scope.policy,
+                exception_applied,
+                checked: subjects.len(),
+                excluded: exclude.len(),
+            }),
+    )
+    .await?;
+    Ok(FilterResponse {
+        permit_id: id,
+        registry_version: scope.version,
         reference_time,
+        policy: scope.policy,
         exception_applied,
+        checked: subjects.len(),
         exclude,
+    })
+}
+
+/// The smallest match answer: a registry with few opt-outs in scope does not say how few.
+const MIN_MATCH_ENTRIES: usize = 64;
+
+/// Why a match was not answered.
+#[derive(Debug)]
+pub enum MatchError {
+    /// The system's random source failed (no salt, no padding).
+    Random,
+    Store(StoreError),
+}
+
+impl From<StoreError> for MatchError {
+    fn from(e: StoreError) -> Self {
+        Self::Store(e)
+    }
+}
+
+fn random_bytes<const N: usize>() -> Result<[u8; N], MatchError> {
+    use ring::rand::SecureRandom as _;
+    let mut out = [0u8; N];
+    ring::rand::SystemRandom::new()
+        .fill(&mut out)
+        .map_err(|_| MatchError::Random)?;
+    Ok(out)
+}
+
+/// The opt-out check without disclosure: each of the holder's blinded `elements` (already
+/// checked to be valid group elements, [`oprf::OprfKey::evaluate`]) times the registry's key,
+/// and the salted, padded match values of every subject excluded in `scope`. The audit entry
+/// records what was evaluated and sent, never whom.
+#[tracing::instrument(name = "Matching opt-outs", skip_all,
+    fields(permit = %scope.permit.id(), elements = evaluated.len(), version = scope.version))]
+pub async fn answer_match(
+    tx: &mut dyn Tx,
+    by: &Requester<'_>,
+    cache: &ScopeCache,
+    scope: &CheckScope,
+    evaluated: Vec<[u8; oprf::ELEMENT_LEN]>,
+) -> Result<MatchResponse, MatchError> {
+    let found = scoped_exclusions(tx, cache, scope).await?;
+    let salt = random_bytes::<32>()?;
+    let mut opted_out: Vec<String> = found
+        .match_values
+        .iter()
+        .map(|m| salted_match(&salt, m))
+        .collect();
+    let in_scope = opted_out.len();
+    // Random entries up to a power of two hide the exact count; a holder's own values never
+    // equal one of them (they are SHA-256 outputs, these fresh randomness).
+    let padded = in_scope.max(MIN_MATCH_ENTRIES).next_power_of_two();
+    while opted_out.len() < padded {
+        opted_out.push(hex::encode(random_bytes::<{ SALTED_MATCH_LEN }>()?));
+    }
+    opted_out.sort_unstable();
+    let id = scope.permit_id();
+    tx.append_audit(
+        by.audit(Action::OptOutFilter, AuditSubject::Permit(id))
+            .permit(id)
+            .details(&OptOutsMatched {
+                registry_version: scope.version,
+                reference_time: found.reference_time,
+                policy: scope.policy,
+                exception_applied: found.exception_applied,
+                evaluated: evaluated.len(),
+                in_scope,
+                sent: opted_out.len(),
+                unmatchable: found.unmatchable,
+            }),
+    )
+    .await?;
+    Ok(MatchResponse {
+        permit_id: id,
+        registry_version: scope.version,
+        reference_time: found.reference_time,
+        policy: scope.policy,
+        exception_applied: found.exception_applied,
+        evaluated: evaluated.iter().map(|z| BASE64.encode(z)).collect(),
+        salt: BASE64.encode(salt),
+        opted_out,
+        unmatchable: found.unmatchable,
     })
 }
 
@@ -247,7 +474,7 @@ pub struct ScopedExclusions {
     pub reference_time: Timestamp,
     pub exception_applied: bool,
     /// One per excluded subject.
-    pub match_values: Arc<Vec<[u8; oprf::OUTPUT_LEN]>>,
+    pub match_values: MatchValues,
     /// Excluded subjects without a match value (registered before they were kept).
     pub unmatchable: usize,
 }
@@ -256,6 +483,9 @@ pub struct ScopedExclusions {
 /// the same set, so it is read once, not once per holder.
 type ScopeKey = (i64, Timestamp);
 
+/// The match values of one scope, shared between the cache and the answers read from it.
+type MatchValues = Arc<Vec<[u8; oprf::OUTPUT_LEN]>>;
+
 /// The last few scoped sets under [`FilterPolicy::AtIssue`] (the `strict` policy also depends
 /// on the time of asking and is never cached). Rows up to a version never change; a match
 /// value written later (an import filling in an old subject's) clears the cache of the
@@ -263,7 +493,7 @@ type ScopeKey = (i64, Timestamp);
 /// unmatchable that has since become matchable: the node then checks with the disclosing
 /// filter, which still excludes it. The cache never errs toward inclusion.
 #[derive(Default)]
-pub struct ScopeCache(Mutex<VecDeque<(ScopeKey, Arc<Vec<[u8; oprf::OUTPUT_LEN]>>, usize)>>);
+pub struct ScopeCache(Mutex<VecDeque<(ScopeKey, MatchValues, usize)>>);
 
 const SCOPE_CACHE_ENTRIES: usize = 8;
 
@@ -273,7 +503,7 @@ impl ScopeCache {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
 
-    fn get(&self, key: &ScopeKey) -> Option<(Arc<Vec<[u8; oprf::OUTPUT_LEN]>>, usize)> {
+    fn get(&self, key: &ScopeKey) -> Option<(MatchValues, usize)> {
         let entries = self.0.lock().unwrap_or_else(|e| e.into_inner());
         entries
             .iter()
@@ -281,7 +511,7 @@ impl ScopeCache {
             .map(|(_, v, n)| (v.clone(), *n))
     }
 
-    fn put(&self, key: ScopeKey, values: Arc<Vec<[u8; oprf::OUTPUT_LEN]>>, unmatchable: usize) {
+    fn put(&self, key: ScopeKey, values: MatchValues, unmatchable: usize) {
         let mut entries = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if entries.iter().any(|(k, _, _)| *k == key) {
             return;
@@ -293,20 +523,23 @@ impl ScopeCache {
     }
 }
 
-/// The registry's excluded subjects in a permit's scope (see [`ScopedExclusions`]).
-#[allow(clippy::too_many_arguments)]
+/// The registry's excluded subjects in a check's scope (see [`ScopedExclusions`]).
 #[tracing::instrument(name = "Scoping opt-outs", skip_all,
-    fields(permit = %permit.id(), version = version))]
-pub async fn scoped_exclusions(
+    fields(permit = %scope.permit.id(), version = scope.version))]
+async fn scoped_exclusions(
     tx: &mut dyn Tx,
     cache: &ScopeCache,
-    permit: &Permit,
-    holder: &OrgId,
-    categories: &[DataCategory],
-    version: i64,
-    policy: FilterPolicy,
-    now: Timestamp,
+    scope: &CheckScope,
 ) -> crate::store::Result<ScopedExclusions> {
+    let CheckScope {
+        permit,
+        holder,
+        categories,
+        version,
+        policy,
+        now,
+    } = scope;
+    let (version, policy, now) = (*version, *policy, *now);
     let reference_time = permit.optout_reference_time(holder, categories);
     let exception_applied = permit.terms().optout_exception.is_some();
     let mut out = ScopedExclusions {

@@ -28,15 +28,13 @@ use crate::{
     store::Tx,
 };
 use base64::{engine::general_purpose::STANDARD as BASE64, Engine as _};
+use ehds_core::oprf::ELEMENT_LEN;
 use ehds_core::{
     domain::{
         audit::AuditSubject,
-        audit_details::{
-            OptOutRegistered, OptOutWithdrawn, OptOutsFiltered, OptOutsImported, OptOutsMatched,
-        },
-        optout::{salted_match, NewOptOutEvent, OptOutEvent, OptOutEventKind, SALTED_MATCH_LEN},
-        time, DataCategory, Errors, FieldError, MemberState, OptOutId, OrgId, PermitId,
-        PermitState, SubjectPseudonym,
+        optout::{FilterPolicy, OptOutEvent, OptOutEventKind},
+        time, DataCategory, Errors, FieldError, MemberState, OptOutId, PermitId, PermitState,
+        SubjectPseudonym,
     },
     wire::{FilterRequest, FilterResponse, MatchRequest, MatchResponse},
 };
@@ -150,37 +148,24 @@ pub async fn register(
     if !e.0.is_empty() {
         return Err(ApiError::invalid(e.0).action(action));
     }
-    let subject = subject.expect("checked");
-    let record_id = OptOutId::new();
-    let event = NewOptOutEvent {
-        record_id,
-        subject_key: state.pseudonym_key.subject_key(&subject),
-        kind: OptOutEventKind::Registered,
-        member_state: member_state.expect("checked"),
-        effective_at: req.effective_from.map(time::normalise).unwrap_or(now),
-        recorded_at: now,
-        channel: channel.expect("checked"),
-    };
     let mut tx = state.store.begin().await?;
-    tx.put_optout_match(
-        &event.subject_key,
-        &state.pseudonym_key.subject_match(&subject),
-    )
-    .await?;
-    let stored = tx.append_optout(event).await?;
-    tx.append_audit(
-        caller
-            .audit(action, AuditSubject::OptOut(record_id))
-            .details(&OptOutRegistered {
-                registry_version: stored.seq,
-                effective_at: stored.effective_at,
-                channel: &stored.channel,
-            }),
+    let stored = optouts::register(
+        &mut *tx,
+        &caller.requester(),
+        &state.pseudonym_key,
+        optouts::Registration {
+            subject: subject.expect("checked"),
+            member_state: member_state.expect("checked"),
+            effective_at: req.effective_from.map(time::normalise).unwrap_or(now),
+            channel: channel.expect("checked"),
+        },
+        now,
     )
     .await?;
     tx.commit().await?;
-    // match values may have been added: answers read before must not outlive them
+    // a match value may have been added: answers read before must not outlive it
     state.optout_scopes.clear();
+    let record_id = stored.record_id;
     Ok((
         StatusCode::CREATED,
         [(header::LOCATION, format!("/v1/opt-outs/{record_id}"))],
@@ -241,39 +226,28 @@ pub async fn withdraw(
     let channel =
         channel(req.channel.as_deref(), "api").map_err(|f| tag(ApiError::invalid(vec![f])))?;
     let now = time::now();
+    let effective_at = req.effective_at.map(time::normalise).unwrap_or(now);
     let mut tx = state.store.begin().await?;
-    let mut events = load_record(&mut *tx, id, action).await?;
-    let last = events.last().expect("non-empty").clone();
-    if last.kind == OptOutEventKind::Withdrawn {
-        return Err(tag(ApiError::new(
+    let events = optouts::withdraw(
+        &mut *tx,
+        &caller.requester(),
+        id,
+        effective_at,
+        channel,
+        now,
+    )
+    .await
+    .map_err(|e| match e {
+        optouts::WithdrawError::NotFound => tag(ApiError::not_found("opt-out", id)),
+        optouts::WithdrawError::AlreadyWithdrawn => tag(ApiError::new(
             StatusCode::CONFLICT,
             "invalid_transition",
             "the opt-out is already withdrawn",
         )
-        .with("current_state", json!("withdrawn"))));
-    }
-    let stored = tx
-        .append_optout(NewOptOutEvent {
-            record_id: id,
-            subject_key: last.subject_key,
-            kind: OptOutEventKind::Withdrawn,
-            member_state: last.member_state,
-            effective_at: req.effective_at.map(time::normalise).unwrap_or(now),
-            recorded_at: now,
-            channel,
-        })
-        .await?;
-    tx.append_audit(
-        caller
-            .audit(action, AuditSubject::OptOut(id))
-            .details(&OptOutWithdrawn {
-                registry_version: stored.seq,
-                effective_at: stored.effective_at,
-            }),
-    )
-    .await?;
+        .with("current_state", json!("withdrawn"))),
+        optouts::WithdrawError::Store(e) => e.into(),
+    })?;
     tx.commit().await?;
-    events.push(stored);
     Ok(Json(OptOutRecordView::new(id, events)))
 }
 
@@ -349,18 +323,14 @@ pub async fn import(
     .map_err(|e| tag(ApiError::invalid(e)))?;
 
     let mut tx = state.store.begin().await?;
-    let report =
-        optouts::import(&mut *tx, &state.pseudonym_key, items, &channel, time::now()).await?;
-    tx.append_audit(
-        caller
-            .audit(action, AuditSubject::OptOutImport)
-            .details(&OptOutsImported {
-                format: media,
-                registered: report.registered,
-                withdrawn: report.withdrawn,
-                unchanged: report.unchanged,
-                registry_version: report.registry_version,
-            }),
+    let report = optouts::import(
+        &mut *tx,
+        &caller.requester(),
+        &state.pseudonym_key,
+        items,
+        media,
+        &channel,
+        time::now(),
     )
     .await?;
     tx.commit().await?;
@@ -369,18 +339,10 @@ pub async fn import(
     Ok(Json(report))
 }
 
-/// What both opt-out checks establish before reading the registry: the permit is active and
-/// the caller may check it, the categories and the pinned version are valid.
-struct CheckScope {
-    permit: ehds_core::domain::Permit,
-    holder: OrgId,
-    categories: Vec<DataCategory>,
-    version: i64,
-    now: time::Timestamp,
-}
-
-/// Loads and checks the scope of an opt-out check; `e` holds the request's other field errors,
-/// refused together with these.
+/// Loads and checks the scope of an opt-out check (the permit is active and the caller may
+/// check it, the categories and the pinned version are valid); `e` holds the request's other
+/// field errors, refused together with these.
+#[allow(clippy::too_many_arguments)]
 async fn check_scope(
     state: &AppState,
     caller: &Caller,
@@ -388,8 +350,9 @@ async fn check_scope(
     permit_id: PermitId,
     categories: &[String],
     registry_version: Option<i64>,
+    policy: FilterPolicy,
     mut e: Errors,
-) -> ApiResult<CheckScope> {
+) -> ApiResult<optouts::CheckScope> {
     let action = Action::OptOutFilter;
     let tag = |e: ApiError| e.action(action).on(AuditSubject::Permit(permit_id));
     let permit = load_permit(&mut *tx, permit_id, action).await?;
@@ -431,11 +394,12 @@ async fn check_scope(
         .organisation
         .clone()
         .ok_or_else(|| tag(ApiError::forbidden(action)))?;
-    Ok(CheckScope {
+    Ok(optouts::CheckScope {
         permit,
         holder,
         categories,
         version,
+        policy,
         now,
     })
 }
@@ -451,7 +415,6 @@ pub async fn filter(
     caller: Caller,
     ApiJson(req): ApiJson<FilterRequest>,
 ) -> ApiResult<Json<FilterResponse>> {
-    let action = Action::OptOutFilter;
     let mut e = Errors::default();
     let subjects: BTreeSet<String> = req
         .subjects
@@ -468,56 +431,25 @@ pub async fn filter(
         req.permit_id,
         &req.categories,
         req.registry_version,
+        req.policy,
         e,
     )
     .await?;
-    let optouts::Exclusions {
-        reference_time,
-        exception_applied,
-        exclude,
-    } = optouts::exclusions(
+    let answer = optouts::filter(
         &mut *tx,
+        &caller.requester(),
         &state.pseudonym_key,
-        &scope.permit,
-        &scope.holder,
-        &scope.categories,
+        &scope,
         &subjects,
-        scope.version,
-        req.policy,
-        scope.now,
-    )
-    .await?;
-    tx.append_audit(
-        caller
-            .audit(action, AuditSubject::Permit(req.permit_id))
-            .permit(req.permit_id)
-            .details(&OptOutsFiltered {
-                registry_version: scope.version,
-                reference_time,
-                policy: req.policy,
-                exception_applied,
-                checked: subjects.len(),
-                excluded: exclude.len(),
-            }),
     )
     .await?;
     tx.commit().await?;
-    Ok(Json(FilterResponse {
-        permit_id: req.permit_id,
-        registry_version: scope.version,
-        reference_time,
-        policy: req.policy,
-        exception_applied,
-        checked: subjects.len(),
-        exclude,
-    }))
+    Ok(Json(answer))
 }
 
 /// Blinded elements one match request may carry: the largest cohort a holder may check at
-/// once (a bulk body's worth of base64 elements).
+/// once.
 const MAX_BLINDED: usize = 1_000_000;
-/// The smallest answer: a registry with few opt-outs in scope does not say how few.
-const MIN_MATCH_ENTRIES: usize = 64;
 
 /// The opt-out check without disclosure (docs/threat-model.md, "Opt-out filtering"): the
 /// holder sends its pseudonyms blinded, the gateway multiplies them by the registry's key and
@@ -533,7 +465,6 @@ pub async fn match_opt_outs(
     caller: Caller,
     ApiJson(req): ApiJson<MatchRequest>,
 ) -> ApiResult<Json<MatchResponse>> {
-    let action = Action::OptOutFilter;
     let mut e = Errors::default();
     if req.blinded.len() > MAX_BLINDED {
         e.push(
@@ -543,7 +474,7 @@ pub async fn match_opt_outs(
         );
     }
     let key = state.pseudonym_key.match_key();
-    let evaluated: Vec<String> = req
+    let evaluated: Vec<[u8; ELEMENT_LEN]> = req
         .blinded
         .iter()
         .take(MAX_BLINDED)
@@ -558,7 +489,6 @@ pub async fn match_opt_outs(
                 });
             e.take(format!("blinded[{i}]"), evaluated)
         })
-        .map(|z| BASE64.encode(z))
         .collect();
     let mut tx = state.store.begin().await?;
     let scope = check_scope(
@@ -568,69 +498,24 @@ pub async fn match_opt_outs(
         req.permit_id,
         &req.categories,
         req.registry_version,
+        req.policy,
         e,
     )
     .await?;
-    let found = optouts::scoped_exclusions(
+    let answer = optouts::answer_match(
         &mut *tx,
+        &caller.requester(),
         &state.optout_scopes,
-        &scope.permit,
-        &scope.holder,
-        &scope.categories,
-        scope.version,
-        req.policy,
-        scope.now,
-    )
-    .await?;
-    let salt = random_bytes::<32>()?;
-    let mut opted_out: Vec<String> = found
-        .match_values
-        .iter()
-        .map(|m| salted_match(&salt, m))
-        .collect();
-    let in_scope = opted_out.len();
-    // Random entries up to a power of two hide the exact count; a holder's own values never
-    // equal one of them (they are SHA-256 outputs of fresh randomness).
-    let padded = in_scope.max(MIN_MATCH_ENTRIES).next_power_of_two();
-    while opted_out.len() < padded {
-        opted_out.push(hex::encode(random_bytes::<{ SALTED_MATCH_LEN }>()?));
-    }
-    opted_out.sort_unstable();
-    tx.append_audit(
-        caller
-            .audit(action, AuditSubject::Permit(req.permit_id))
-            .permit(req.permit_id)
-            .details(&OptOutsMatched {
-                registry_version: scope.version,
-                reference_time: found.reference_time,
-                policy: req.policy,
-                exception_applied: found.exception_applied,
-                evaluated: evaluated.len(),
-                in_scope,
-                sent: opted_out.len(),
-                unmatchable: found.unmatchable,
-            }),
-    )
-    .await?;
-    tx.commit().await?;
-    Ok(Json(MatchResponse {
-        permit_id: req.permit_id,
-        registry_version: scope.version,
-        reference_time: found.reference_time,
-        policy: req.policy,
-        exception_applied: found.exception_applied,
+        &scope,
         evaluated,
-        salt: BASE64.encode(salt),
-        opted_out,
-        unmatchable: found.unmatchable,
-    }))
-}
-
-fn random_bytes<const N: usize>() -> ApiResult<[u8; N]> {
-    use ring::rand::SecureRandom as _;
-    let mut out = [0u8; N];
-    ring::rand::SystemRandom::new()
-        .fill(&mut out)
-        .map_err(|_| ApiError::internal(anyhow::anyhow!("the system's random source failed")))?;
-    Ok(out)
+    )
+    .await
+    .map_err(|e| match e {
+        optouts::MatchError::Random => {
+            ApiError::internal(anyhow::anyhow!("the system's random source failed"))
+        }
+        optouts::MatchError::Store(e) => e.into(),
+    })?;
+    tx.commit().await?;
+    Ok(Json(answer))
 }
