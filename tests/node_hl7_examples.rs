@@ -215,13 +215,30 @@ fn example_values_by_hand() {
     // f205 (87628006) does not
     assert_eq!(value(&rows, "f201", "conditions"), 4.0);
     // Patient/example: the stroke (422504002) is 4*, not matched; 39065001 matches 3*;
-    // the family history (312824007) has no date but there is an index: not counted
-    assert_eq!(value(&rows, "example", "conditions"), 1.0);
+    // the family history (312824007) has no date but is active: known at the index, counted
+    assert_eq!(value(&rows, "example", "conditions"), 2.0);
     // pat1's requests and statements whose medication carries an RxNorm code, inline, in a
-    // contained Medication or in a Medication resource: 11 (most contained Medications are
-    // coded in SNOMED CT only; MedicationStatement/example007 is RxNorm but undated, so it
-    // cannot be placed before the index)
-    assert_eq!(value(&rows, "pat1", "rx_drugs"), 11.0);
+    // contained Medication or in a Medication resource: 12 (most contained Medications are
+    // coded in SNOMED CT only; MedicationStatement/example007 is RxNorm and undated but
+    // active: known at the index)
+    assert_eq!(value(&rows, "pat1", "rx_drugs"), 12.0);
+    // nothing that matched was set aside silently: sbp and temp each have an
+    // entered-in-error or cancelled Observation, the Apgar score names no Patient, and the
+    // label's undated death is counted under it
+    let ignored = |name: &str| {
+        rows.report.ignored.get(name).map_or(vec![], |m| {
+            m.iter()
+                .map(|(k, n)| format!("{k:?} {n}"))
+                .collect::<Vec<_>>()
+        })
+    };
+    assert_eq!(ignored("sbp"), ["Status 1"]);
+    assert_eq!(ignored("temp"), ["Status 1"]);
+    assert_eq!(ignored("apgar_1min"), ["Unresolved 1"]);
+    assert_eq!(ignored("death_10y"), ["Undated 1"]);
+    assert!(ignored("conditions").is_empty() && ignored("rx_drugs").is_empty());
+    let matched = &rows.report.matched;
+    assert_eq!((matched["conditions"], matched["rx_drugs"]), (8, 12));
     // nobody in the examples is recorded dead after 2020
     assert!(rows.rows.iter().all(|r| r.label == 0));
     assert!(
