@@ -3,7 +3,9 @@
 //! SNOMED CT conditions with onset and abatement times, `deceasedDateTime`, blood pressure as a
 //! panel and as separate Observations) and carebundle's Bulk Data exports
 //! (tests/data/carebundle: ICD-10-CM problem-list conditions with date-only onsets,
-//! display-text units beside UCUM codes), each three hospitals, converted once (see each
+//! display-text units beside UCUM codes) and clinosim's (tests/data/clinosim: a hospital's
+//! catchment over a quarter, `deceasedBoolean: false` for the living, resolved encounter
+//! diagnoses, prescriptions by drug name only), each three hospitals, converted once (see each
 //! SOURCE.md). Each corpus is read through a feature specification typical of a study on such
 //! data, and every per-feature figure `ehds-node check` reports (rows, exclusions, label
 //! balance, missing values, means after unit conversion, condition and prescription counts) is
@@ -596,6 +598,126 @@ fn carebundle_exports_extract_as_recomputed_from_the_raw_resources() {
             .sum();
         assert!(prescribed > 0);
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// clinosim: who of a hospital's catchment population died, from problems, vitals, labs and
+// prescriptions, as of the export.
+
+const CLINOSIM_SPEC: &str = r#"{
+  "name": "clinosim-deceased",
+  "features": [
+    {"name": "sex", "category": "ehr_data", "source": {"patient": "gender"},
+     "transform": {"kind": "one_hot", "levels": ["male", "female"], "drop_first": false},
+     "missing": {"impute": "constant", "value": 0}},
+    {"name": "age", "category": "ehr_data", "source": {"patient": {"age": {"as_of": "2025-03-31"}}},
+     "transform": {"kind": "number", "unit": "a"}, "missing": {"impute": "median"}},
+    {"name": "bmi", "category": "ehr_data",
+     "source": {"observation": {"system": "http://loinc.org", "code": "39156-5"}},
+     "transform": {"kind": "number", "unit": "kg/m2"}, "missing": {"impute": "mean", "indicator": true}},
+    {"name": "sbp", "category": "ehr_data",
+     "source": {"observation": {"system": "http://loinc.org", "code": "8480-6"}},
+     "transform": {"kind": "number", "unit": "mm[Hg]"}, "missing": {"impute": "mean"}},
+    {"name": "hr", "category": "ehr_data",
+     "source": {"observation": {"system": "http://loinc.org", "code": "8867-4"}},
+     "transform": {"kind": "number", "unit": "/min"}, "missing": {"impute": "mean"}},
+    {"name": "temp_f", "category": "ehr_data",
+     "source": {"observation": {"system": "http://loinc.org", "code": "8310-5"}},
+     "transform": {"kind": "number", "unit": "[degF]"}, "missing": {"impute": "mean"}},
+    {"name": "hba1c", "category": "ehr_data",
+     "source": {"observation": {"system": "http://loinc.org", "code": "4548-4"}},
+     "transform": {"kind": "number", "unit": "%"}, "missing": {"impute": "mean", "indicator": true}},
+    {"name": "hypertension", "category": "ehr_data",
+     "source": {"condition": {"codes": [{"system": "http://hl7.org/fhir/sid/icd-10-cm", "code": "I10*"}]}},
+     "transform": {"kind": "presence"}},
+    {"name": "diabetes", "category": "ehr_data",
+     "source": {"condition": {"codes": [{"system": "http://hl7.org/fhir/sid/icd-10-cm", "code": "E11*"}]}},
+     "transform": {"kind": "presence"}},
+    {"name": "copd", "category": "ehr_data",
+     "source": {"condition": {"codes": [{"system": "http://hl7.org/fhir/sid/icd-10-cm", "code": "J44*"}]}},
+     "transform": {"kind": "presence"}},
+    {"name": "heart_failure", "category": "ehr_data",
+     "source": {"condition": {"codes": [{"system": "http://hl7.org/fhir/sid/icd-10-cm", "code": "I50*"}]}},
+     "transform": {"kind": "presence"}},
+    {"name": "ckd", "category": "ehr_data",
+     "source": {"condition": {"codes": [{"system": "http://hl7.org/fhir/sid/icd-10-cm", "code": "N18*"}]}},
+     "transform": {"kind": "presence"}},
+    {"name": "prescriptions", "category": "ehr_data",
+     "source": {"medication": {"codes": [{"system": "http://www.nlm.nih.gov/research/umls/rxnorm", "code": "1*"}, {"system": "http://www.nlm.nih.gov/research/umls/rxnorm", "code": "2*"}, {"system": "http://www.nlm.nih.gov/research/umls/rxnorm", "code": "3*"}, {"system": "http://www.nlm.nih.gov/research/umls/rxnorm", "code": "4*"}, {"system": "http://www.nlm.nih.gov/research/umls/rxnorm", "code": "5*"}, {"system": "http://www.nlm.nih.gov/research/umls/rxnorm", "code": "6*"}, {"system": "http://www.nlm.nih.gov/research/umls/rxnorm", "code": "7*"}, {"system": "http://www.nlm.nih.gov/research/umls/rxnorm", "code": "8*"}, {"system": "http://www.nlm.nih.gov/research/umls/rxnorm", "code": "9*"}]}},
+     "transform": {"kind": "count"}}
+  ],
+  "label": {"name": "deceased", "category": "ehr_data", "source": {"patient": "deceased"}}
+}"#;
+
+fn clinosim_expected(raw: &Raw) -> Expected {
+    let as_of = NaiveDate::from_ymd_opt(2025, 3, 31).unwrap();
+    let patients: Vec<&Value> = of_type(raw, "Patient").collect();
+    let column = |f: &dyn Fn(&Value) -> Option<f64>| -> Vec<Option<f64>> {
+        patients.iter().map(|p| f(p)).collect()
+    };
+    let cond =
+        |code: &'static str| column(&|p| one(has_condition(raw, id(p), ICD10CM, &[code], None)));
+    let obs = |code: &'static str, convert: &dyn Fn(f64, &str) -> f64| {
+        column(&|p| latest(raw, id(p), code, None, convert))
+    };
+    // the simulator writes `deceasedBoolean: false` for the living and `deceasedDateTime` for
+    // the dead
+    let dead = patients
+        .iter()
+        .filter(|p| p["deceasedBoolean"] == true || p["deceasedDateTime"].is_string())
+        .count();
+    Expected {
+        rows: patients.len(),
+        excluded: BTreeMap::new(),
+        label: counts([("0".into(), patients.len() - dead), ("1".into(), dead)]),
+        columns: vec![
+            ("sex=male", column(&|p| one(p["gender"] == "male"))),
+            ("sex=female", column(&|p| one(p["gender"] == "female"))),
+            (
+                "age",
+                column(&|p| Some(full_years(date(p["birthDate"].as_str().unwrap()), as_of) as f64)),
+            ),
+            ("bmi", obs("39156-5", &same("kg/m2"))),
+            ("sbp", obs("8480-6", &same("mm[Hg]"))),
+            ("hr", obs("8867-4", &same("/min"))),
+            (
+                "temp_f",
+                obs("8310-5", &|v, u| {
+                    assert_eq!(u, "Cel");
+                    v * 9.0 / 5.0 + 32.0
+                }),
+            ),
+            ("hba1c", obs("4548-4", &same("%"))),
+            ("hypertension", cond("I10*")),
+            ("diabetes", cond("E11*")),
+            ("copd", cond("J44*")),
+            ("heart_failure", cond("I50*")),
+            ("ckd", cond("N18*")),
+            (
+                "prescriptions",
+                column(&|p| Some(prescriptions(raw, id(p), None) as f64)),
+            ),
+        ],
+    }
+}
+
+#[test]
+fn clinosim_exports_extract_as_recomputed_from_the_raw_resources() {
+    let mut dead = 0;
+    for site in SITES {
+        let raw = read_raw(&data("clinosim").join(site));
+        assert!(raw
+            .resources
+            .iter()
+            .all(|r| !r.to_string().contains("urn:ehds-gateway")));
+        // the living carry `deceasedBoolean: false`, as many exports write it
+        assert!(of_type(&raw, "Patient").any(|p| p["deceasedBoolean"] == false));
+        let want = clinosim_expected(&raw);
+        dead += want.label.get("1").copied().unwrap_or(0);
+        let got = check("clinosim", site, CLINOSIM_SPEC);
+        compare("clinosim", site, &got, &want);
+    }
+    assert!(dead > 0, "the simulated quarter records deaths");
 }
 
 /// `patient.deceased` as the label, as of the extraction and without an index: every Patient a
