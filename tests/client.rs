@@ -366,6 +366,7 @@ async fn the_node_protocol_round_trips_in_wire_types() {
         train_loss: Some(0.69),
         local_steps: Some(1),
         evaluation: None,
+        data_quality: None,
     };
     let e = node.submit_result(task.task_id, &result).await.unwrap_err();
     assert_problem(

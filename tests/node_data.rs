@@ -118,7 +118,7 @@ fn bundles_through_the_spec_equal_the_engine_loader() {
             "{}: every line is a subject",
             h.key
         );
-        let (train, test) = rows.train_test().unwrap();
+        let (train, test) = rows.train_test(&SplitPlan::new(0.2, 0.2, 11)).unwrap();
         for (got, want, set) in [(&train, &want.train, "train"), (&test, &want.test, "test")] {
             assert_eq!(got.len(), want.len(), "{} {set} size", h.key);
             assert_eq!(got.n_features(), heart_disease::N_FEATURES);
@@ -229,7 +229,7 @@ fn opt_outs_exclude_exactly_the_listed_subjects() {
             .filter(|r| !here.contains(&r.pseudonym))
             .collect();
         assert_eq!(kept, after.rows.iter().collect::<Vec<_>>());
-        let (train, test) = after.train_test().unwrap();
+        let (train, test) = after.train_test(&SplitPlan::new(0.2, 0.2, 11)).unwrap();
         assert_eq!(train.len() + test.len(), before.rows.len() - ex.from_rows);
     }
     assert_eq!((from_rows, from_incomplete), (5, 1));
@@ -246,7 +246,10 @@ fn csv_round_trip() {
     assert_eq!(back.columns, rows.columns);
     assert_eq!(back.rows, rows.rows);
     assert!(back.incomplete.is_empty());
-    assert_eq!(back.train_test().unwrap(), rows.train_test().unwrap());
+    assert_eq!(
+        back.train_test(&SplitPlan::new(0.2, 0.2, 11)).unwrap(),
+        rows.train_test(&SplitPlan::new(0.2, 0.2, 11)).unwrap()
+    );
 }
 
 #[test]

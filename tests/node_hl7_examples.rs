@@ -241,10 +241,14 @@ fn example_values_by_hand() {
     assert_eq!((matched["conditions"], matched["rx_drugs"]), (8, 12));
     // nobody in the examples is recorded dead after 2020
     assert!(rows.rows.iter().all(|r| r.label == 0));
-    assert!(
-        rows.train_test().is_err(),
-        "the examples carry no train/test tags"
+    // the examples carry no train/test tags: the node splits them itself, patient by patient
+    let plan = ehds_node::SplitPlan::new(0.2, 0.2, 1);
+    assert_eq!(
+        rows.assign(&plan).unwrap().decided_by,
+        ehds_node::DecidedBy::Node
     );
+    let (train, test) = rows.train_test(&plan).unwrap();
+    assert_eq!(train.len() + test.len(), rows.rows.len());
     assert!(rows
         .dataset()
         .unwrap()

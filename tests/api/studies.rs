@@ -2850,3 +2850,68 @@ mod a_permit_change_wakes_the_round_loop {
         a_permit_change_wakes_the_round_loop(Backend::Postgres).await
     }
 }
+
+// The holders' data-quality summaries reach the researcher in the study view, per holder, the
+// latest one each, with counts below the small-cell threshold withheld; a result without one
+// (an older node) is still accepted.
+async fn data_quality_is_shown_per_holder(app: TestApp) {
+    let permit = app
+        .permit_id(&federation_application(&THREE, 50.0, "record"))
+        .await;
+    let id = app
+        .submit_study(&with(study_body(&permit, &THREE), &[("rounds", json!(1))]))
+        .await;
+    let quality = |missing: u64| {
+        json!({
+            "split": "node",
+            "flags": ["small_class"],
+            "features": [{"name": "age", "missing": missing, "matched": 40, "ignored": null,
+                          "flags": ["unit_display_text", "constant_feature"]}],
+        })
+    };
+    for (org, missing) in [
+        ("cleveland", Some(3)),
+        ("hungarian", Some(25)),
+        ("switzerland", None),
+    ] {
+        let node = Node::new(&app, org);
+        let t = node.task(&id, 1, TaskKind::Fit).await;
+        let mut body = result_body(&t, 50, Some(node.echo(&t, 0.01).await));
+        if org == "cleveland" {
+            // an unknown flag is a malformed result
+            body["data_quality"] = json!({"split": "node", "flags": ["nope"], "features": []});
+            assert_eq!(node.upload(&t, &body).await.status, 422);
+        }
+        if let Some(m) = missing {
+            body["data_quality"] = quality(m);
+        }
+        let r = node.upload(&t, &body).await;
+        assert_eq!(r.status, 200, "{org}: {}", r.text);
+    }
+    let view = study(&app, &id).await;
+    let shown = view["data_quality"]
+        .as_array()
+        .expect("data_quality")
+        .clone();
+    let holders: Vec<&str> = shown
+        .iter()
+        .map(|h| h["data_holder"].as_str().unwrap())
+        .collect();
+    assert_eq!(holders, ["cleveland", "hungarian"], "{view}");
+    let feature = |i: usize| shown[i]["quality"]["features"][0].clone();
+    // 3 missing values at cleveland are below the threshold of 10: withheld
+    assert_eq!(feature(0)["missing"], Value::Null, "{view}");
+    assert_eq!(feature(1)["missing"], 25, "{view}");
+    assert_eq!(feature(1)["matched"], 40, "{view}");
+    assert_eq!(
+        feature(1)["flags"],
+        json!(["unit_display_text", "constant_feature"])
+    );
+    assert_eq!(shown[0]["quality"]["split"], "node");
+    assert_eq!(shown[0]["quality"]["flags"], json!(["small_class"]));
+    assert_eq!(shown[0]["round"], 1);
+    // the list of studies stays short
+    let list = app.get("/v1/studies", &app.researcher()).await;
+    assert!(!list.text.contains("data_quality"), "{}", list.text);
+}
+both_backends!(data_quality_is_shown_per_holder);

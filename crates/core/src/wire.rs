@@ -198,6 +198,10 @@ pub struct TaskResultBody {
     /// The node's evaluation of the model it received (before training).
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub evaluation: Option<NodeEvaluation>,
+    /// What the holder's records make of the study's features: flags and counts, small
+    /// counts already withheld (absent from older nodes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_quality: Option<crate::domain::data_quality::DataQuality>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

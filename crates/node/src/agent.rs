@@ -385,6 +385,15 @@ impl Agent {
         let s = &task.study;
         let stream = holder_stream(&task.data_holder);
         let (data, spec) = super::local_model::site_data(s, &task.data_holder, &rows)?;
+        // the researcher sees what these records make of the features: flags and counts,
+        // small ones withheld here already (the gateway withholds again under its threshold)
+        let data_quality = super::preflight::data_quality(
+            &rows,
+            &super::preflight::Preflight {
+                plan: super::local_model::split_plan(s, &task.data_holder),
+                ..Default::default()
+            },
+        );
         let ins = gateway.task_parameters(task).await?;
         let start_from = match task.kind {
             TaskKind::Fit => task.round - 1,
@@ -430,6 +439,7 @@ impl Agent {
             train_loss: None,
             local_steps: None,
             evaluation: Some(evaluation),
+            data_quality: Some(data_quality),
         };
         if task.kind == TaskKind::Fit {
             let mut rng = ChaCha8Rng::seed_from_u64(stream_seed(s.seed, stream, task.round));

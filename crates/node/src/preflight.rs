@@ -13,6 +13,7 @@
 //! | `empty_part` | the split leaves the train, validation or test part without rows |
 use std::collections::BTreeMap;
 
+use ehds_core::domain::data_quality::{DataQuality, FeatureQuality};
 use ehds_core::domain::small_cell::SmallCellRule;
 use ehds_core::domain::study::{DEFAULT_TEST_FRACTION, DEFAULT_VALIDATION_FRACTION};
 use serde::Serialize;
@@ -26,32 +27,7 @@ pub const DEFAULT_SMALL_CELL_THRESHOLD: u64 = 10;
 /// The share of a feature's matches that may be set aside before `ignored_matches` warns.
 pub const DEFAULT_IGNORED_SHARE: f64 = 0.25;
 
-/// What a warning is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WarningCode {
-    SingleClass,
-    SmallClass,
-    ConstantFeature,
-    IgnoredMatches,
-    UnitDisplayText,
-    PartlyTagged,
-    EmptyPart,
-}
-
-impl WarningCode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WarningCode::SingleClass => "single_class",
-            WarningCode::SmallClass => "small_class",
-            WarningCode::ConstantFeature => "constant_feature",
-            WarningCode::IgnoredMatches => "ignored_matches",
-            WarningCode::UnitDisplayText => "unit_display_text",
-            WarningCode::PartlyTagged => "partly_tagged",
-            WarningCode::EmptyPart => "empty_part",
-        }
-    }
-}
+pub use ehds_core::domain::data_quality::WarningCode;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Warning {
@@ -263,6 +239,74 @@ pub fn input(report: &super::report::Report, share: f64) -> Vec<Warning> {
     out
 }
 
+/// Rows per label class by value: binary and multi-class by class index, multi-label
+/// positives per label bit, survival events and censored rows.
+fn label_counts(rows: &SiteRows) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    match rows.task {
+        Task::Binary | Task::Multiclass { .. } => {
+            for r in &rows.rows {
+                *counts.entry(r.label.to_string()).or_default() += 1;
+            }
+        }
+        Task::Multilabel { labels } => {
+            for k in 0..labels {
+                let n = rows.rows.iter().filter(|r| r.label >> k & 1 == 1).count();
+                counts.insert(k.to_string(), n);
+            }
+        }
+        Task::Survival => {
+            let events = rows.rows.iter().filter(|r| r.label == 1).count();
+            counts.insert("event".into(), events);
+            counts.insert("censored".into(), rows.rows.len() - events);
+        }
+    }
+    counts
+}
+
+/// The summary a node sends with its task results: the preflight's warnings as flags, and per
+/// study column (site-private ones stay out) its missing, matched and ignored counts, with
+/// the counts `preflight.small_cell` withholds already `null`.
+pub fn data_quality(rows: &SiteRows, preflight: &Preflight) -> DataQuality {
+    let (counts, mut general) = split(rows, &preflight.plan);
+    general.extend(label(
+        "label",
+        rows.task,
+        &label_counts(rows),
+        preflight.small_cell,
+    ));
+    let mut per_column = constant_columns(&rows.columns, rows, |r, i| r.features[i]);
+    per_column.extend(input(&rows.report, preflight.ignored_share));
+    let codes = |ws: &mut dyn Iterator<Item = &Warning>| {
+        let mut c: Vec<WarningCode> = ws.map(|w| w.code).collect();
+        c.sort();
+        c.dedup();
+        c
+    };
+    let features = rows
+        .columns
+        .iter()
+        .map(|name| {
+            // a one-hot column `name=value` and an indicator `name#missing` read `name`
+            let base = name.split(['=', '#']).next().unwrap_or(name);
+            let about = |w: &&Warning| w.subject == *name || w.subject == base;
+            FeatureQuality {
+                name: name.clone(),
+                missing: Some(rows.missing_by_column.get(name).copied().unwrap_or(0) as u64),
+                matched: Some(rows.report.matched.get(base).copied().unwrap_or(0)),
+                ignored: Some(rows.report.ignored_total(base)),
+                flags: codes(&mut per_column.iter().filter(about)),
+            }
+        })
+        .collect();
+    DataQuality {
+        split: counts.decided_by,
+        flags: codes(&mut general.iter()),
+        features,
+    }
+    .shown(preflight.small_cell)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -359,6 +403,33 @@ mod tests {
         );
         assert!(w[0].detail.contains("outside_window 3"), "{}", w[0].detail);
         assert!(w[1].detail.contains("`mm[Hg]`"), "{}", w[1].detail);
+    }
+
+    #[test]
+    fn the_data_quality_summary_carries_flags_and_withholds_small_counts() {
+        // 30 patients, 3 positive; x constant; 4 values of x missing
+        let labels: Vec<u32> = (0..30).map(|i| u32::from(i < 3)).collect();
+        let mut r = rows(&labels, &[5.0; 30]);
+        r.missing_by_column.insert("x".into(), 4);
+        for _ in 0..40 {
+            r.report.matched("x");
+        }
+        for _ in 0..20 {
+            r.report.ignored("x", IgnoreReason::Undated);
+        }
+        let q = data_quality(&r, &Preflight::default());
+        assert_eq!(q.split, Some(DecidedBy::Node));
+        assert_eq!(q.flags, [WarningCode::SmallClass]);
+        let x = &q.features[0];
+        assert_eq!(
+            x.flags,
+            [WarningCode::ConstantFeature, WarningCode::IgnoredMatches]
+        );
+        // 4 missing is below the threshold of 10: withheld; 40 and 20 are shown
+        assert_eq!(
+            (x.missing, x.matched, x.ignored),
+            (None, Some(40), Some(20))
+        );
     }
 
     #[test]

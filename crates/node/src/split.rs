@@ -55,15 +55,8 @@ pub enum Part {
     Test,
 }
 
-/// What decided train and test.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DecidedBy {
-    /// Every subject's split tag.
-    Tags,
-    /// The node's own patient-level, stratified, seeded split.
-    Node,
-}
+/// What decided train and test (shared with the gateway, which shows it per holder).
+pub use ehds_core::domain::data_quality::DecidedBy;
 
 /// Every kept row's part, in source order, and what decided it.
 #[derive(Debug, Clone, PartialEq, Eq)]

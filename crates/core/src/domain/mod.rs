@@ -11,6 +11,7 @@ pub mod audit_subject;
 pub mod budget;
 pub mod category;
 pub mod check;
+pub mod data_quality;
 pub mod dp_requirement;
 pub mod feature_spec;
 pub mod ids;

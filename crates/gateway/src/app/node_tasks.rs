@@ -372,6 +372,7 @@ pub async fn accept_result(
         registry_version: body.registry_version,
         train_loss: body.train_loss.filter(|l| l.is_finite()),
         local_steps: body.local_steps,
+        data_quality: body.data_quality,
     });
     tx.complete_task(task, stored.as_deref())
         .await

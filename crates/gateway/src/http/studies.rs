@@ -33,6 +33,7 @@ use crate::{
 use ehds_core::domain::{
     audit::AuditSubject,
     audit_details::{Listed, StudyViewed},
+    data_quality::DataQuality,
     small_cell::SmallCellRule,
     study::{
         DecisionThreshold, DpLevel, Round, RoundPhase, SiteContribution, SiteEvaluation, Study,
@@ -70,6 +71,43 @@ pub struct StudyView {
     pub created_at: chrono::DateTime<chrono::Utc>,
     pub updated_at: chrono::DateTime<chrono::Utc>,
     pub spec: StudySpec,
+    /// `GET /v1/studies/{id}` only: per data holder, the data-quality summary of its latest
+    /// task result (what its records make of the features), counts below the small-cell
+    /// threshold withheld; absent until a holder has reported one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub data_quality: Vec<HolderDataQuality>,
+}
+
+/// One data holder's data-quality summary, as of one round.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct HolderDataQuality {
+    pub data_holder: OrgId,
+    /// The round of the task that reported it.
+    pub round: u64,
+    pub quality: DataQuality,
+}
+
+/// Each holder's latest data-quality summary in `study`, under the small-cell `rule`.
+async fn holders_data_quality(
+    tx: &mut dyn Tx,
+    study: StudyId,
+    rule: SmallCellRule,
+) -> crate::store::Result<Vec<HolderDataQuality>> {
+    let mut latest = BTreeMap::new();
+    // in round and completion order: a later report replaces an earlier one
+    for t in tx.reported_tasks(study).await? {
+        if let Some(q) = t.report.and_then(|r| r.data_quality) {
+            latest.insert(t.data_holder, (t.round, q));
+        }
+    }
+    Ok(latest
+        .into_iter()
+        .map(|(data_holder, (round, q))| HolderDataQuality {
+            data_holder,
+            round,
+            quality: q.shown(rule),
+        })
+        .collect())
 }
 
 impl StudyView {
@@ -92,6 +130,7 @@ impl StudyView {
             created_at: s.created_at,
             updated_at: s.updated_at,
             spec: s.spec.clone(),
+            data_quality: Vec::new(),
         }
     }
 }
@@ -235,6 +274,7 @@ pub async fn read(
 ) -> ApiResult<Json<StudyView>> {
     let mut tx = state.store.begin().await?;
     let study = authorized_study(&state, &caller, &mut *tx, id, Action::StudyRead).await?;
+    let data_quality = holders_data_quality(&mut *tx, id, state.small_cells()).await?;
     tx.append_audit(
         caller
             .audit(Action::StudyRead, AuditSubject::Study(id))
@@ -242,7 +282,10 @@ pub async fn read(
     )
     .await?;
     tx.commit().await?;
-    Ok(Json(StudyView::new(&study)))
+    Ok(Json(StudyView {
+        data_quality,
+        ..StudyView::new(&study)
+    }))
 }
 
 /// How the holders judged one round's model on their own data. A holder whose validation or

@@ -214,6 +214,8 @@ pub trait RoundTx: Send {
         limit: i64,
     ) -> Result<Vec<Task>>;
     async fn round_tasks(&mut self, round: RoundId) -> Result<Vec<Task>>;
+    /// The study's tasks that carry a holder's report, by round, then completion.
+    async fn reported_tasks(&mut self, study: StudyId) -> Result<Vec<Task>>;
     /// Stores a pending task's result; `Conflict` if the task is no longer pending.
     async fn complete_task(&mut self, task: &Task, result: Option<&[u8]>) -> Result<()>;
     /// Moves every pending task of the round to `status`; returns how many moved.

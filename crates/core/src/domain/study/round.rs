@@ -124,6 +124,9 @@ pub struct TaskReport {
     pub registry_version: i64,
     pub train_loss: Option<f64>,
     pub local_steps: Option<u64>,
+    /// The holder's data-quality summary (reports of older nodes have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_quality: Option<crate::domain::data_quality::DataQuality>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -165,6 +165,21 @@ impl RoundTx for DbTx {
         found.iter().map(task_row).collect()
     }
 
+    async fn reported_tasks(&mut self, study: StudyId) -> Result<Vec<Task>> {
+        let found = sqlx::query(concat!(
+            "select ",
+            task_columns!(),
+            // through the study's rounds, whose index the tasks' `round_id` index follows
+            " from study_task where round_id in \
+             (select round_id from study_round where study_id = $1) and report is not null \
+             order by round, completed_at, data_holder"
+        ))
+        .bind(study.0)
+        .fetch_all(&mut *self.tx)
+        .await?;
+        found.iter().map(task_row).collect()
+    }
+
     async fn complete_task(&mut self, t: &Task, result: Option<&[u8]>) -> Result<()> {
         let done = sqlx::query(
             "update study_task set status = $2, completed_at = $3, report = $4, result = $5 \
