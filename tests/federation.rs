@@ -746,6 +746,11 @@ async fn reproducible_run(backend: Backend, crash: bool) -> RunResult {
         );
         assert_eq!(c.detail["unmatchable"], 0, "{:?}", c.detail);
     }
+    // a node evaluates each subject once: after its first check it sends only padding
+    assert!(
+        checks.iter().any(|c| c.detail["evaluated"] == 64),
+        "{checks:?}"
+    );
     gateway.kill().await;
     let held = example_pseudonyms();
     assert!(held.len() > 900, "{}", held.len());

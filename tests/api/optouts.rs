@@ -390,6 +390,8 @@ async fn holders_match_opt_outs_without_sending_pseudonyms(app: TestApp) {
             .collect()
     };
     let second_entries = entries(&second);
+    assert_eq!(first["key_id"], second["key_id"]);
+    assert_eq!(first["key_id"].as_str().unwrap().len(), 64);
     assert!(entries(&first).iter().all(|e| !second_entries.contains(e)));
 
     // The audit entry counts what was evaluated and in scope, never whom.

@@ -63,6 +63,15 @@ impl OprfKey {
         Option::from(Scalar::from_canonical_bytes(bytes)).map(Self)
     }
 
+    /// A public name of this key: SHA-256 of `k · G` (RFC 9497's public key `pkS`, which
+    /// reveals nothing of `k`), hex encoded. Outputs a client keeps are valid only under the key
+    /// they were computed with; this tells it when the key changed.
+    pub fn key_id(&self) -> String {
+        use curve25519_dalek::constants::RISTRETTO_BASEPOINT_POINT;
+        let public = (self.0 * RISTRETTO_BASEPOINT_POINT).compress();
+        hex::encode(sha2::Sha256::digest(public.as_bytes()))
+    }
+
     /// `F(k, input)` for an input the server knows itself.
     pub fn evaluate_direct(&self, input: &[u8]) -> [u8; OUTPUT_LEN] {
         finalize_element(input, &(self.0 * hash_to_group(input)))

@@ -154,6 +154,10 @@ pub struct MatchResponse {
     pub exception_applied: bool,
     /// Each blinded element times the registry's key, in request order (base64).
     pub evaluated: Vec<String>,
+    /// Names the registry's key (SHA-256 of its public element): a holder may keep the
+    /// unblinded values of its subjects and send only new subjects next time, for as long as
+    /// this stays the same.
+    pub key_id: String,
     /// This answer's fresh random salt (base64).
     pub salt: String,
     /// SHA-256(salt ‖ match value), truncated to 128 bits, of every opted-out subject in the

@@ -34,8 +34,8 @@ use super::policy::{Admission, Guard, Refusal};
 pub use super::source::DataSource;
 use super::{FeatureSpec, SiteRows};
 use crate::client::{
-    ClientCredentials, ClientError, ClientLogin, DevTokens, GatewayClient, OptOutQuery,
-    RetryPolicy, StaticToken,
+    ClientCredentials, ClientError, ClientLogin, DevTokens, GatewayClient, MatchValues,
+    OptOutQuery, RetryPolicy, StaticToken,
 };
 use ehds_core::{
     dev_issuer::DevIssuer,
@@ -85,6 +85,8 @@ pub struct Agent {
     log: NodeLog,
     /// Tasks the policy refused (they stay open at the gateway until their deadline).
     refused: std::collections::HashSet<TaskId>,
+    /// The unblinded opt-out match values of the holder's subjects (one evaluation each).
+    match_values: MatchValues,
 }
 
 /// What the node keeps between rounds of a study.
@@ -134,6 +136,7 @@ impl Agent {
             guard,
             log,
             refused: Default::default(),
+            match_values: MatchValues::default(),
         })
     }
 
@@ -264,6 +267,7 @@ impl Agent {
         gateway: &GatewayClient,
         task: &NodeTask,
         rows: &SiteRows,
+        known: &mut MatchValues,
     ) -> Result<BTreeSet<String>, ClientError> {
         let subjects = rows.subjects();
         let query = OptOutQuery {
@@ -277,7 +281,7 @@ impl Agent {
             policy: task.study.optout_policy,
             registry_version: Some(task.registry_version),
         };
-        let matched = gateway.match_opt_outs(&query, &subjects).await?;
+        let matched = gateway.match_opt_outs(&query, &subjects, known).await?;
         if matched.unmatchable == 0 {
             return Ok(matched.excluded);
         }
@@ -380,7 +384,7 @@ impl Agent {
                 .unwrap_or(Duration::ZERO);
         let gateway = self.gateway.with_retry(RetryPolicy::until(give_up));
         let mut rows = self.read_rows(task)?;
-        let excluded = Self::opted_out(&gateway, task, &rows).await?;
+        let excluded = Self::opted_out(&gateway, task, &rows, &mut self.match_values).await?;
         let exclusion = rows.exclude(&excluded);
         let s = &task.study;
         let stream = holder_stream(&task.data_holder);

@@ -418,6 +418,7 @@ fn random_bytes<const N: usize>() -> Result<[u8; N], MatchError> {
 pub async fn answer_match(
     tx: &mut dyn Tx,
     by: &Requester<'_>,
+    key: &PseudonymKey,
     cache: &ScopeCache,
     scope: &CheckScope,
     evaluated: Vec<[u8; oprf::ELEMENT_LEN]>,
@@ -460,6 +461,7 @@ pub async fn answer_match(
         policy: scope.policy,
         exception_applied: found.exception_applied,
         evaluated: evaluated.iter().map(|z| BASE64.encode(z)).collect(),
+        key_id: key.match_key().key_id(),
         salt: BASE64.encode(salt),
         opted_out,
         unmatchable: found.unmatchable,

@@ -505,6 +505,7 @@ pub async fn match_opt_outs(
     let answer = optouts::answer_match(
         &mut *tx,
         &caller.requester(),
+        &state.pseudonym_key,
         &state.optout_scopes,
         &scope,
         evaluated,

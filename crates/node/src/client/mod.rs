@@ -24,7 +24,7 @@ use serde::{de::DeserializeOwned, Serialize};
 
 pub use error::ClientError;
 pub use governance::{ModelFile, OptOutImport};
-pub use node::{Delivery, Matched, OptOutQuery};
+pub use node::{Delivery, MatchValues, Matched, OptOutQuery};
 pub use token::{
     ClientAuth, ClientCredentials, ClientKey, ClientLogin, DevTokens, StaticToken, TokenSource,
 };

@@ -11,7 +11,7 @@ use super::{Call, ClientError, GatewayClient};
 use ehds_core::{
     domain::TaskId,
     domain::{optout::salted_match, optout::FilterPolicy, PermitId},
-    oprf::Blinded,
+    oprf::{Blinded, OUTPUT_LEN},
     secure_aggregation::{NodeMessage, SecaggView},
     wire::{
         decode_fit_ins, FilterRequest, FilterResponse, MatchRequest, MatchResponse, NodeTask,
@@ -29,6 +29,37 @@ pub struct OptOutQuery {
     pub categories: Vec<String>,
     pub policy: FilterPolicy,
     pub registry_version: Option<i64>,
+}
+
+/// The unblinded match values of a holder's subjects, kept between checks under the registry
+/// key that produced them: the values do not change from round to round (only each answer's
+/// salt does), so a node evaluates each subject once, not once per round. Kept in memory only.
+#[derive(Debug, Default)]
+pub struct MatchValues {
+    key_id: Option<String>,
+    values: std::collections::HashMap<String, [u8; OUTPUT_LEN]>,
+}
+
+impl MatchValues {
+    /// Subjects whose value is kept.
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+}
+
+/// One answer, unblinded.
+struct MatchRound {
+    key_id: String,
+    salt: Vec<u8>,
+    opted_out: BTreeSet<String>,
+    unmatchable: usize,
+    registry_version: i64,
+    /// The values of the subjects this request evaluated.
+    fresh: Vec<(String, [u8; OUTPUT_LEN])>,
 }
 
 /// The answer of [`GatewayClient::match_opt_outs`].
@@ -78,18 +109,68 @@ impl GatewayClient {
 
     /// Which of `subjects` the permit excludes, asked without disclosing them: each pseudonym
     /// goes out blinded (with random padding elements), and the intersection with the
-    /// registry's salted match values is taken here (docs/threat-model.md).
+    /// registry's salted match values is taken here (docs/threat-model.md). Subjects whose
+    /// value `known` already holds under the registry's current key are not sent again.
     pub async fn match_opt_outs(
         &self,
         query: &OptOutQuery,
         subjects: &[&str],
+        known: &mut MatchValues,
     ) -> Result<Matched, ClientError> {
+        let mut answer = self.match_round(query, subjects, known).await?;
+        if known.key_id.as_deref() != Some(answer.key_id.as_str()) {
+            // The registry's key changed (or this is the first answer): values kept under
+            // the old key match nothing now, so every subject is evaluated again.
+            let stale = known.key_id.is_some();
+            known.values.clear();
+            known.key_id = Some(answer.key_id.clone());
+            if stale {
+                answer = self.match_round(query, subjects, known).await?;
+                if known.key_id.as_deref() != Some(answer.key_id.as_str()) {
+                    return Err(ClientError::decode(
+                        "POST /v1/opt-outs/match",
+                        "the registry's key changed twice in a row",
+                    ));
+                }
+            }
+        }
+        known.values.extend(answer.fresh);
+        let salt = &answer.salt;
+        let mut excluded = BTreeSet::new();
+        for s in subjects {
+            let value = known.values.get(*s).ok_or_else(|| {
+                ClientError::decode("POST /v1/opt-outs/match", "a subject was not evaluated")
+            })?;
+            if answer.opted_out.contains(&salted_match(salt, value)) {
+                excluded.insert((*s).to_owned());
+            }
+        }
+        Ok(Matched {
+            excluded,
+            unmatchable: answer.unmatchable,
+            registry_version: answer.registry_version,
+        })
+    }
+
+    /// One match request: blinds the subjects `known` lacks (padded, shuffled) and unblinds
+    /// the answer.
+    async fn match_round(
+        &self,
+        query: &OptOutQuery,
+        subjects: &[&str],
+        known: &MatchValues,
+    ) -> Result<MatchRound, ClientError> {
         const WHAT: &str = "POST /v1/opt-outs/match";
         let decode = |reason: String| ClientError::decode(WHAT, reason);
-        let padded = subjects.len().max(MIN_MATCH_ELEMENTS).next_power_of_two();
+        let new: Vec<&str> = subjects
+            .iter()
+            .copied()
+            .filter(|s| !known.values.contains_key(*s))
+            .collect();
+        let padded = new.len().max(MIN_MATCH_ELEMENTS).next_power_of_two();
         // (the subject, or None for a padding element, and its blinding)
         let mut blinds: Vec<(Option<&str>, Blinded)> = Vec::with_capacity(padded);
-        for s in subjects {
+        for s in &new {
             let b = Blinded::new(s.as_bytes()).map_err(|e| decode(e.to_string()))?;
             blinds.push((Some(*s), b));
         }
@@ -123,8 +204,7 @@ impl GatewayClient {
         let salt = BASE64
             .decode(&answer.salt)
             .map_err(|e| decode(format!("salt: {e}")))?;
-        let opted_out: BTreeSet<&str> = answer.opted_out.iter().map(String::as_str).collect();
-        let mut excluded = BTreeSet::new();
+        let mut fresh = Vec::with_capacity(new.len());
         for ((subject, blind), evaluated) in blinds.iter().zip(&answer.evaluated) {
             let Some(subject) = subject else { continue };
             let evaluated = BASE64
@@ -133,14 +213,15 @@ impl GatewayClient {
             let value = blind
                 .finalize(subject.as_bytes(), &evaluated)
                 .map_err(|e| decode(e.to_string()))?;
-            if opted_out.contains(salted_match(&salt, &value).as_str()) {
-                excluded.insert((*subject).to_owned());
-            }
+            fresh.push(((*subject).to_owned(), value));
         }
-        Ok(Matched {
-            excluded,
+        Ok(MatchRound {
+            key_id: answer.key_id,
+            salt,
+            opted_out: answer.opted_out.into_iter().collect(),
             unmatchable: answer.unmatchable,
             registry_version: answer.registry_version,
+            fresh,
         })
     }
 
