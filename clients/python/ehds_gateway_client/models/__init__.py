@@ -46,6 +46,8 @@ from .check_body import CheckBody
 from .check_outcome import CheckOutcome
 from .consistency_proof import ConsistencyProof
 from .data_category import DataCategory
+from .data_quality import DataQuality
+from .decided_by import DecidedBy
 from .decision_kind import DecisionKind
 from .decision_request import DecisionRequest
 from .decision_response import DecisionResponse
@@ -80,6 +82,7 @@ from .evaluation_view_mean_test import EvaluationViewMeanTest
 from .evaluation_view_mean_validation import EvaluationViewMeanValidation
 from .export_format import ExportFormat
 from .extend_request import ExtendRequest
+from .feature_quality import FeatureQuality
 from .fed_adagrad_config import FedAdagradConfig
 from .fed_adam_config import FedAdamConfig
 from .fed_avg_config import FedAvgConfig
@@ -105,6 +108,7 @@ from .filter_policy import FilterPolicy
 from .filter_request import FilterRequest
 from .filter_response import FilterResponse
 from .first_bad_entry import FirstBadEntry
+from .holder_data_quality import HolderDataQuality
 from .hpfl_config import HpflConfig
 from .import_report import ImportReport
 from .inclusion_proof import InclusionProof
@@ -121,6 +125,8 @@ from .loss_kind_type_1 import LossKindType1
 from .loss_kind_type_2 import LossKindType2
 from .loss_kind_type_3 import LossKindType3
 from .loss_kind_type_4 import LossKindType4
+from .match_request import MatchRequest
+from .match_response import MatchResponse
 from .model_release import ModelRelease
 from .model_request import ModelRequest
 from .moon_config import MoonConfig
@@ -264,6 +270,7 @@ from .task_kind import TaskKind
 from .task_result_body import TaskResultBody
 from .task_result_body_evaluation_type_0 import TaskResultBodyEvaluationType0
 from .verify_report import VerifyReport
+from .warning_code import WarningCode
 from .withdraw_request import WithdrawRequest
 
 __all__ = (
@@ -313,6 +320,8 @@ __all__ = (
     "CheckOutcome",
     "ConsistencyProof",
     "DataCategory",
+    "DataQuality",
+    "DecidedBy",
     "DecisionKind",
     "DecisionRequest",
     "DecisionResponse",
@@ -347,6 +356,7 @@ __all__ = (
     "EvaluationViewMeanValidation",
     "ExportFormat",
     "ExtendRequest",
+    "FeatureQuality",
     "FedAdagradConfig",
     "FedAdamConfig",
     "FedAvgConfig",
@@ -372,6 +382,7 @@ __all__ = (
     "FilterRequest",
     "FilterResponse",
     "FirstBadEntry",
+    "HolderDataQuality",
     "HpflConfig",
     "ImportReport",
     "InclusionProof",
@@ -388,6 +399,8 @@ __all__ = (
     "LossKindType2",
     "LossKindType3",
     "LossKindType4",
+    "MatchRequest",
+    "MatchResponse",
     "ModelRelease",
     "ModelRequest",
     "MoonConfig",
@@ -531,5 +544,6 @@ __all__ = (
     "TaskResultBody",
     "TaskResultBodyEvaluationType0",
     "VerifyReport",
+    "WarningCode",
     "WithdrawRequest",
 )

@@ -59,6 +59,9 @@ class NodeStudy:
                 binary label trains a binary classifier (one sigmoid), a two-class softmax
                 (`multiclass` with 2 classes) or one independent sigmoid (`multilabel` with 1 label); a
                 survival label trains a survival model.
+            test_fraction (float | Unset): Share of the holder's patients the node holds out for testing where its records
+                carry
+                no split tags (absent from older gateways: the default).
             threshold (DecisionThresholdType0 | DecisionThresholdType1 | DecisionThresholdType2 | None | Unset):
      """
 
@@ -75,6 +78,7 @@ class NodeStudy:
     dp: DpPlan | None | Unset = UNSET
     secure_aggregation: None | SecureAggregation | Unset = UNSET
     task: StudyTaskType0 | StudyTaskType1 | StudyTaskType2 | StudyTaskType3 | Unset = UNSET
+    test_fraction: float | Unset = UNSET
     threshold: DecisionThresholdType0 | DecisionThresholdType1 | DecisionThresholdType2 | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -148,6 +152,8 @@ class NodeStudy:
             task = self.task.value
 
 
+        test_fraction = self.test_fraction
+
         threshold: dict[str, Any] | None | Unset
         if isinstance(self.threshold, Unset):
             threshold = UNSET
@@ -181,6 +187,8 @@ class NodeStudy:
             field_dict["secure_aggregation"] = secure_aggregation
         if task is not UNSET:
             field_dict["task"] = task
+        if test_fraction is not UNSET:
+            field_dict["test_fraction"] = test_fraction
         if threshold is not UNSET:
             field_dict["threshold"] = threshold
 
@@ -332,6 +340,8 @@ class NodeStudy:
         task = _parse_task(d.pop("task", UNSET))
 
 
+        test_fraction = d.pop("test_fraction", UNSET)
+
         def _parse_threshold(data: object) -> DecisionThresholdType0 | DecisionThresholdType1 | DecisionThresholdType2 | None | Unset:
             if data is None:
                 return data
@@ -386,6 +396,7 @@ class NodeStudy:
             dp=dp,
             secure_aggregation=secure_aggregation,
             task=task,
+            test_fraction=test_fraction,
             threshold=threshold,
         )
 

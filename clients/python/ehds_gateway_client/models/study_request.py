@@ -114,6 +114,10 @@ class StudyRequest:
             secure_aggregation (None | SecureAggregationRequest | Unset):
             seed (int | None | Unset):
             task (None | StudyTaskType0 | StudyTaskType1 | StudyTaskType2 | StudyTaskType3 | Unset):
+            test_fraction (float | None | Unset): Share of each holder's patients held out for testing where its records
+                carry no
+                train/test split tags (default 0.2): the node splits them itself, patient by patient,
+                stratified by the label, seeded by the study (docs/federated-studies.md).
             threshold (DecisionThresholdType0 | DecisionThresholdType1 | DecisionThresholdType2 | None | Unset):
             validation_fraction (float | None | Unset): Share of each holder's training rows kept for validation (default
                 0.2).
@@ -143,6 +147,7 @@ class StudyRequest:
     secure_aggregation: None | SecureAggregationRequest | Unset = UNSET
     seed: int | None | Unset = UNSET
     task: None | StudyTaskType0 | StudyTaskType1 | StudyTaskType2 | StudyTaskType3 | Unset = UNSET
+    test_fraction: float | None | Unset = UNSET
     threshold: DecisionThresholdType0 | DecisionThresholdType1 | DecisionThresholdType2 | None | Unset = UNSET
     validation_fraction: float | None | Unset = UNSET
 
@@ -384,6 +389,12 @@ class StudyRequest:
         else:
             task = self.task
 
+        test_fraction: float | None | Unset
+        if isinstance(self.test_fraction, Unset):
+            test_fraction = UNSET
+        else:
+            test_fraction = self.test_fraction
+
         threshold: dict[str, Any] | None | Unset
         if isinstance(self.threshold, Unset):
             threshold = UNSET
@@ -441,6 +452,8 @@ class StudyRequest:
             field_dict["seed"] = seed
         if task is not UNSET:
             field_dict["task"] = task
+        if test_fraction is not UNSET:
+            field_dict["test_fraction"] = test_fraction
         if threshold is not UNSET:
             field_dict["threshold"] = threshold
         if validation_fraction is not UNSET:
@@ -1104,6 +1117,16 @@ class StudyRequest:
         task = _parse_task(d.pop("task", UNSET))
 
 
+        def _parse_test_fraction(data: object) -> float | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(float | None | Unset, data)
+
+        test_fraction = _parse_test_fraction(d.pop("test_fraction", UNSET))
+
+
         def _parse_threshold(data: object) -> DecisionThresholdType0 | DecisionThresholdType1 | DecisionThresholdType2 | None | Unset:
             if data is None:
                 return data
@@ -1179,6 +1202,7 @@ class StudyRequest:
             secure_aggregation=secure_aggregation,
             seed=seed,
             task=task,
+            test_fraction=test_fraction,
             threshold=threshold,
             validation_fraction=validation_fraction,
         )

@@ -93,6 +93,9 @@ class StudySpec:
                 binary label trains a binary classifier (one sigmoid), a two-class softmax
                 (`multiclass` with 2 classes) or one independent sigmoid (`multilabel` with 1 label); a
                 survival label trains a survival model.
+            test_fraction (float | Unset): Share of each holder's patients held out for testing where its records carry no
+                split
+                tags (studies stored before the choice: [`DEFAULT_TEST_FRACTION`]).
             threshold (DecisionThresholdType0 | DecisionThresholdType1 | DecisionThresholdType2 | None | Unset):
      """
 
@@ -118,6 +121,7 @@ class StudySpec:
     release: ModelRelease | Unset = UNSET
     secure_aggregation: None | SecureAggregation | Unset = UNSET
     task: StudyTaskType0 | StudyTaskType1 | StudyTaskType2 | StudyTaskType3 | Unset = UNSET
+    test_fraction: float | Unset = UNSET
     threshold: DecisionThresholdType0 | DecisionThresholdType1 | DecisionThresholdType2 | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -237,6 +241,8 @@ class StudySpec:
             task = self.task.value
 
 
+        test_fraction = self.test_fraction
+
         threshold: dict[str, Any] | None | Unset
         if isinstance(self.threshold, Unset):
             threshold = UNSET
@@ -281,6 +287,8 @@ class StudySpec:
             field_dict["secure_aggregation"] = secure_aggregation
         if task is not UNSET:
             field_dict["task"] = task
+        if test_fraction is not UNSET:
+            field_dict["test_fraction"] = test_fraction
         if threshold is not UNSET:
             field_dict["threshold"] = threshold
 
@@ -538,6 +546,8 @@ class StudySpec:
         task = _parse_task(d.pop("task", UNSET))
 
 
+        test_fraction = d.pop("test_fraction", UNSET)
+
         def _parse_threshold(data: object) -> DecisionThresholdType0 | DecisionThresholdType1 | DecisionThresholdType2 | None | Unset:
             if data is None:
                 return data
@@ -601,6 +611,7 @@ class StudySpec:
             release=release,
             secure_aggregation=secure_aggregation,
             task=task,
+            test_fraction=test_fraction,
             threshold=threshold,
         )
 

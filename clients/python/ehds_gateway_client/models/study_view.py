@@ -15,6 +15,7 @@ from uuid import UUID
 import datetime
 
 if TYPE_CHECKING:
+  from ..models.holder_data_quality import HolderDataQuality
   from ..models.study_spec import StudySpec
 
 
@@ -41,6 +42,10 @@ class StudyView:
             spec (StudySpec): A parsed, validated study. Stored as submitted and sent (in part) to the data holders.
             status (StudyStatus): The lifecycle of a study.
             updated_at (datetime.datetime):
+            data_quality (list[HolderDataQuality] | Unset): `GET /v1/studies/{id}` only: per data holder, the data-quality
+                summary of its latest
+                task result (what its records make of the features), counts below the small-cell
+                threshold withheld; absent until a holder has reported one.
             parameter_count (int | None | Unset): Trainable values of the study's model.
             status_reason (None | str | Unset):
      """
@@ -57,6 +62,7 @@ class StudyView:
     spec: StudySpec
     status: StudyStatus
     updated_at: datetime.datetime
+    data_quality: list[HolderDataQuality] | Unset = UNSET
     parameter_count: int | None | Unset = UNSET
     status_reason: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -66,6 +72,7 @@ class StudyView:
 
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.holder_data_quality import HolderDataQuality # noqa: PLC0415
         from ..models.study_spec import StudySpec # noqa: PLC0415
         created_at = self.created_at.isoformat()
 
@@ -90,6 +97,15 @@ class StudyView:
         status = self.status.value
 
         updated_at = self.updated_at.isoformat()
+
+        data_quality: list[dict[str, Any]] | Unset = UNSET
+        if not isinstance(self.data_quality, Unset):
+            data_quality = []
+            for data_quality_item_data in self.data_quality:
+                data_quality_item = data_quality_item_data.to_dict()
+                data_quality.append(data_quality_item)
+
+
 
         parameter_count: int | None | Unset
         if isinstance(self.parameter_count, Unset):
@@ -120,6 +136,8 @@ class StudyView:
             "status": status,
             "updated_at": updated_at,
         })
+        if data_quality is not UNSET:
+            field_dict["data_quality"] = data_quality
         if parameter_count is not UNSET:
             field_dict["parameter_count"] = parameter_count
         if status_reason is not UNSET:
@@ -131,6 +149,7 @@ class StudyView:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.holder_data_quality import HolderDataQuality # noqa: PLC0415
         from ..models.study_spec import StudySpec # noqa: PLC0415
         d = dict(src_dict)
         created_at = datetime.datetime.fromisoformat(d.pop("created_at"))
@@ -175,6 +194,18 @@ class StudyView:
 
 
 
+        _data_quality = d.pop("data_quality", UNSET)
+        data_quality: list[HolderDataQuality] | Unset = UNSET
+        if _data_quality is not UNSET:
+            data_quality = []
+            for data_quality_item_data in _data_quality:
+                data_quality_item = HolderDataQuality.from_dict(data_quality_item_data)
+
+
+
+                data_quality.append(data_quality_item)
+
+
         def _parse_parameter_count(data: object) -> int | None | Unset:
             if data is None:
                 return data
@@ -208,6 +239,7 @@ class StudyView:
             spec=spec,
             status=status,
             updated_at=updated_at,
+            data_quality=data_quality,
             parameter_count=parameter_count,
             status_reason=status_reason,
         )

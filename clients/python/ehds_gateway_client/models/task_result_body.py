@@ -12,6 +12,7 @@ from ..types import UNSET, Unset
 from typing import cast
 
 if TYPE_CHECKING:
+  from ..models.data_quality import DataQuality
   from ..models.task_result_body_evaluation_type_0 import TaskResultBodyEvaluationType0
 
 
@@ -30,6 +31,7 @@ class TaskResultBody:
             excluded_subjects (int): Subjects the opt-out filter removed before training.
             num_examples (int): Training examples behind the update (after opt-out filtering).
             registry_version (int): The registry version the node filtered against (must be the task's).
+            data_quality (DataQuality | None | Unset):
             evaluation (None | TaskResultBodyEvaluationType0 | Unset): The node's evaluation of the model it received
                 (before training).
             local_steps (int | None | Unset):
@@ -41,6 +43,7 @@ class TaskResultBody:
     excluded_subjects: int
     num_examples: int
     registry_version: int
+    data_quality: DataQuality | None | Unset = UNSET
     evaluation: None | TaskResultBodyEvaluationType0 | Unset = UNSET
     local_steps: int | None | Unset = UNSET
     parameters: None | str | Unset = UNSET
@@ -51,12 +54,21 @@ class TaskResultBody:
 
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.data_quality import DataQuality # noqa: PLC0415
         from ..models.task_result_body_evaluation_type_0 import TaskResultBodyEvaluationType0 # noqa: PLC0415
         excluded_subjects = self.excluded_subjects
 
         num_examples = self.num_examples
 
         registry_version = self.registry_version
+
+        data_quality: dict[str, Any] | None | Unset
+        if isinstance(self.data_quality, Unset):
+            data_quality = UNSET
+        elif isinstance(self.data_quality, DataQuality):
+            data_quality = self.data_quality.to_dict()
+        else:
+            data_quality = self.data_quality
 
         evaluation: dict[str, Any] | None | Unset
         if isinstance(self.evaluation, Unset):
@@ -92,6 +104,8 @@ class TaskResultBody:
             "num_examples": num_examples,
             "registry_version": registry_version,
         })
+        if data_quality is not UNSET:
+            field_dict["data_quality"] = data_quality
         if evaluation is not UNSET:
             field_dict["evaluation"] = evaluation
         if local_steps is not UNSET:
@@ -107,6 +121,7 @@ class TaskResultBody:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.data_quality import DataQuality # noqa: PLC0415
         from ..models.task_result_body_evaluation_type_0 import TaskResultBodyEvaluationType0 # noqa: PLC0415
         d = dict(src_dict)
         excluded_subjects = d.pop("excluded_subjects")
@@ -114,6 +129,26 @@ class TaskResultBody:
         num_examples = d.pop("num_examples")
 
         registry_version = d.pop("registry_version")
+
+        def _parse_data_quality(data: object) -> DataQuality | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                data_quality_type_1 = DataQuality.from_dict(data)
+
+
+
+                return data_quality_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(DataQuality | None | Unset, data)
+
+        data_quality = _parse_data_quality(d.pop("data_quality", UNSET))
+
 
         def _parse_evaluation(data: object) -> None | TaskResultBodyEvaluationType0 | Unset:
             if data is None:
@@ -169,6 +204,7 @@ class TaskResultBody:
             excluded_subjects=excluded_subjects,
             num_examples=num_examples,
             registry_version=registry_version,
+            data_quality=data_quality,
             evaluation=evaluation,
             local_steps=local_steps,
             parameters=parameters,

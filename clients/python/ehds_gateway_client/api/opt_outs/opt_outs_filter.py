@@ -84,7 +84,9 @@ def sync_detailed(
     body: FilterRequest,
 
 ) -> Response[FilterResponse | Problem]:
-    """ Which of a data holder's subjects must be excluded from processing under a permit.
+    """ Which of a data holder's subjects must be excluded from processing under a permit. The
+    holder discloses its cohort to the gateway here; `POST /v1/opt-outs/match` answers the same
+    question without that, and is what the node agent uses.
 
     Args:
         body (FilterRequest):
@@ -115,7 +117,9 @@ def sync(
     body: FilterRequest,
 
 ) -> FilterResponse | Problem | None:
-    """ Which of a data holder's subjects must be excluded from processing under a permit.
+    """ Which of a data holder's subjects must be excluded from processing under a permit. The
+    holder discloses its cohort to the gateway here; `POST /v1/opt-outs/match` answers the same
+    question without that, and is what the node agent uses.
 
     Args:
         body (FilterRequest):
@@ -141,7 +145,9 @@ async def asyncio_detailed(
     body: FilterRequest,
 
 ) -> Response[FilterResponse | Problem]:
-    """ Which of a data holder's subjects must be excluded from processing under a permit.
+    """ Which of a data holder's subjects must be excluded from processing under a permit. The
+    holder discloses its cohort to the gateway here; `POST /v1/opt-outs/match` answers the same
+    question without that, and is what the node agent uses.
 
     Args:
         body (FilterRequest):
@@ -172,7 +178,9 @@ async def asyncio(
     body: FilterRequest,
 
 ) -> FilterResponse | Problem | None:
-    """ Which of a data holder's subjects must be excluded from processing under a permit.
+    """ Which of a data holder's subjects must be excluded from processing under a permit. The
+    holder discloses its cohort to the gateway here; `POST /v1/opt-outs/match` answers the same
+    question without that, and is what the node agent uses.
 
     Args:
         body (FilterRequest):

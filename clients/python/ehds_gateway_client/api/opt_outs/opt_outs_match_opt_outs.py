@@ -1,0 +1,223 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...types import Response, UNSET
+from ... import errors
+
+from ...models.match_request import MatchRequest
+from ...models.match_response import MatchResponse
+from ...models.problem import Problem
+from typing import cast
+
+
+
+def _get_kwargs(
+    *,
+    body: MatchRequest,
+
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+
+    
+
+    
+
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/v1/opt-outs/match",
+    }
+
+    _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> MatchResponse | Problem | None:
+    if response.status_code == 200:
+        response_200 = MatchResponse.from_dict(response.json())
+
+
+
+        return response_200
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+
+
+        return response_409
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+
+
+        return response_422
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[MatchResponse | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    *,
+    client: AuthenticatedClient,
+    body: MatchRequest,
+
+) -> Response[MatchResponse | Problem]:
+    """ The opt-out check without disclosure (docs/threat-model.md, "Opt-out filtering"): the
+    holder sends its pseudonyms blinded, the gateway multiplies them by the registry's key and
+    returns them with the salted match values of every opted-out subject in the permit's scope;
+    the holder unblinds, salts and intersects locally. The gateway learns how many elements were
+    sent (the holder pads), never which subjects they are or how many were excluded.
+
+    Args:
+        body (MatchRequest):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[MatchResponse | Problem]
+     """
+
+
+    kwargs = _get_kwargs(
+        body=body,
+
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+def sync(
+    *,
+    client: AuthenticatedClient,
+    body: MatchRequest,
+
+) -> MatchResponse | Problem | None:
+    """ The opt-out check without disclosure (docs/threat-model.md, "Opt-out filtering"): the
+    holder sends its pseudonyms blinded, the gateway multiplies them by the registry's key and
+    returns them with the salted match values of every opted-out subject in the permit's scope;
+    the holder unblinds, salts and intersects locally. The gateway learns how many elements were
+    sent (the holder pads), never which subjects they are or how many were excluded.
+
+    Args:
+        body (MatchRequest):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        MatchResponse | Problem
+     """
+
+
+    return sync_detailed(
+        client=client,
+body=body,
+
+    ).parsed
+
+async def asyncio_detailed(
+    *,
+    client: AuthenticatedClient,
+    body: MatchRequest,
+
+) -> Response[MatchResponse | Problem]:
+    """ The opt-out check without disclosure (docs/threat-model.md, "Opt-out filtering"): the
+    holder sends its pseudonyms blinded, the gateway multiplies them by the registry's key and
+    returns them with the salted match values of every opted-out subject in the permit's scope;
+    the holder unblinds, salts and intersects locally. The gateway learns how many elements were
+    sent (the holder pads), never which subjects they are or how many were excluded.
+
+    Args:
+        body (MatchRequest):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[MatchResponse | Problem]
+     """
+
+
+    kwargs = _get_kwargs(
+        body=body,
+
+    )
+
+    response = await client.get_async_httpx_client().request(
+        **kwargs
+    )
+
+    return _build_response(client=client, response=response)
+
+async def asyncio(
+    *,
+    client: AuthenticatedClient,
+    body: MatchRequest,
+
+) -> MatchResponse | Problem | None:
+    """ The opt-out check without disclosure (docs/threat-model.md, "Opt-out filtering"): the
+    holder sends its pseudonyms blinded, the gateway multiplies them by the registry's key and
+    returns them with the salted match values of every opted-out subject in the permit's scope;
+    the holder unblinds, salts and intersects locally. The gateway learns how many elements were
+    sent (the holder pads), never which subjects they are or how many were excluded.
+
+    Args:
+        body (MatchRequest):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        MatchResponse | Problem
+     """
+
+
+    return (await asyncio_detailed(
+        client=client,
+body=body,
+
+    )).parsed
