@@ -181,9 +181,18 @@ impl SiteRows {
         }
     }
 
-    /// The rows of each part under `plan`, in source order.
+    /// The rows of each part under `plan`: in source order, but for the train and validation
+    /// rows of a tagged source, which come in the order of the engine's split, as
+    /// [`fl_engine::data::SiteData::prepare`] has them.
     pub fn train_val(&self, plan: &SplitPlan) -> Result<super::TrainValTest<'_>, SourceError> {
         let a = self.assign(plan)?;
+        if a.decided_by == DecidedBy::Tags {
+            let (train, test): (Vec<&SubjectRow>, Vec<&SubjectRow>) =
+                self.rows.iter().partition(|r| r.split != Some(Split::Test));
+            let (ti, vi) = impute::split_indices(train.len(), plan.validation_fraction, plan.seed)?;
+            let pick = |idx: &[usize]| idx.iter().map(|&i| train[i]).collect::<Vec<_>>();
+            return Ok((pick(&ti), pick(&vi), test));
+        }
         let pick = |part: Part| -> Vec<&SubjectRow> {
             self.rows
                 .iter()
