@@ -693,6 +693,14 @@ fn node_check_reports_without_a_gateway() {
     );
     let json: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["cohort"]["rows"], PATIENTS);
+    // the split the node would use, and the warnings by their stable codes
+    let split = &json["split"];
+    assert!(split["decided_by"].is_string(), "{split}");
+    let parts = ["train", "validation", "test"].map(|p| split[p].as_u64().unwrap());
+    assert_eq!(parts.iter().sum::<u64>(), PATIENTS as u64, "{split}");
+    for w in json["warnings"].as_array().expect("warnings") {
+        assert!(w["code"].is_string() && w["subject"].is_string() && w["detail"].is_string());
+    }
     assert_eq!(json["time_series"]["steps"], 24);
     let cats: BTreeSet<String> = serde_json::from_value(json["categories"].clone()).unwrap();
     assert_eq!(cats, BTreeSet::from(["ehr_data".to_owned()]));
