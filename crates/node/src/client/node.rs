@@ -180,7 +180,7 @@ impl GatewayClient {
             blinds.push((None, b));
         }
         // The padding must not sit at the end, where it could be told apart by position.
-        blinds.shuffle(&mut rand::thread_rng());
+        blinds.shuffle(&mut rand::rngs::OsRng);
         let request = MatchRequest {
             permit_id: query.permit_id,
             blinded: blinds
