@@ -28,6 +28,9 @@ class MatchResponse:
         Attributes:
             evaluated (list[str]): Each blinded element times the registry's key, in request order (base64).
             exception_applied (bool): True when the permit records the Art. 71(4) exception: nobody is excluded.
+            key_id (str): Names the registry's key (SHA-256 of its public element): a holder may keep the
+                unblinded values of its subjects and send only new subjects next time, for as long as
+                this stays the same.
             opted_out (list[str]): SHA-256(salt ‖ match value), truncated to 128 bits, of every opted-out subject in the
                 permit's scope, with random entries added up to a power of two, sorted (hex).
             permit_id (UUID): Identifier of a data permit (Art. 68).
@@ -42,6 +45,7 @@ class MatchResponse:
 
     evaluated: list[str]
     exception_applied: bool
+    key_id: str
     opted_out: list[str]
     permit_id: UUID
     policy: FilterPolicy
@@ -61,6 +65,8 @@ class MatchResponse:
 
 
         exception_applied = self.exception_applied
+
+        key_id = self.key_id
 
         opted_out = self.opted_out
 
@@ -84,6 +90,7 @@ class MatchResponse:
         field_dict.update({
             "evaluated": evaluated,
             "exception_applied": exception_applied,
+            "key_id": key_id,
             "opted_out": opted_out,
             "permit_id": permit_id,
             "policy": policy,
@@ -104,6 +111,8 @@ class MatchResponse:
 
 
         exception_applied = d.pop("exception_applied")
+
+        key_id = d.pop("key_id")
 
         opted_out = cast(list[str], d.pop("opted_out"))
 
@@ -132,6 +141,7 @@ class MatchResponse:
         match_response = cls(
             evaluated=evaluated,
             exception_applied=exception_applied,
+            key_id=key_id,
             opted_out=opted_out,
             permit_id=permit_id,
             policy=policy,
