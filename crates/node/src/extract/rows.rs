@@ -2,7 +2,10 @@
 //! events sorted per patient, each subject's image chosen; then every candidate filtered by
 //! the inclusion criteria, labelled, and given its features, series and image.
 use crate::cohort::Instant;
-use crate::features::{Coding, Feature, FeatureSpec, ImageSpec, PatientField, Source, Value};
+use crate::features::{
+    Coding, Feature, FeatureSpec, ImageSpec, LabelSource, PatientField, Source, SurvivalEvent,
+    Value,
+};
 use std::cell::Cell;
 
 use crate::report::{IgnoreReason, Issue, IssueKind, Report};
@@ -234,6 +237,10 @@ impl Store {
             sel.iter().for_each(|e| evs.used(e));
         }
 
+        // a recorded death is the record a death label reads
+        if reads_death(&spec.label.source) && !matches!(death, Ok(None)) {
+            report.matched(&spec.label.name);
+        }
         // label first: a row whose label cannot be decided is excluded, not dropped as
         // incomplete
         let (label, time) = match self.label(spec, c, evs, death, last_activity) {
@@ -364,6 +371,22 @@ impl Store {
             encounter: enc.and_then(|e| e.id.clone()),
             private,
         });
+    }
+}
+
+/// Whether the label (or one of its classes or labels) reads the patient's death.
+fn reads_death(s: &LabelSource) -> bool {
+    match s {
+        LabelSource::Death { .. }
+        | LabelSource::Deceased
+        | LabelSource::Survival {
+            event: SurvivalEvent::Death,
+            ..
+        } => true,
+        LabelSource::FirstMatch { classes: parts, .. } | LabelSource::Labels(parts) => {
+            parts.iter().any(|p| reads_death(&p.source))
+        }
+        _ => false,
     }
 }
 

@@ -341,8 +341,10 @@ fn a_dated_death_label_over_undated_deaths_is_answered_with_the_count() {
     assert_eq!(labels, [("b", 0), ("c", 1)]);
     assert_eq!(rows.report.excluded["deceased without a date of death"], 2);
     assert_eq!(ignored(&rows, "y", Undated), 2);
+    // a, c and d have a recorded death; b's `false` is none
+    assert_eq!(rows.report.matched["y"], 3);
     let check = Check::new(&s, rows);
-    assert_eq!(check.label.ignored[&Undated], 2);
+    assert_eq!((check.label.matched, check.label.ignored[&Undated]), (3, 2));
     let table = check.table();
     assert!(
         table.contains("excluded          2  deceased without a date of death"),
