@@ -605,6 +605,7 @@ impl Node {
             train_loss: fit.then_some(0.69),
             local_steps: fit.then_some(1),
             evaluation: None,
+            data_quality: None,
         };
         if fit {
             self.request();
