@@ -170,6 +170,20 @@ async fn bad_applications_are_refused_precisely_and_nothing_is_stored(app: TestA
         (malformed.status.as_u16(), malformed.code()),
         (400, "malformed_json")
     );
+    // A key named twice, at the top or nested, is refused rather than read as its last value.
+    for twice in [
+        r#"{"title": "A study", "title": "Another study"}"#,
+        r#"{"applicant": {"public_body": true, "public_body": false}}"#,
+    ] {
+        let r = app.send(raw(twice, "application/json")).await;
+        assert_eq!(
+            (r.status.as_u16(), r.code()),
+            (422, "duplicate_key"),
+            "{}",
+            r.text
+        );
+        assert!(r.text.contains("duplicate key"), "{}", r.text);
+    }
     let wrong_type = app.send(raw("{}", "text/plain")).await;
     assert_eq!(
         (wrong_type.status.as_u16(), wrong_type.code()),
@@ -211,7 +225,7 @@ async fn bad_applications_are_refused_precisely_and_nothing_is_stored(app: TestA
     assert_eq!(listed.body.as_array().unwrap().len(), 0);
     // ...and every refusal is on the record, attributed to the caller.
     let refused = app.audit("outcome=denied&actor=alice").await;
-    assert_eq!(refused.len(), cases.len() + 4, "{refused:#?}");
+    assert_eq!(refused.len(), cases.len() + 6, "{refused:#?}");
     assert!(refused
         .iter()
         .all(|e| e["http_status"].as_u64().unwrap() >= 400));

@@ -18,8 +18,8 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        let bytes = match axum::Json::<serde_json::Value>::from_request(req, state).await {
-            Ok(axum::Json(value)) => {
+        let bytes = match axum::Json::<UniqueKeys>::from_request(req, state).await {
+            Ok(axum::Json(UniqueKeys(value))) => {
                 if let Some(at) = first_control_character(&value, &mut String::new()) {
                     return Err(control_character(&at));
                 }
@@ -35,6 +35,73 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
                 format!("Failed to deserialize the JSON body into the target type: {e}"),
             )),
         }
+    }
+}
+
+/// A JSON document in which no object names a key twice. RFC 8259 leaves duplicates to the
+/// reader and `serde_json::Value` keeps the last, so `{"title": "a", "title": "b"}` would be
+/// stored as one title the sender may not have meant: every body is refused instead, in the
+/// same pass that builds the value.
+struct UniqueKeys(serde_json::Value);
+
+/// The start of the parse error a duplicate key raises, which [`json_problem`] recognises.
+const DUPLICATE_KEY: &str = "duplicate key";
+
+impl<'de> serde::Deserialize<'de> for UniqueKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(UniqueKeysVisitor).map(UniqueKeys)
+    }
+}
+
+struct UniqueKeysVisitor;
+
+impl<'de> serde::de::Visitor<'de> for UniqueKeysVisitor {
+    type Value = serde_json::Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(serde_json::Value::Null, Into::into))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Self::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+        while let Some(UniqueKeys(v)) = seq.next_element()? {
+            items.push(v);
+        }
+        Ok(serde_json::Value::Array(items))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut object = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if object.contains_key(&key) {
+                return Err(serde::de::Error::custom(format!("{DUPLICATE_KEY} {key:?}")));
+            }
+            let UniqueKeys(value) = map.next_value()?;
+            object.insert(key, value);
+        }
+        Ok(serde_json::Value::Object(object))
     }
 }
 
@@ -104,6 +171,9 @@ fn control_character(at: &str) -> ApiError {
 fn json_problem(rejection: JsonRejection) -> ApiError {
     let text = rejection.body_text();
     match rejection {
+        JsonRejection::JsonDataError(_) if text.contains(DUPLICATE_KEY) => {
+            ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "duplicate_key", text)
+        }
         JsonRejection::JsonDataError(_) => {
             ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_body", text)
         }
