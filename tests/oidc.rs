@@ -386,7 +386,7 @@ async fn provider_tokens_accepted_and_forgeries_refused(backend: Backend) {
     let hmac = jsonwebtoken::encode(
         &hs,
         &claims,
-        &jsonwebtoken::EncodingKey::from_secret(public_pem.as_bytes()),
+        &jsonwebtoken::EncodingKey::from_secret(public_pem.as_bytes()).unwrap(),
     )
     .unwrap();
     let unsigned = format!(

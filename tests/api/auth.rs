@@ -28,7 +28,7 @@ async fn bad_tokens_are_refused_and_audited(app: TestApp) {
     let hmac = jsonwebtoken::encode(
         &hs,
         &claims,
-        &jsonwebtoken::EncodingKey::from_secret(b"public-key-bytes"),
+        &jsonwebtoken::EncodingKey::from_secret(b"public-key-bytes").unwrap(),
     )
     .unwrap();
     let none = format!(
