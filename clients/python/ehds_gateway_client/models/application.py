@@ -192,11 +192,11 @@ class Application:
             try:
                 if not isinstance(data, str):
                     raise TypeError()
-                permit_id_type_1 = UUID(data)
+                permit_id_type_0 = UUID(data)
 
 
 
-                return permit_id_type_1
+                return permit_id_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(None | Unset | UUID, data)

@@ -113,11 +113,11 @@ class DataQuality:
             try:
                 if not isinstance(data, str):
                     raise TypeError()
-                split_type_1 = DecidedBy(data)
+                split_type_0 = DecidedBy(data)
 
 
 
-                return split_type_1
+                return split_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(DecidedBy | None | Unset, data)

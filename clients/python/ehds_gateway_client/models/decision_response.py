@@ -83,11 +83,11 @@ class DecisionResponse:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                permit_type_1 = PermitView.from_dict(data)
+                permit_type_0 = PermitView.from_dict(data)
 
 
 
-                return permit_type_1
+                return permit_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(None | PermitView | Unset, data)

@@ -35,7 +35,6 @@ class FedMapConfig:
             seed (int | Unset): Seed of psi's initialisation and of T2's batch order. Default: 0.
             server_steps (int | Unset): Server steps on psi per round (S_agg); 0 keeps the initial prior. Default: 2.
             tier (FedMapTier | Unset): Which model a FedMAP site evaluates (and the simulation checkpoints and tests).
-                Default: FedMapTier.PERSONALISED.
      """
 
     alpha: float | Unset = 0.009999999776482582
@@ -47,7 +46,7 @@ class FedMapConfig:
     lr_psi: float | Unset = 0.001
     seed: int | Unset = 0
     server_steps: int | Unset = 2
-    tier: FedMapTier | Unset = FedMapTier.PERSONALISED
+    tier: FedMapTier | Unset = UNSET
 
 
 

@@ -29,12 +29,12 @@ class FedModeConfig:
                 steps.
             lambda_ (float | Unset): `lambda >= 0` of the server objective (0 = loss-weighted curve mean). Default: 0.0.
             sign (FedModeSign | Unset): Which sign the server's `lambda ||Theta - theta_g||^2` term carries (see the module
-                docs). Default: FedModeSign.EXTRAPOLATE.
+                docs).
      """
 
     curve_steps: int | None | Unset = UNSET
     lambda_: float | Unset = 0.0
-    sign: FedModeSign | Unset = FedModeSign.EXTRAPOLATE
+    sign: FedModeSign | Unset = UNSET
 
 
 

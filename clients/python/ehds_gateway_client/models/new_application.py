@@ -218,11 +218,11 @@ class NewApplication:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                optout_exception_type_1 = OptOutException.from_dict(data)
+                optout_exception_type_0 = OptOutException.from_dict(data)
 
 
 
-                return optout_exception_type_1
+                return optout_exception_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(None | OptOutException | Unset, data)

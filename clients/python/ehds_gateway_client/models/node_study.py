@@ -264,11 +264,11 @@ class NodeStudy:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                dp_type_1 = DpPlan.from_dict(data)
+                dp_type_0 = DpPlan.from_dict(data)
 
 
 
-                return dp_type_1
+                return dp_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(DpPlan | None | Unset, data)
@@ -284,11 +284,11 @@ class NodeStudy:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                secure_aggregation_type_1 = SecureAggregation.from_dict(data)
+                secure_aggregation_type_0 = SecureAggregation.from_dict(data)
 
 
 
-                return secure_aggregation_type_1
+                return secure_aggregation_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(None | SecureAggregation | Unset, data)

@@ -291,11 +291,11 @@ class RoundView:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                evaluation_type_1 = EvaluationView.from_dict(data)
+                evaluation_type_0 = EvaluationView.from_dict(data)
 
 
 
-                return evaluation_type_1
+                return evaluation_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(EvaluationView | None | Unset, data)

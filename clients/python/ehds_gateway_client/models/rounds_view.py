@@ -141,11 +141,11 @@ class RoundsView:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                initial_evaluation_type_1 = EvaluationView.from_dict(data)
+                initial_evaluation_type_0 = EvaluationView.from_dict(data)
 
 
 
-                return initial_evaluation_type_1
+                return initial_evaluation_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(EvaluationView | None | Unset, data)

@@ -37,7 +37,6 @@ class StrategyConfigFedmap:
             seed (int | Unset): Seed of psi's initialisation and of T2's batch order. Default: 0.
             server_steps (int | Unset): Server steps on psi per round (S_agg); 0 keeps the initial prior. Default: 2.
             tier (FedMapTier | Unset): Which model a FedMAP site evaluates (and the simulation checkpoints and tests).
-                Default: FedMapTier.PERSONALISED.
      """
 
     name: StrategyConfigFedmapName
@@ -50,7 +49,7 @@ class StrategyConfigFedmap:
     lr_psi: float | Unset = 0.001
     seed: int | Unset = 0
     server_steps: int | Unset = 2
-    tier: FedMapTier | Unset = FedMapTier.PERSONALISED
+    tier: FedMapTier | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
 

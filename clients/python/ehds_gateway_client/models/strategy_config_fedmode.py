@@ -31,13 +31,13 @@ class StrategyConfigFedmode:
                 steps.
             lambda_ (float | Unset): `lambda >= 0` of the server objective (0 = loss-weighted curve mean). Default: 0.0.
             sign (FedModeSign | Unset): Which sign the server's `lambda ||Theta - theta_g||^2` term carries (see the module
-                docs). Default: FedModeSign.EXTRAPOLATE.
+                docs).
      """
 
     name: StrategyConfigFedmodeName
     curve_steps: int | None | Unset = UNSET
     lambda_: float | Unset = 0.0
-    sign: FedModeSign | Unset = FedModeSign.EXTRAPOLATE
+    sign: FedModeSign | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
 

@@ -1005,11 +1005,11 @@ class StudyRequest:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                output_check_type_1 = OutputCheckRequest.from_dict(data)
+                output_check_type_0 = OutputCheckRequest.from_dict(data)
 
 
 
-                return output_check_type_1
+                return output_check_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(None | OutputCheckRequest | Unset, data)
@@ -1025,11 +1025,11 @@ class StudyRequest:
             try:
                 if not isinstance(data, str):
                     raise TypeError()
-                release_type_1 = ModelRelease(data)
+                release_type_0 = ModelRelease(data)
 
 
 
-                return release_type_1
+                return release_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(ModelRelease | None | Unset, data)
@@ -1045,11 +1045,11 @@ class StudyRequest:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                secure_aggregation_type_1 = SecureAggregationRequest.from_dict(data)
+                secure_aggregation_type_0 = SecureAggregationRequest.from_dict(data)
 
 
 
-                return secure_aggregation_type_1
+                return secure_aggregation_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(None | SecureAggregationRequest | Unset, data)

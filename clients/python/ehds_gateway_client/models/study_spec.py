@@ -490,11 +490,11 @@ class StudySpec:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                secure_aggregation_type_1 = SecureAggregation.from_dict(data)
+                secure_aggregation_type_0 = SecureAggregation.from_dict(data)
 
 
 
-                return secure_aggregation_type_1
+                return secure_aggregation_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(None | SecureAggregation | Unset, data)

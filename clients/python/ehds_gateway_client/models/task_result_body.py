@@ -138,11 +138,11 @@ class TaskResultBody:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                data_quality_type_1 = DataQuality.from_dict(data)
+                data_quality_type_0 = DataQuality.from_dict(data)
 
 
 
-                return data_quality_type_1
+                return data_quality_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(DataQuality | None | Unset, data)

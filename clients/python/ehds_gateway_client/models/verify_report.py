@@ -101,11 +101,11 @@ class VerifyReport:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                first_bad_type_1 = FirstBadEntry.from_dict(data)
+                first_bad_type_0 = FirstBadEntry.from_dict(data)
 
 
 
-                return first_bad_type_1
+                return first_bad_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
             return cast(FirstBadEntry | None | Unset, data)

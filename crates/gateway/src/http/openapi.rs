@@ -2,7 +2,7 @@
 //! reference page at `/docs` whose assets are embedded. `openapi/openapi.json` in the repository is this document; a test
 //! fails when they drift.
 
-use axum::{routing::get, Json, Router};
+use axum::{http::StatusCode, routing::get, Json, Router};
 use utoipa::{
     openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme},
     Modify, OpenApi,
@@ -38,7 +38,7 @@ use ehds_core::domain;
         domain::study_request::StudyRefusal, audit::ExportFormat,
         audit::InclusionProof, audit::ConsistencyProof, study_events::StudyProgress,
     )),
-    modifiers(&BearerAuth, &OperationIds),
+    modifiers(&BearerAuth, &OperationIds, &ResponseDescriptions),
     tags(
         (name = "applications", description = "Data access applications (Art. 67-68)"),
         (name = "permits", description = "Data permits and their lifecycle (Art. 63, 68)"),
@@ -98,6 +98,41 @@ impl Modify for OperationIds {
                     .map(|t| t.replace('-', "_"));
                 if let (Some(tag), Some(id)) = (tag, operation.operation_id.as_mut()) {
                     *id = format!("{tag}_{id}");
+                }
+            }
+        }
+    }
+}
+
+/// OpenAPI 3.1 requires a description on every response; a response the handler's attribute
+/// does not describe gets its status code's reason phrase ("Not Found", "Conflict").
+struct ResponseDescriptions;
+
+impl Modify for ResponseDescriptions {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for item in openapi.paths.paths.values_mut() {
+            for operation in [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+                &mut item.patch,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                for (status, response) in operation.responses.responses.iter_mut() {
+                    if let utoipa::openapi::RefOr::T(response) = response {
+                        if response.description.is_empty() {
+                            response.description = status
+                                .parse::<u16>()
+                                .ok()
+                                .and_then(|s| StatusCode::from_u16(s).ok())
+                                .and_then(|s| s.canonical_reason())
+                                .unwrap_or("Response")
+                                .to_owned();
+                        }
+                    }
                 }
             }
         }
