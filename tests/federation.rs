@@ -1142,6 +1142,34 @@ fn icu_nodes(app: &TestApp, sites: &[&str], work: &std::path::Path) -> Nodes {
 /// reading its gzipped FHIR Bulk Data export through its own code map (SNOMED CT vs ICD-10
 /// conditions, ATC vs RxNorm drugs, molar vs mass labs, Fahrenheit, blood-pressure panels),
 /// one row per inpatient stay with imputed, windowed features.
+/// A small logistic study by FedAvg with client-level DP over every site of `sites`.
+fn logistic_fedavg_study(
+    title: &str,
+    permit: &str,
+    sites: &[&str],
+    spec: Value,
+    rounds: u64,
+) -> Value {
+    json!({
+        "title": title,
+        "permit_id": permit,
+        "purpose": "scientific_research",
+        "categories": ["ehr_data"],
+        "data_holders": sites,
+        "feature_spec": spec,
+        "model": {"architecture": "logistic"},
+        "strategy": {"name": "fedavg"},
+        "optimizer": {"name": "adamw", "lr": 0.05},
+        "local_steps": 20,
+        "batch_size": 8,
+        "rounds": rounds,
+        "min_sites": sites.len(),
+        "round_deadline_seconds": 180,
+        "dp": {"level": "client", "clip_norm": 1.0, "noise_multiplier": 1.0},
+        "seed": 5
+    })
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mortality_study_on_bulk_data_exports() {
     let app = TestApp::spawn(Backend::Sqlite).await;
@@ -1158,26 +1186,14 @@ async fn mortality_study_on_bulk_data_exports() {
     )
     .unwrap();
     let rounds = 2;
-    let id = gw
-        .submit(&json!({
-                "title": "30-day mortality after ICU admission",
-                "permit_id": permit,
-                "purpose": "scientific_research",
-                "categories": ["ehr_data"],
-                "data_holders": sites,
-                "feature_spec": spec,
-                "model": {"architecture": "logistic"},
-                "strategy": {"name": "fedavg"},
-                "optimizer": {"name": "adamw", "lr": 0.05},
-                "local_steps": 20,
-                "batch_size": 8,
-                "rounds": rounds,
-                "min_sites": 3,
-                "round_deadline_seconds": 180,
-                "dp": {"level": "client", "clip_norm": 1.0, "noise_multiplier": 1.0},
-                "seed": 5
-        }))
-        .await;
+    let body = logistic_fedavg_study(
+        "30-day mortality after ICU admission",
+        &permit,
+        &sites,
+        spec,
+        rounds,
+    );
+    let id = gw.submit(&body).await;
     let view = gw.wait_until_done(id, 300, &nodes).await;
     nodes.kill().await;
     assert_eq!(view["status"], "completed", "{view}\n{}", nodes.logs());
@@ -1222,28 +1238,16 @@ async fn hypertension_study_on_a_third_party_generator_s_exports() {
     )
     .unwrap();
     let rounds = 2;
-    let id = gw
-        .submit(&json!({
-                "title": "Hypertension from one visit's vitals, labs and problem list",
-                "permit_id": permit,
-                "purpose": "scientific_research",
-                "categories": ["ehr_data"],
-                "data_holders": sites,
-                "feature_spec": spec,
-                "model": {"architecture": "logistic"},
-                "strategy": {"name": "fedavg"},
-                "optimizer": {"name": "adamw", "lr": 0.05},
-                "local_steps": 20,
-                "batch_size": 8,
-                "rounds": rounds,
-                "min_sites": 3,
-                "round_deadline_seconds": 180,
-                "dp": {"level": "client", "clip_norm": 1.0, "noise_multiplier": 1.0},
-                "test_fraction": 0.3,
-                "validation_fraction": 0.4,
-                "seed": 5
-        }))
-        .await;
+    let mut body = logistic_fedavg_study(
+        "Hypertension from one visit's vitals, labs and problem list",
+        &permit,
+        &sites,
+        spec,
+        rounds,
+    );
+    body["test_fraction"] = json!(0.3);
+    body["validation_fraction"] = json!(0.4);
+    let id = gw.submit(&body).await;
     let view = gw.wait_until_done(id, 300, &nodes).await;
     nodes.kill().await;
     assert_eq!(view["status"], "completed", "{view}\n{}", nodes.logs());

@@ -5,10 +5,15 @@ use anyhow::Context;
 
 /// 32 bytes from the operating system's secure generator.
 pub fn random_key() -> anyhow::Result<[u8; 32]> {
-    let mut key = [0u8; 32];
-    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut key)
+    random_bytes()
+}
+
+/// `N` bytes from the operating system's secure generator.
+pub fn random_bytes<const N: usize>() -> anyhow::Result<[u8; N]> {
+    let mut bytes = [0u8; N];
+    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes)
         .map_err(|_| anyhow::anyhow!("no secure randomness available"))?;
-    Ok(key)
+    Ok(bytes)
 }
 
 /// The key in `path`, which must hold at least 32 bytes; created (mode 0600) when absent.

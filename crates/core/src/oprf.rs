@@ -17,7 +17,6 @@
 //! The test vectors of RFC 9497 Appendix A.1.1 pin every step.
 use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoPoint};
 use curve25519_dalek::scalar::Scalar;
-use ring::rand::{SecureRandom, SystemRandom};
 use sha2::{Digest, Sha512};
 
 /// The RFC 9497 context string of the OPRF mode (mode 0) with ristretto255-SHA512.
@@ -93,10 +92,7 @@ pub struct Blinded {
 impl Blinded {
     /// Blind `input` with a fresh random scalar.
     pub fn new(input: &[u8]) -> Result<Self, OprfError> {
-        let mut wide = [0u8; 64];
-        SystemRandom::new()
-            .fill(&mut wide)
-            .map_err(|_| OprfError::Random)?;
+        let wide = crate::key_file::random_bytes::<64>().map_err(|_| OprfError::Random)?;
         Ok(Self::with_blind(
             input,
             Scalar::from_bytes_mod_order_wide(&wide),

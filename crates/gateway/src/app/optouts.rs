@@ -401,12 +401,7 @@ impl From<StoreError> for MatchError {
 }
 
 fn random_bytes<const N: usize>() -> Result<[u8; N], MatchError> {
-    use ring::rand::SecureRandom as _;
-    let mut out = [0u8; N];
-    ring::rand::SystemRandom::new()
-        .fill(&mut out)
-        .map_err(|_| MatchError::Random)?;
-    Ok(out)
+    ehds_core::key_file::random_bytes().map_err(|_| MatchError::Random)
 }
 
 /// The opt-out check without disclosure: each of the holder's blinded `elements` (already
