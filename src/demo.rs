@@ -193,6 +193,7 @@ fn application() -> ApplicationRequest {
         applicant: ApplicantRequest {
             organisation: "uni-a".into(),
             public_body: false,
+            user_kinds: vec![],
         },
         purposes: vec!["scientific_research".into()],
         research_flags: vec![ResearchFlag::AlgorithmTraining],

@@ -73,6 +73,23 @@ async fn an_audit_trail_written_before_typed_actions_verifies() {
     // The gateway opens the file as it is and verifies the whole chain.
     let url = format!("sqlite://{}?mode=rwc", db.display());
     let app = TestApp::spawn_on(Backend::Sqlite, dir, url, |_| {}).await;
+    // Its applications moved into the procedure: decided ones count as published, open ones
+    // as complete on receipt, with their decision clock running from then.
+    let apps = app.get("/v1/applications", &app.officer()).await;
+    assert_eq!(apps.status, 200, "{}", apps.text);
+    let apps = apps.body.as_array().unwrap();
+    assert!(!apps.is_empty());
+    for a in apps {
+        match a["status"].as_str().unwrap() {
+            "approved" | "rejected" => {
+                assert!(a["procedure"]["published_at"].is_string(), "{a}");
+                assert!(a["clocks"]["next_due"].is_null(), "{a}");
+            }
+            "assessing" => assert!(a["clocks"]["decision_due"].is_string(), "{a}"),
+            "withdrawn" => {}
+            other => panic!("a legacy application reads as {other}"),
+        }
+    }
     let report = app.get("/v1/audit/verify", &app.auditor()).await;
     assert_eq!(report.status, 200, "{}", report.text);
     assert_eq!(report.body["valid"], true, "{}", report.text);

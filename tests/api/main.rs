@@ -12,6 +12,7 @@ mod lifecycle;
 mod metrics;
 mod openapi;
 mod optouts;
+mod procedure;
 mod roles;
 mod secure_aggregation;
 mod security;

@@ -28,6 +28,61 @@ pub struct Settings {
     pub metrics: MetricsSettings,
     pub webhooks: WebhookSettings,
     pub console: ConsoleSettings,
+    #[serde(default)]
+    pub procedure: ProcedureSettings,
+    /// The HDAB's fee schedule (Art. 62); none: no fees are charged and estimates are optional.
+    #[serde(default)]
+    pub fees: Option<ehds_core::domain::application::fees::FeeSchedule>,
+}
+
+/// How the HDAB runs the Art. 67-68 procedure.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ProcedureSettings {
+    /// A grant takes effect only when a second officer confirms it.
+    pub four_eyes: bool,
+    /// Decisions go to the public register when made; when false, an officer publishes each
+    /// one (its reasons reviewed for personal data) within 30 working days.
+    pub publish_on_decision: bool,
+    /// A TOML holiday calendar for the working-day deadlines, replacing the built-in one of
+    /// `hdab.member_state` (docs/hdab-procedure.md shows the format).
+    pub holiday_calendar_file: Option<PathBuf>,
+}
+
+impl Default for ProcedureSettings {
+    fn default() -> Self {
+        Self {
+            four_eyes: false,
+            publish_on_decision: true,
+            holiday_calendar_file: None,
+        }
+    }
+}
+
+impl Settings {
+    /// The working-day calendar of the HDAB's member state: the configured file, else the
+    /// built-in one, else weekends only (with a warning).
+    pub fn holiday_calendar(
+        &self,
+    ) -> anyhow::Result<ehds_core::domain::application::calendar::HolidayCalendar> {
+        use ehds_core::domain::application::calendar::HolidayCalendar;
+        if let Some(path) = &self.procedure.holiday_calendar_file {
+            anyhow::ensure!(
+                path.exists(),
+                "holiday calendar {} not found",
+                path.display()
+            );
+            let calendar: HolidayCalendar = Figment::from(Toml::file(path))
+                .extract()
+                .map_err(|e| anyhow::anyhow!("holiday calendar {}: {e}", path.display()))?;
+            calendar.validate().map_err(anyhow::Error::msg)?;
+            return Ok(calendar);
+        }
+        Ok(HolidayCalendar::builtin(&self.hdab.member_state).unwrap_or_else(|| {
+            tracing::warn!(member_state = %self.hdab.member_state, "no built-in holiday calendar: working days count weekends only until procedure.holiday_calendar_file is set");
+            HolidayCalendar::weekends_only(&self.hdab.member_state)
+        }))
+    }
 }
 
 /// The web console's sign-in (docs/console.md): an OpenID Connect client of the configured
@@ -258,11 +313,13 @@ impl Default for Settings {
             metrics: MetricsSettings::default(),
             webhooks: WebhookSettings::default(),
             console: ConsoleSettings::default(),
+            procedure: ProcedureSettings::default(),
+            fees: None,
         }
     }
 }
 
-const SETTING_KEYS: [&str; 13] = [
+const SETTING_KEYS: [&str; 15] = [
     "listen",
     "public_url",
     "data_dir",
@@ -276,6 +333,8 @@ const SETTING_KEYS: [&str; 13] = [
     "metrics",
     "webhooks",
     "console",
+    "procedure",
+    "fees",
 ];
 
 impl Settings {
@@ -355,6 +414,50 @@ mod tests {
             let s = Settings::load(None).map_err(|e| e.to_string())?;
             assert_eq!(s.auth.audience, "hdab-api");
             assert_eq!(s.listen.port(), 9000);
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn a_holiday_calendar_file_replaces_the_built_in_one() {
+        figment::Jail::expect_with(|jail| {
+            jail.create_file(
+                "ie.toml",
+                r#"
+member_state = "IE"
+source = "Organisation of Working Time Act 1997, Schedule 2"
+
+[[holidays]]
+fixed = { month = 1, day = 1 }
+
+[[holidays]]
+easter = { offset = 1 }
+
+[[holidays]]
+nth_weekday = { month = 5, weekday = "Mon", nth = 1 }
+"#,
+            )?;
+            let mut s = Settings::default();
+            s.procedure.holiday_calendar_file = Some(jail.directory().join("ie.toml"));
+            let calendar = s.holiday_calendar().map_err(|e| e.to_string())?;
+            assert_eq!(calendar.member_state, "IE");
+            let may_day = chrono::NaiveDate::from_ymd_opt(2026, 5, 4).unwrap();
+            let easter_monday = chrono::NaiveDate::from_ymd_opt(2026, 4, 6).unwrap();
+            assert!(calendar.is_holiday(may_day) && calendar.is_holiday(easter_monday));
+            // the built-in calendar of the configured member state otherwise
+            s.procedure.holiday_calendar_file = None;
+            assert_eq!(
+                s.holiday_calendar()
+                    .map_err(|e| e.to_string())?
+                    .member_state,
+                "DE"
+            );
+            jail.create_file(
+                "bad.toml",
+                "member_state = \"IE\"\n[[holidays]]\nfixed = { month = 2, day = 30 }\n",
+            )?;
+            s.procedure.holiday_calendar_file = Some(jail.directory().join("bad.toml"));
+            assert!(s.holiday_calendar().is_err());
             Ok(())
         });
     }

@@ -18,9 +18,8 @@ use ehds_core::{
     dev_issuer::DevIssuer,
     domain::{
         audit::{Actor, AuditAction, AuditSubject, NewAuditEvent},
-        audit_details::{NoiseKeysSealed, PermitExpired},
+        audit_details::NoiseKeysSealed,
         optout::PseudonymKey,
-        time,
     },
 };
 
@@ -111,7 +110,20 @@ impl Application {
             settings.federation.clone(),
             vault,
         ));
+        let procedure = Arc::new(crate::app::applications::ProcedureRules {
+            four_eyes: settings.procedure.four_eyes,
+            publish_on_decision: settings.procedure.publish_on_decision,
+            calendar: settings.holiday_calendar()?,
+            fees: match &settings.fees {
+                Some(fees) => {
+                    fees.validate().map_err(anyhow::Error::msg)?;
+                    Some(fees.clone())
+                }
+                None => None,
+            },
+        });
         let state = AppState {
+            procedure,
             store,
             auth: Arc::new(auth),
             authz,
@@ -124,9 +136,9 @@ impl Application {
             log_signer,
             metrics_access,
         };
-        sweep_expired(state.store.as_ref())
+        crate::app::sweeps::sweep(state.store.as_ref(), &state.procedure)
             .await
-            .context("Failed to record expired permits")?;
+            .context("Failed to record expired permits and passed deadlines")?;
         let webhooks = crate::webhooks::prepare(state.store.as_ref(), &state.settings.webhooks)
             .await
             .context("Failed to set up the webhook endpoints")?;
@@ -163,13 +175,14 @@ impl Application {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
         let store = self.state.store.clone();
+        let rules = self.state.procedure.clone();
         let period = Duration::from_secs(self.state.settings.expiry_sweep_seconds.max(1));
         let sweeper = tokio::spawn(async move {
             let mut tick = tokio::time::interval(period);
             loop {
                 tick.tick().await;
-                if let Err(e) = sweep_expired(store.as_ref()).await {
-                    tracing::error!(error = %e, "expiry sweep failed");
+                if let Err(e) = crate::app::sweeps::sweep(store.as_ref(), &rules).await {
+                    tracing::error!(error = %e, "expiry and deadline sweep failed");
                 }
             }
         });
@@ -206,34 +219,6 @@ impl Application {
         }
         served.context("server error")
     }
-}
-
-/// Records in the audit trail every expiry that time has made effective. Validity never depends
-/// on this sweep (expiry is derived from time); it makes the expiry visible on the record.
-pub async fn sweep_expired(store: &dyn Store) -> anyhow::Result<usize> {
-    let now = time::now();
-    let mut tx = store.begin().await?;
-    let lapsed = tx.list_lapsed_permits(now).await?;
-    for mut permit in lapsed.iter().cloned() {
-        let before = permit.row_version();
-        if permit.record_expiry(now) {
-            tx.update_permit(&permit, before).await?;
-            tx.append_audit(
-                NewAuditEvent::success(
-                    &Actor::system(),
-                    AuditAction::PermitExpire,
-                    AuditSubject::Permit(permit.id()),
-                )
-                .permit(permit.id())
-                .details(&PermitExpired {
-                    expires_at: permit.record().expires_at,
-                }),
-            )
-            .await?;
-        }
-    }
-    tx.commit().await?;
-    Ok(lapsed.len())
 }
 
 /// Seals study noise keys stored in clear by versions before the vault existed, in one

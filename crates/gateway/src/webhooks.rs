@@ -29,11 +29,13 @@ use crate::store::{AuditFilter, Store};
 use ehds_core::domain::audit::{AuditAction, AuditEntry, Outcome};
 
 /// The events, each the audit action that records it (with outcome success).
-pub const EVENTS: [(&str, AuditAction); 13] = [
+pub const EVENTS: [(&str, AuditAction); 15] = [
     (
         "application.decided",
         AuditAction::Request(Action::ApplicationDecide),
     ),
+    ("application.lapsed", AuditAction::ApplicationLapse),
+    ("application.deadline", AuditAction::ApplicationDeadline),
     (
         "permit.suspended",
         AuditAction::Request(Action::PermitSuspend),

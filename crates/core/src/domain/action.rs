@@ -30,6 +30,8 @@ actions! {
     ApplicationRead => "application.read",
     ApplicationDecide => "application.decide",
     ApplicationWithdraw => "application.withdraw",
+    ApplicationAssess => "application.assess",
+    ApplicationRespond => "application.respond",
     PermitList => "permit.list",
     PermitRead => "permit.read",
     PermitVersions => "permit.versions",

@@ -28,6 +28,10 @@ pub enum AuditAction {
     // System events, recorded by the gateway itself.
     /// A permit's validity period ended.
     PermitExpire,
+    /// An application's request for information went unanswered for four weeks (Art. 68(4)).
+    ApplicationLapse,
+    /// A deadline of the procedure on an application passed.
+    ApplicationDeadline,
     /// Study noise keys stored in clear by older versions were sealed.
     SystemNoiseKeysSealed,
     /// Counts of unauthenticated refusals held back from the trail in the last minute.
@@ -126,13 +130,15 @@ pub enum FhirEventType {
 
 /// The actions with a fixed name besides the requests under an `Action`: the node's task
 /// work and the system events (all but the refused-request family `http.<method>`).
-const OTHERS: [AuditAction; 17] = {
+const OTHERS: [AuditAction; 19] = {
     use AuditAction::*;
     [
         NodeTaskParameters,
         NodeTaskResult,
         NodeTaskSecagg,
         PermitExpire,
+        ApplicationLapse,
+        ApplicationDeadline,
         SystemNoiseKeysSealed,
         HttpRefusalsSummarised,
         StudySuspend,
@@ -179,6 +185,8 @@ impl AuditAction {
             },
             HttpExtension(name) => name,
             PermitExpire => "permit.expire",
+            ApplicationLapse => "application.lapse",
+            ApplicationDeadline => "application.deadline",
             SystemNoiseKeysSealed => "system.noise_keys_sealed",
             HttpRefusalsSummarised => "http.refusals_summarised",
             StudySuspend => "study.suspend",

@@ -63,6 +63,29 @@ pub struct ApplicationDecided<'a> {
     pub reason: Option<&'a str>,
 }
 
+/// `application.assess`, `application.respond` and `application.lapse`: one step of the
+/// procedure, the states it moved between and what it set.
+#[derive(Debug, Serialize)]
+pub struct ApplicationStep<'a> {
+    pub step: &'a str,
+    pub from: &'a str,
+    pub to: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'a str>,
+    /// The deadline the new state runs against.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub due_at: Option<Timestamp>,
+}
+
+/// `application.deadline`: a deadline of the procedure passed.
+#[derive(Debug, Serialize)]
+pub struct ApplicationDeadlinePassed<'a> {
+    /// `decision`, `information`, `fee_response` or `publication`.
+    pub deadline: &'a str,
+    pub due_at: Timestamp,
+    pub status: &'a str,
+}
+
 /// `application.decide` on the permit an approval issued.
 #[derive(Debug, Serialize)]
 pub struct PermitIssued {

@@ -546,6 +546,7 @@ pub(crate) fn sample_permit_for(
         title: "t".into(),
         organisation: OrgId::parse("uni-a").unwrap(),
         public_body: false,
+        user_kinds: vec![],
         purposes: vec![Purpose::ScientificResearch],
         research_flags: vec![],
         categories: vec![DataCategory::EhrData],

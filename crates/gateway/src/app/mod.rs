@@ -7,8 +7,10 @@ pub mod audit;
 pub mod node_tasks;
 pub mod optouts;
 pub mod permits;
+pub mod register;
 pub mod secagg_relay;
 pub mod studies;
+pub mod sweeps;
 
 use crate::auth::Principal;
 use ehds_core::domain::audit::{AuditAction, AuditSubject, NewAuditEvent};

@@ -17,11 +17,7 @@ use super::{
     session::{check_csrf, Form, Session},
     ApiReply, Console, BASE,
 };
-use ehds_core::domain::{
-    application::{decision_due, ResearchFlag},
-    category::DataCategory,
-    purpose::Purpose,
-};
+use ehds_core::domain::{application::ResearchFlag, category::DataCategory, purpose::Purpose};
 
 const PAGE: u64 = 50;
 
@@ -120,10 +116,14 @@ fn paging(c: &mut Map<String, Value>, offset: u64, shown: usize) {
 pub async fn home(State(console): State<Console>, session: Session) -> Response {
     let mut c = context(&session, "Overview");
     if session.principal.has(crate::auth::Role::HdabOfficer) {
-        if let Ok(reply) = get(&console, &session, "/v1/applications?limit=200").await {
-            let waiting = reply.body.as_array().map_or(0, |a| {
-                a.iter().filter(|x| x["status"] == "submitted").count()
-            });
+        if let Ok(reply) = get(
+            &console,
+            &session,
+            "/v1/applications?limit=200&status=submitted,assessing,awaiting_confirmation",
+        )
+        .await
+        {
+            let waiting = reply.body.as_array().map_or(0, |a| a.len());
             c.insert("waiting".into(), json!(waiting));
         }
     }
@@ -132,14 +132,14 @@ pub async fn home(State(console): State<Console>, session: Session) -> Response 
 
 // ---------------------------------------------------------------- applications
 
-/// Adds the Art. 68 decision deadline and the days left to an application.
+/// Adds the deadline the application's state runs against (the API computes it: the Art. 68
+/// decision, an answer to a request for information, the publication) and the days left.
 fn with_deadline(mut application: Value, now: DateTime<Utc>) -> Value {
-    let submitted = application["submitted_at"]
+    let due = application["clocks"]["next_due"]
         .as_str()
         .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
         .map(|d| d.with_timezone(&Utc));
-    if let Some(submitted) = submitted {
-        let due = decision_due(submitted);
+    if let Some(due) = due {
         application["decision_due"] = json!(due.format("%Y-%m-%d").to_string());
         application["days_left"] = json!((due - now).num_days());
     }
@@ -171,9 +171,9 @@ pub async fn applications(
         .into_iter()
         .map(|a| with_deadline(a, now))
         .collect();
-    // The queue first, the nearest deadline on top; decided applications after it.
+    // The queue first, the nearest deadline on top; the others after it.
     items.sort_by(|a, b| {
-        let open = |x: &Value| x["status"] != "submitted";
+        let open = |x: &Value| x["decision_due"].is_null();
         (open(a), a["decision_due"].as_str()).cmp(&(open(b), b["decision_due"].as_str()))
     });
     let mut c = context(&session, "Applications");

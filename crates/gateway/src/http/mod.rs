@@ -14,6 +14,7 @@ pub mod node_tasks;
 pub mod openapi;
 pub mod optouts;
 pub mod permits;
+pub mod register;
 pub mod server;
 pub mod studies;
 pub mod study_events;
@@ -61,6 +62,8 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 #[derive(Clone)]
 pub struct AppState {
     pub store: Arc<dyn Store>,
+    /// How the HDAB runs the procedure on applications.
+    pub procedure: Arc<crate::app::applications::ProcedureRules>,
     pub auth: Arc<Authenticator>,
     pub authz: Arc<Authorizer>,
     pub settings: Arc<Settings>,
@@ -166,6 +169,7 @@ pub fn router(state: AppState) -> Router {
         .merge(health::router())
         .merge(metrics::router(state.clone()))
         .merge(openapi::router())
+        .merge(register::router())
         .nest("/v1", v1)
         .nest_service(
             crate::console::BASE,

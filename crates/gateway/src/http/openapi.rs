@@ -10,7 +10,7 @@ use utoipa::{
 use utoipa_swagger_ui::SwaggerUi;
 
 use super::{
-    applications, audit, error, health, metrics, node_tasks, optouts, permits, studies,
+    applications, audit, error, health, metrics, node_tasks, optouts, permits, register, studies,
     study_events, AppState,
 };
 use ehds_core::domain;
@@ -20,7 +20,11 @@ use ehds_core::domain;
     info(title = "ehds-gateway", description = "Governance gateway for federated learning under the European Health Data Space regulation (EU) 2025/327: data access applications, data permits, the Art. 71 opt-out registry, federated studies whose every round passes the governance check, and a hash-chained audit trail kept as a verifiable log (signed Merkle-tree checkpoints, inclusion and consistency proofs)."),
     paths(
         health::healthz, health::readyz, metrics::scrape,
-        applications::create, applications::list, applications::read, applications::decide, applications::withdraw,
+        applications::create, applications::list, applications::read, applications::submit,
+        applications::request_information, applications::answer_information, applications::confirm_complete,
+        applications::extend, applications::route_to_trusted_holder, applications::send_fee_estimate,
+        applications::accept_fee_estimate, applications::decide, applications::confirm_grant,
+        applications::publish, applications::withdraw,
         permits::list, permits::read, permits::versions, permits::suspend, permits::reinstate, permits::revoke,
         permits::amend, permits::extend, permits::check_permit,
         optouts::register, optouts::read, optouts::withdraw, optouts::import, optouts::filter,
@@ -31,6 +35,7 @@ use ehds_core::domain;
         study_events::events,
         node_tasks::fetch, node_tasks::parameters, node_tasks::result,
         node_tasks::secagg_view, node_tasks::secagg_submit,
+        register::list, register::read, register::feed,
     ),
     components(schemas(
         error::Problem, domain::FieldError, domain::Purpose, domain::DataCategory,
@@ -41,6 +46,7 @@ use ehds_core::domain;
     modifiers(&BearerAuth, &OperationIds, &ResponseDescriptions),
     tags(
         (name = "applications", description = "Data access applications (Art. 67-68)"),
+        (name = "register", description = "The public register (Art. 57(1)(j), 58): no authentication"),
         (name = "permits", description = "Data permits and their lifecycle (Art. 63, 68)"),
         (name = "opt-outs", description = "The opt-out registry (Art. 71)"),
         (name = "audit", description = "Audit trail (GDPR Art. 30, EHDS Art. 73)"),

@@ -17,7 +17,8 @@ use ehds_core::domain::{
     permit::PermitTerms,
     study::{Checkpoint, Round, SiteEvaluation, Study, Task, TaskStatus},
     time::Timestamp,
-    Application, ApplicationId, OptOutId, OrgId, Permit, PermitId, RoundId, StudyId, TaskId,
+    Application, ApplicationId, ApplicationStatus, OptOutId, OrgId, Permit, PermitId, RoundId,
+    StudyId, TaskId,
 };
 
 pub use postgres::PgStore;
@@ -111,13 +112,53 @@ pub trait Tx:
     async fn commit(self: Box<Self>) -> Result<()>;
 }
 
-/// Applications for a data permit and their decisions.
+/// Which applications a list returns, besides the caller's scope.
+#[derive(Debug, Clone, Default)]
+pub struct ApplicationFilter {
+    /// Only these states (any when empty).
+    pub statuses: Vec<ApplicationStatus>,
+    /// Only those whose current deadline is at or before this instant.
+    pub due_by: Option<Timestamp>,
+}
+
+/// Applications for a data permit, the procedure on them and their decisions.
 #[async_trait]
 pub trait ApplicationTx: Send {
-    async fn insert_application(&mut self, app: &Application) -> Result<()>;
+    /// Stores a new application with the deadline its state runs against.
+    async fn insert_application(
+        &mut self,
+        app: &Application,
+        due_at: Option<Timestamp>,
+    ) -> Result<()>;
     async fn get_application(&mut self, id: ApplicationId) -> Result<Option<Application>>;
-    async fn list_applications(&mut self, scope: &Scope, page: Page) -> Result<Vec<Application>>;
-    async fn update_application(&mut self, app: &Application) -> Result<()>;
+    /// Drafts are listed only to their organisation.
+    async fn list_applications(
+        &mut self,
+        scope: &Scope,
+        filter: &ApplicationFilter,
+        page: Page,
+    ) -> Result<Vec<Application>>;
+    /// Writes `app` if it is still in state `from` (`Conflict` otherwise: another writer moved
+    /// it first), with the deadline its new state runs against.
+    async fn update_application(
+        &mut self,
+        app: &Application,
+        from: ApplicationStatus,
+        due_at: Option<Timestamp>,
+    ) -> Result<()>;
+    /// Open or unpublished applications whose deadline is unknown (rows older than the
+    /// procedure) or has passed by `now`.
+    async fn list_applications_due(&mut self, now: Timestamp) -> Result<Vec<Application>>;
+    /// How many applications (drafts aside) are in each state.
+    async fn count_applications_by_status(&mut self) -> Result<Vec<(ApplicationStatus, u64)>>;
+    /// Records that deadline `kind` at `due_at` was raised; false if it already was.
+    async fn raise_application_deadline(
+        &mut self,
+        id: ApplicationId,
+        kind: &str,
+        due_at: Timestamp,
+        now: Timestamp,
+    ) -> Result<bool>;
 }
 
 /// Data permits, the versions of their terms, and the data holders they name.

@@ -12,15 +12,25 @@ use ehds_core::domain::{
 };
 
 use super::{corrupt, Db, DbRow, DbTx};
-use crate::store::{ApplicationTx, Page, PermitTx, PermitVersion, Result, Scope, StoreError};
+use crate::store::{
+    ApplicationFilter, ApplicationTx, Page, PermitTx, PermitVersion, Result, Scope, StoreError,
+};
+
+/// The states whose deadline a sweep watches: open ones, and decisions not yet public.
+const WATCHED: &str = "status not in ('draft', 'withdrawn', 'lapsed')";
 
 #[async_trait]
 impl ApplicationTx for DbTx {
-    async fn insert_application(&mut self, app: &Application) -> Result<()> {
+    async fn insert_application(
+        &mut self,
+        app: &Application,
+        due_at: Option<Timestamp>,
+    ) -> Result<()> {
         sqlx::query(
             "insert into application (application_id, organisation, applicant_sub, status, \
-             submitted_at, decided_at, decided_by, decision_reason, permit_id, request) \
-             values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+             submitted_at, decided_at, decided_by, decision_reason, permit_id, request, \
+             procedure, due_at) \
+             values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
         )
         .bind(app.id.0)
         .bind(app.request.organisation.as_str())
@@ -32,6 +42,8 @@ impl ApplicationTx for DbTx {
         .bind(&app.decision_reason)
         .bind(app.permit_id.map(|p| p.0))
         .bind(Json(&app.request))
+        .bind(Json(&app.procedure))
+        .bind(due_at)
         .execute(&mut *self.tx)
         .await?;
         Ok(())
@@ -45,17 +57,38 @@ impl ApplicationTx for DbTx {
         row.as_ref().map(application_row).transpose()
     }
 
-    async fn list_applications(&mut self, scope: &Scope, page: Page) -> Result<Vec<Application>> {
-        let mut q = QueryBuilder::<Db>::new("select * from application");
+    async fn list_applications(
+        &mut self,
+        scope: &Scope,
+        filter: &ApplicationFilter,
+        page: Page,
+    ) -> Result<Vec<Application>> {
+        let mut q = QueryBuilder::<Db>::new("select * from application where ");
         match scope {
-            Scope::All => {}
-            Scope::Nothing => {
-                q.push(" where 1 = 0");
+            Scope::All => {
+                q.push("status <> 'draft'");
             }
-            Scope::Organisation(o) | Scope::DataHolder(o) => {
-                q.push(" where organisation = ")
+            Scope::Nothing => {
+                q.push("1 = 0");
+            }
+            Scope::Organisation(o) => {
+                q.push("organisation = ").push_bind(o.as_str().to_owned());
+            }
+            Scope::DataHolder(o) => {
+                q.push("status <> 'draft' and organisation = ")
                     .push_bind(o.as_str().to_owned());
             }
+        }
+        if !filter.statuses.is_empty() {
+            q.push(" and status in (");
+            let mut list = q.separated(", ");
+            for s in &filter.statuses {
+                list.push_bind(s.as_str());
+            }
+            q.push(")");
+        }
+        if let Some(by) = filter.due_by {
+            q.push(" and due_at <= ").push_bind(by);
         }
         q.push(" order by submitted_at desc, application_id limit ")
             .push_bind(page.limit)
@@ -65,18 +98,29 @@ impl ApplicationTx for DbTx {
         found.iter().map(application_row).collect()
     }
 
-    async fn update_application(&mut self, app: &Application) -> Result<()> {
+    async fn update_application(
+        &mut self,
+        app: &Application,
+        from: ApplicationStatus,
+        due_at: Option<Timestamp>,
+    ) -> Result<()> {
         let done = sqlx::query(
-            "update application set status = $2, decided_at = $3, decided_by = $4, \
-             decision_reason = $5, permit_id = $6 \
-             where application_id = $1 and status = 'submitted'",
+            "update application set status = $2, submitted_at = $3, decided_at = $4, \
+             decided_by = $5, decision_reason = $6, permit_id = $7, request = $8, \
+             procedure = $9, due_at = $10 \
+             where application_id = $1 and status = $11",
         )
         .bind(app.id.0)
         .bind(app.status.as_str())
+        .bind(app.submitted_at)
         .bind(app.decided_at)
         .bind(&app.decided_by)
         .bind(&app.decision_reason)
         .bind(app.permit_id.map(|p| p.0))
+        .bind(Json(&app.request))
+        .bind(Json(&app.procedure))
+        .bind(due_at)
+        .bind(from.as_str())
         .execute(&mut *self.tx)
         .await?;
         if done.rows_affected() == 1 {
@@ -84,6 +128,60 @@ impl ApplicationTx for DbTx {
         } else {
             Err(StoreError::Conflict)
         }
+    }
+
+    async fn list_applications_due(&mut self, now: Timestamp) -> Result<Vec<Application>> {
+        let found = sqlx::query(&format!(
+            "select * from application where {WATCHED} and ((due_at <= $1 and not exists \
+             (select 1 from application_deadline d where d.application_id = \
+             application.application_id and d.due_at = application.due_at)) or (due_at is null \
+             and status in ('assessing', 'fee_pending', 'awaiting_confirmation'))) \
+             order by due_at, application_id limit 1000"
+        ))
+        .bind(now)
+        .fetch_all(&mut *self.tx)
+        .await?;
+        found.iter().map(application_row).collect()
+    }
+
+    async fn count_applications_by_status(&mut self) -> Result<Vec<(ApplicationStatus, u64)>> {
+        let rows = sqlx::query(
+            "select status, count(*) as n from application where status <> 'draft' \
+             group by status order by status",
+        )
+        .fetch_all(&mut *self.tx)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                let status: String = r.try_get("status")?;
+                let n: i64 = r.try_get("n")?;
+                Ok((
+                    ApplicationStatus::parse(&status)
+                        .ok_or_else(|| corrupt("application status"))?,
+                    n as u64,
+                ))
+            })
+            .collect()
+    }
+
+    async fn raise_application_deadline(
+        &mut self,
+        id: ApplicationId,
+        kind: &str,
+        due_at: Timestamp,
+        now: Timestamp,
+    ) -> Result<bool> {
+        let done = sqlx::query(
+            "insert into application_deadline (application_id, kind, due_at, raised_at) \
+             values ($1, $2, $3, $4) on conflict do nothing",
+        )
+        .bind(id.0)
+        .bind(kind)
+        .bind(due_at)
+        .bind(now)
+        .execute(&mut *self.tx)
+        .await?;
+        Ok(done.rows_affected() == 1)
     }
 }
 
@@ -268,6 +366,7 @@ fn application_row(r: &DbRow) -> Result<Application> {
         decision_reason: r.try_get("decision_reason")?,
         permit_id: r.try_get::<Option<Uuid>, _>("permit_id")?.map(PermitId),
         request: r.try_get::<Json<_>, _>("request")?.0,
+        procedure: r.try_get::<Json<_>, _>("procedure")?.0,
     })
 }
 

@@ -1,4 +1,11 @@
-//! Data access applications (Art. 67) and their parsing into domain terms.
+//! Data access applications (Art. 67), their parsing into domain terms, and the procedure on
+//! them (Art. 68).
+
+pub mod calendar;
+pub mod fees;
+pub mod procedure;
+
+pub use procedure::{Clocks, Procedure, Transition, TransitionError};
 
 use std::collections::BTreeSet;
 
@@ -13,16 +20,9 @@ use super::{
 /// Art. 68(12): a permit lasts at most ten years.
 pub const MAX_PERMIT_MONTHS: u32 = 120;
 
-/// Art. 68: the HDAB decides within three months of receiving a complete application (it may
+/// Art. 68(4): the HDAB decides within three months of receiving a complete application (it may
 /// extend that once by three months, telling the applicant).
 pub const DECISION_MONTHS: u32 = 3;
-
-/// When the decision on an application received at `submitted_at` is due.
-pub fn decision_due(submitted_at: DateTime<Utc>) -> DateTime<Utc> {
-    submitted_at
-        .checked_add_months(Months::new(DECISION_MONTHS))
-        .unwrap_or(submitted_at)
-}
 
 /// Flags that refine the scientific-research purpose (53(1)(e)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -61,6 +61,10 @@ pub struct ApplicantRequest {
     pub organisation: String,
     /// Whether the applicant is a public-sector body or acts on behalf of one (Art. 53(2)).
     pub public_body: bool,
+    /// Kinds of user the fee schedule may reduce fees for (Art. 62(1)); a public body counts
+    /// as `public_body` without saying so.
+    #[serde(default)]
+    pub user_kinds: Vec<fees::UserKind>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -112,6 +116,9 @@ pub struct NewApplication {
     pub title: String,
     pub organisation: OrgId,
     pub public_body: bool,
+    /// Kinds of user the fee schedule may reduce fees for (absent from older records).
+    #[serde(default)]
+    pub user_kinds: Vec<fees::UserKind>,
     pub purposes: Vec<Purpose>,
     pub research_flags: Vec<ResearchFlag>,
     pub categories: Vec<DataCategory>,
@@ -338,6 +345,15 @@ impl NewApplication {
             title: req.title.trim().to_owned(),
             organisation: organisation.expect("checked"),
             public_body: req.applicant.public_body,
+            user_kinds: {
+                let mut kinds = req.applicant.user_kinds.clone();
+                if req.applicant.public_body {
+                    kinds.push(fees::UserKind::PublicBody);
+                }
+                kinds.sort_by_key(|k| *k as u8);
+                kinds.dedup();
+                kinds
+            },
             purposes,
             research_flags,
             categories,
@@ -356,34 +372,64 @@ impl NewApplication {
     }
 }
 
+/// Where an application stands in the procedure (see [`procedure`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ApplicationStatus {
+    /// Written, not yet submitted: the HDAB does not see it.
+    Draft,
+    /// Received; the completeness check is pending.
     Submitted,
+    /// Waiting for the applicant's answer to a request for information.
+    Incomplete,
+    /// Complete: the decision clock runs (Art. 68(4)).
+    Assessing,
+    /// A fee estimate waits for the applicant's acceptance (Art. 62).
+    FeePending,
+    /// A grant waits for a second officer's confirmation (four-eyes rule).
+    AwaitingConfirmation,
     Approved,
+    /// Granted for part of what was asked, with reasons.
+    PartiallyApproved,
     Rejected,
     Withdrawn,
+    /// Not completed within four weeks of a request for information (Art. 68(4)).
+    Lapsed,
 }
 
 impl ApplicationStatus {
+    pub const ALL: [ApplicationStatus; 11] = [
+        Self::Draft,
+        Self::Submitted,
+        Self::Incomplete,
+        Self::Assessing,
+        Self::FeePending,
+        Self::AwaitingConfirmation,
+        Self::Approved,
+        Self::PartiallyApproved,
+        Self::Rejected,
+        Self::Withdrawn,
+        Self::Lapsed,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
+            Self::Draft => "draft",
             Self::Submitted => "submitted",
+            Self::Incomplete => "incomplete",
+            Self::Assessing => "assessing",
+            Self::FeePending => "fee_pending",
+            Self::AwaitingConfirmation => "awaiting_confirmation",
             Self::Approved => "approved",
+            Self::PartiallyApproved => "partially_approved",
             Self::Rejected => "rejected",
             Self::Withdrawn => "withdrawn",
+            Self::Lapsed => "lapsed",
         }
     }
     pub fn parse(s: &str) -> Option<Self> {
-        [
-            Self::Submitted,
-            Self::Approved,
-            Self::Rejected,
-            Self::Withdrawn,
-        ]
-        .into_iter()
-        .find(|v| v.as_str() == s)
+        Self::ALL.into_iter().find(|v| v.as_str() == s)
     }
 }
 
@@ -399,66 +445,7 @@ pub struct Application {
     pub decision_reason: Option<String>,
     pub permit_id: Option<PermitId>,
     pub request: NewApplication,
-}
-
-/// A decision is only possible on a submitted application: everything else is final.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("application is {} and can no longer be {action}", current.as_str())]
-pub struct ApplicationTransitionError {
-    pub current: ApplicationStatus,
-    pub action: &'static str,
-}
-
-impl Application {
-    fn decide(
-        &mut self,
-        action: &'static str,
-        to: ApplicationStatus,
-        by: &str,
-        reason: Option<String>,
-        now: Timestamp,
-    ) -> Result<(), ApplicationTransitionError> {
-        if self.status != ApplicationStatus::Submitted {
-            return Err(ApplicationTransitionError {
-                current: self.status,
-                action,
-            });
-        }
-        self.status = to;
-        self.decided_at = Some(now);
-        self.decided_by = Some(by.to_owned());
-        self.decision_reason = reason;
-        Ok(())
-    }
-
-    pub fn approve(
-        &mut self,
-        by: &str,
-        permit: PermitId,
-        note: Option<String>,
-        now: Timestamp,
-    ) -> Result<(), ApplicationTransitionError> {
-        self.decide("approved", ApplicationStatus::Approved, by, note, now)?;
-        self.permit_id = Some(permit);
-        Ok(())
-    }
-
-    pub fn reject(
-        &mut self,
-        by: &str,
-        reason: String,
-        now: Timestamp,
-    ) -> Result<(), ApplicationTransitionError> {
-        self.decide(
-            "rejected",
-            ApplicationStatus::Rejected,
-            by,
-            Some(reason),
-            now,
-        )
-    }
-
-    pub fn withdraw(&mut self, by: &str, now: Timestamp) -> Result<(), ApplicationTransitionError> {
-        self.decide("withdrawn", ApplicationStatus::Withdrawn, by, None, now)
-    }
+    /// Every step of the procedure so far.
+    #[serde(default)]
+    pub procedure: Procedure,
 }
