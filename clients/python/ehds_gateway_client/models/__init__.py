@@ -21,6 +21,8 @@ from .applicant_request import ApplicantRequest
 from .application import Application
 from .application_request import ApplicationRequest
 from .application_status import ApplicationStatus
+from .application_view import ApplicationView
+from .assessment_request import AssessmentRequest
 from .audit_entry import AuditEntry
 from .backbone_request_mlp_norm import BackboneRequestMlpNorm
 from .backbone_request_type_0 import BackboneRequestType0
@@ -37,6 +39,7 @@ from .budget_request import BudgetRequest
 from .budget_unit import BudgetUnit
 from .budget_view import BudgetView
 from .cancel_request import CancelRequest
+from .category_assessment import CategoryAssessment
 from .chain_problem_sequence_gap import ChainProblemSequenceGap
 from .chain_problem_type_0 import ChainProblemType0
 from .chain_problem_type_1 import ChainProblemType1
@@ -44,6 +47,8 @@ from .chain_problem_type_2 import ChainProblemType2
 from .chain_problem_type_3 import ChainProblemType3
 from .check_body import CheckBody
 from .check_outcome import CheckOutcome
+from .clocks import Clocks
+from .confirmation_request import ConfirmationRequest
 from .consistency_proof import ConsistencyProof
 from .data_category import DataCategory
 from .data_quality import DataQuality
@@ -57,6 +62,7 @@ from .decision_threshold_type_1 import DecisionThresholdType1
 from .decision_threshold_type_1_rule import DecisionThresholdType1Rule
 from .decision_threshold_type_2 import DecisionThresholdType2
 from .decision_threshold_type_2_rule import DecisionThresholdType2Rule
+from .declined_grant import DeclinedGrant
 from .deny_reason_type_0 import DenyReasonType0
 from .deny_reason_type_0_code import DenyReasonType0Code
 from .deny_reason_type_1 import DenyReasonType1
@@ -82,6 +88,8 @@ from .evaluation_view_mean_test import EvaluationViewMeanTest
 from .evaluation_view_mean_validation import EvaluationViewMeanValidation
 from .export_format import ExportFormat
 from .extend_request import ExtendRequest
+from .extension import Extension
+from .extension_body import ExtensionBody
 from .feature_quality import FeatureQuality
 from .fed_adagrad_config import FedAdagradConfig
 from .fed_adam_config import FedAdamConfig
@@ -102,20 +110,29 @@ from .fed_prox_config import FedProxConfig
 from .fed_sam_config import FedSamConfig
 from .fed_speed_config import FedSpeedConfig
 from .fed_yogi_config import FedYogiConfig
+from .fee_estimate import FeeEstimate
+from .fee_estimate_body import FeeEstimateBody
+from .fee_line import FeeLine
 from .fenda_fl_config import FendaFlConfig
 from .field_error import FieldError
 from .filter_policy import FilterPolicy
 from .filter_request import FilterRequest
 from .filter_response import FilterResponse
 from .first_bad_entry import FirstBadEntry
+from .grant_scope import GrantScope
+from .holder_cost import HolderCost
 from .holder_data_quality import HolderDataQuality
 from .hpfl_config import HpflConfig
 from .import_report import ImportReport
 from .inclusion_proof import InclusionProof
+from .information_answer_body import InformationAnswerBody
+from .information_request import InformationRequest
+from .information_request_body import InformationRequestBody
 from .inputs_request_type_0 import InputsRequestType0
 from .inputs_request_type_1 import InputsRequestType1
 from .inputs_request_type_2 import InputsRequestType2
 from .inputs_request_type_3 import InputsRequestType3
+from .invoice import Invoice
 from .loss_kind_bce_with_logits import LossKindBceWithLogits
 from .loss_kind_cross_entropy import LossKindCrossEntropy
 from .loss_kind_focal import LossKindFocal
@@ -167,15 +184,28 @@ from .permit_version import PermitVersion
 from .permit_view import PermitView
 from .privacy_budget import PrivacyBudget
 from .problem import Problem
+from .procedure import Procedure
 from .processing_record import ProcessingRecord
+from .proposed_grant import ProposedGrant
+from .proposed_grant_terms import ProposedGrantTerms
+from .public_decision import PublicDecision
+from .public_fee import PublicFee
+from .public_permit import PublicPermit
 from .purpose import Purpose
 from .q_fed_avg_config import QFedAvgConfig
 from .reason_request import ReasonRequest
+from .register_entry import RegisterEntry
+from .register_page import RegisterPage
+from .register_summary import RegisterSummary
+from .register_summary_by_status import RegisterSummaryByStatus
 from .research_flag import ResearchFlag
 from .round_phase import RoundPhase
 from .round_view import RoundView
 from .rounds_view import RoundsView
+from .routing import Routing
+from .routing_body import RoutingBody
 from .scaffold_config import ScaffoldConfig
+from .scope_request import ScopeRequest
 from .secagg_view import SecaggView
 from .secagg_view_config import SecaggViewConfig
 from .secagg_view_relayed_type_0 import SecaggViewRelayedType0
@@ -269,6 +299,8 @@ from .study_view import StudyView
 from .task_kind import TaskKind
 from .task_result_body import TaskResultBody
 from .task_result_body_evaluation_type_0 import TaskResultBodyEvaluationType0
+from .transition import Transition
+from .user_kind import UserKind
 from .verify_report import VerifyReport
 from .warning_code import WarningCode
 from .withdraw_request import WithdrawRequest
@@ -295,6 +327,8 @@ __all__ = (
     "Application",
     "ApplicationRequest",
     "ApplicationStatus",
+    "ApplicationView",
+    "AssessmentRequest",
     "AuditEntry",
     "BackboneRequestMlpNorm",
     "BackboneRequestType0",
@@ -311,6 +345,7 @@ __all__ = (
     "BudgetUnit",
     "BudgetView",
     "CancelRequest",
+    "CategoryAssessment",
     "ChainProblemSequenceGap",
     "ChainProblemType0",
     "ChainProblemType1",
@@ -318,6 +353,8 @@ __all__ = (
     "ChainProblemType3",
     "CheckBody",
     "CheckOutcome",
+    "Clocks",
+    "ConfirmationRequest",
     "ConsistencyProof",
     "DataCategory",
     "DataQuality",
@@ -331,6 +368,7 @@ __all__ = (
     "DecisionThresholdType1Rule",
     "DecisionThresholdType2",
     "DecisionThresholdType2Rule",
+    "DeclinedGrant",
     "DenyReasonType0",
     "DenyReasonType0Code",
     "DenyReasonType1",
@@ -356,6 +394,8 @@ __all__ = (
     "EvaluationViewMeanValidation",
     "ExportFormat",
     "ExtendRequest",
+    "Extension",
+    "ExtensionBody",
     "FeatureQuality",
     "FedAdagradConfig",
     "FedAdamConfig",
@@ -376,20 +416,29 @@ __all__ = (
     "FedSamConfig",
     "FedSpeedConfig",
     "FedYogiConfig",
+    "FeeEstimate",
+    "FeeEstimateBody",
+    "FeeLine",
     "FendaFlConfig",
     "FieldError",
     "FilterPolicy",
     "FilterRequest",
     "FilterResponse",
     "FirstBadEntry",
+    "GrantScope",
+    "HolderCost",
     "HolderDataQuality",
     "HpflConfig",
     "ImportReport",
     "InclusionProof",
+    "InformationAnswerBody",
+    "InformationRequest",
+    "InformationRequestBody",
     "InputsRequestType0",
     "InputsRequestType1",
     "InputsRequestType2",
     "InputsRequestType3",
+    "Invoice",
     "LossKindBceWithLogits",
     "LossKindCrossEntropy",
     "LossKindFocal",
@@ -441,15 +490,28 @@ __all__ = (
     "PFedMeConfig",
     "PrivacyBudget",
     "Problem",
+    "Procedure",
     "ProcessingRecord",
+    "ProposedGrant",
+    "ProposedGrantTerms",
+    "PublicDecision",
+    "PublicFee",
+    "PublicPermit",
     "Purpose",
     "QFedAvgConfig",
     "ReasonRequest",
+    "RegisterEntry",
+    "RegisterPage",
+    "RegisterSummary",
+    "RegisterSummaryByStatus",
     "ResearchFlag",
     "RoundPhase",
     "RoundsView",
     "RoundView",
+    "Routing",
+    "RoutingBody",
     "ScaffoldConfig",
+    "ScopeRequest",
     "SecaggView",
     "SecaggViewConfig",
     "SecaggViewRelayedType0",
@@ -543,6 +605,8 @@ __all__ = (
     "TaskKind",
     "TaskResultBody",
     "TaskResultBodyEvaluationType0",
+    "Transition",
+    "UserKind",
     "VerifyReport",
     "WarningCode",
     "WithdrawRequest",

@@ -16,6 +16,7 @@ import datetime
 
 if TYPE_CHECKING:
   from ..models.new_application import NewApplication
+  from ..models.procedure import Procedure
 
 
 
@@ -32,12 +33,14 @@ class Application:
             applicant_sub (str):
             id (UUID): Identifier of a data access application (Art. 67).
             request (NewApplication): A parsed, internally consistent application.
-            status (ApplicationStatus):
+            status (ApplicationStatus): Where an application stands in the procedure (see [`procedure`]).
             submitted_at (datetime.datetime):
             decided_at (datetime.datetime | None | Unset):
             decided_by (None | str | Unset):
             decision_reason (None | str | Unset):
             permit_id (None | Unset | UUID):
+            procedure (Procedure | Unset): The record of the procedure: every step's facts, from which the clocks are
+                computed.
      """
 
     applicant_sub: str
@@ -49,6 +52,7 @@ class Application:
     decided_by: None | str | Unset = UNSET
     decision_reason: None | str | Unset = UNSET
     permit_id: None | Unset | UUID = UNSET
+    procedure: Procedure | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
 
@@ -57,6 +61,7 @@ class Application:
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.new_application import NewApplication # noqa: PLC0415
+        from ..models.procedure import Procedure # noqa: PLC0415
         applicant_sub = self.applicant_sub
 
         id = str(self.id)
@@ -95,6 +100,10 @@ class Application:
         else:
             permit_id = self.permit_id
 
+        procedure: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.procedure, Unset):
+            procedure = self.procedure.to_dict()
+
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -113,6 +122,8 @@ class Application:
             field_dict["decision_reason"] = decision_reason
         if permit_id is not UNSET:
             field_dict["permit_id"] = permit_id
+        if procedure is not UNSET:
+            field_dict["procedure"] = procedure
 
         return field_dict
 
@@ -121,6 +132,7 @@ class Application:
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         from ..models.new_application import NewApplication # noqa: PLC0415
+        from ..models.procedure import Procedure # noqa: PLC0415
         d = dict(src_dict)
         applicant_sub = d.pop("applicant_sub")
 
@@ -204,6 +216,16 @@ class Application:
         permit_id = _parse_permit_id(d.pop("permit_id", UNSET))
 
 
+        _procedure = d.pop("procedure", UNSET)
+        procedure: Procedure | Unset
+        if isinstance(_procedure,  Unset):
+            procedure = UNSET
+        else:
+            procedure = Procedure.from_dict(_procedure)
+
+
+
+
         application = cls(
             applicant_sub=applicant_sub,
             id=id,
@@ -214,6 +236,7 @@ class Application:
             decided_by=decided_by,
             decision_reason=decision_reason,
             permit_id=permit_id,
+            procedure=procedure,
         )
 
 

@@ -12,7 +12,7 @@ from ..types import UNSET, Unset
 from typing import cast
 
 if TYPE_CHECKING:
-  from ..models.application import Application
+  from ..models.application_view import ApplicationView
   from ..models.permit_view import PermitView
 
 
@@ -27,11 +27,12 @@ T = TypeVar("T", bound="DecisionResponse")
 class DecisionResponse:
     """ 
         Attributes:
-            application (Application):
+            application (ApplicationView): An application as it stands: its record, its deadlines now, and the steps open to
+                it.
             permit (None | PermitView | Unset):
      """
 
-    application: Application
+    application: ApplicationView
     permit: None | PermitView | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -40,7 +41,7 @@ class DecisionResponse:
 
 
     def to_dict(self) -> dict[str, Any]:
-        from ..models.application import Application # noqa: PLC0415
+        from ..models.application_view import ApplicationView # noqa: PLC0415
         from ..models.permit_view import PermitView # noqa: PLC0415
         application = self.application.to_dict()
 
@@ -67,10 +68,10 @@ class DecisionResponse:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
-        from ..models.application import Application # noqa: PLC0415
+        from ..models.application_view import ApplicationView # noqa: PLC0415
         from ..models.permit_view import PermitView # noqa: PLC0415
         d = dict(src_dict)
-        application = Application.from_dict(d.pop("application"))
+        application = ApplicationView.from_dict(d.pop("application"))
 
 
 

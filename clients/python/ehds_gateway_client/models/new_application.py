@@ -11,6 +11,7 @@ from ..types import UNSET, Unset
 from ..models.data_category import DataCategory
 from ..models.purpose import Purpose
 from ..models.research_flag import ResearchFlag
+from ..models.user_kind import UserKind
 from ..types import UNSET, Unset
 from typing import cast
 import datetime
@@ -47,6 +48,8 @@ class NewApplication:
             research_flags (list[ResearchFlag]):
             title (str):
             optout_exception (None | OptOutException | Unset):
+            user_kinds (list[UserKind] | Unset): Kinds of user the fee schedule may reduce fees for (absent from older
+                records).
      """
 
     categories: list[DataCategory]
@@ -62,6 +65,7 @@ class NewApplication:
     research_flags: list[ResearchFlag]
     title: str
     optout_exception: None | OptOutException | Unset = UNSET
+    user_kinds: list[UserKind] | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
 
@@ -122,6 +126,15 @@ class NewApplication:
         else:
             optout_exception = self.optout_exception
 
+        user_kinds: list[str] | Unset = UNSET
+        if not isinstance(self.user_kinds, Unset):
+            user_kinds = []
+            for user_kinds_item_data in self.user_kinds:
+                user_kinds_item = user_kinds_item_data.value
+                user_kinds.append(user_kinds_item)
+
+
+
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -141,6 +154,8 @@ class NewApplication:
         })
         if optout_exception is not UNSET:
             field_dict["optout_exception"] = optout_exception
+        if user_kinds is not UNSET:
+            field_dict["user_kinds"] = user_kinds
 
         return field_dict
 
@@ -230,6 +245,18 @@ class NewApplication:
         optout_exception = _parse_optout_exception(d.pop("optout_exception", UNSET))
 
 
+        _user_kinds = d.pop("user_kinds", UNSET)
+        user_kinds: list[UserKind] | Unset = UNSET
+        if _user_kinds is not UNSET:
+            user_kinds = []
+            for user_kinds_item_data in _user_kinds:
+                user_kinds_item = UserKind(user_kinds_item_data)
+
+
+
+                user_kinds.append(user_kinds_item)
+
+
         new_application = cls(
             categories=categories,
             data_holders=data_holders,
@@ -244,6 +271,7 @@ class NewApplication:
             research_flags=research_flags,
             title=title,
             optout_exception=optout_exception,
+            user_kinds=user_kinds,
         )
 
 

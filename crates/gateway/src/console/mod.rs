@@ -298,6 +298,10 @@ pub fn router(state: AppState, api: Router) -> Router {
         )
         .route("/applications/{id}", get(pages::application))
         .route("/applications/{id}/decision", post(pages::decide))
+        .route(
+            "/applications/{id}/step/{step}",
+            post(pages::application_step),
+        )
         .route("/permits", get(pages::permits))
         .route("/permits/{id}", get(pages::permit))
         .route("/permits/{id}/{action}", post(pages::permit_action))

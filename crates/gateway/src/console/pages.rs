@@ -273,6 +273,82 @@ pub async fn decide(
     .await
 }
 
+/// The steps of the procedure the application page offers: the form's fields become the API
+/// body, the API decides whether the step is allowed (docs/hdab-procedure.md).
+const STEPS: [(&str, &str); 9] = [
+    ("submit", "submit"),
+    ("information-requests", "information-requests"),
+    ("information", "information"),
+    ("completeness", "completeness"),
+    ("extension", "extension"),
+    ("fee-acceptance", "fee-estimate/acceptance"),
+    ("confirmation", "confirmation"),
+    ("publication", "publication"),
+    ("withdraw", "withdraw"),
+];
+
+pub async fn application_step(
+    State(console): State<Console>,
+    session: Session,
+    Path((id, step)): Path<(String, String)>,
+    raw: RawForm,
+) -> Response {
+    let form = Form::parse(&raw);
+    let path = format!("{BASE}/applications/{id}/step/{step}");
+    if let Err(r) = check_csrf(&console, &session, &form, &path).await {
+        return r;
+    }
+    let Some((_, api)) = STEPS.iter().find(|(name, _)| *name == step) else {
+        return not_found().await;
+    };
+    let mut body = Map::new();
+    for field in ["questions", "answer", "reasons", "reason"] {
+        if let Some(v) = form.get(field) {
+            body.insert(field.into(), json!(v));
+        }
+    }
+    if let Some(months) = form.get("months") {
+        body.insert(
+            "months".into(),
+            months
+                .trim()
+                .parse::<u32>()
+                .map_or(json!(months), |m| json!(m)),
+        );
+    }
+    if let Some(confirm) = form.get("confirm") {
+        body.insert("confirm".into(), json!(confirm == "true"));
+    }
+    let reply = match post(
+        &console,
+        &session,
+        &format!("/v1/applications/{}/{api}", enc(&id)),
+        &Value::Object(body),
+        &[],
+    )
+    .await
+    {
+        Ok(r) => r,
+        Err(r) => return r,
+    };
+    if reply.ok() {
+        return match reply.body["permit"]["id"].as_str() {
+            Some(permit) => see_other(&format!("{BASE}/permits/{}", enc(permit))),
+            None => see_other(&format!("{BASE}/applications/{}", enc(&id))),
+        };
+    }
+    application_page(
+        &console,
+        &session,
+        &id,
+        reply.status,
+        reply.field_errors(),
+        form.values(),
+        Some(reply.problem()),
+    )
+    .await
+}
+
 /// The lists a form offers, from the domain's own enumerations.
 fn vocabulary() -> Value {
     json!({

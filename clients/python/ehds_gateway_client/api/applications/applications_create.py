@@ -8,9 +8,10 @@ from ...client import AuthenticatedClient, Client
 from ...types import Response, UNSET
 from ... import errors
 
-from ...models.application import Application
 from ...models.application_request import ApplicationRequest
+from ...models.application_view import ApplicationView
 from ...models.problem import Problem
+from ...types import UNSET, Unset
 from typing import cast
 
 
@@ -18,6 +19,7 @@ from typing import cast
 def _get_kwargs(
     *,
     body: ApplicationRequest,
+    draft: bool | Unset = UNSET,
 
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
@@ -25,11 +27,18 @@ def _get_kwargs(
 
     
 
-    
+    params: dict[str, Any] = {}
+
+    params["draft"] = draft
+
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
 
     _kwargs: dict[str, Any] = {
         "method": "post",
         "url": "/v1/applications",
+        "params": params,
     }
 
     _kwargs["json"] = body.to_dict()
@@ -41,9 +50,9 @@ def _get_kwargs(
 
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Application | Problem | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> ApplicationView | Problem | None:
     if response.status_code == 201:
-        response_201 = Application.from_dict(response.json())
+        response_201 = ApplicationView.from_dict(response.json())
 
 
 
@@ -69,7 +78,7 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Application | Problem]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[ApplicationView | Problem]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -82,11 +91,13 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
     body: ApplicationRequest,
+    draft: bool | Unset = UNSET,
 
-) -> Response[Application | Problem]:
-    """ Submit a data access application.
+) -> Response[ApplicationView | Problem]:
+    """ Submit a data access application (or save it as a draft).
 
     Args:
+        draft (bool | Unset):
         body (ApplicationRequest): The body of `POST /v1/applications`. Enumerations arrive as
             strings so that every bad value
             is reported with its own code and field.
@@ -96,12 +107,13 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Application | Problem]
+        Response[ApplicationView | Problem]
      """
 
 
     kwargs = _get_kwargs(
         body=body,
+draft=draft,
 
     )
 
@@ -115,11 +127,13 @@ def sync(
     *,
     client: AuthenticatedClient,
     body: ApplicationRequest,
+    draft: bool | Unset = UNSET,
 
-) -> Application | Problem | None:
-    """ Submit a data access application.
+) -> ApplicationView | Problem | None:
+    """ Submit a data access application (or save it as a draft).
 
     Args:
+        draft (bool | Unset):
         body (ApplicationRequest): The body of `POST /v1/applications`. Enumerations arrive as
             strings so that every bad value
             is reported with its own code and field.
@@ -129,13 +143,14 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Application | Problem
+        ApplicationView | Problem
      """
 
 
     return sync_detailed(
         client=client,
 body=body,
+draft=draft,
 
     ).parsed
 
@@ -143,11 +158,13 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
     body: ApplicationRequest,
+    draft: bool | Unset = UNSET,
 
-) -> Response[Application | Problem]:
-    """ Submit a data access application.
+) -> Response[ApplicationView | Problem]:
+    """ Submit a data access application (or save it as a draft).
 
     Args:
+        draft (bool | Unset):
         body (ApplicationRequest): The body of `POST /v1/applications`. Enumerations arrive as
             strings so that every bad value
             is reported with its own code and field.
@@ -157,12 +174,13 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Application | Problem]
+        Response[ApplicationView | Problem]
      """
 
 
     kwargs = _get_kwargs(
         body=body,
+draft=draft,
 
     )
 
@@ -176,11 +194,13 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
     body: ApplicationRequest,
+    draft: bool | Unset = UNSET,
 
-) -> Application | Problem | None:
-    """ Submit a data access application.
+) -> ApplicationView | Problem | None:
+    """ Submit a data access application (or save it as a draft).
 
     Args:
+        draft (bool | Unset):
         body (ApplicationRequest): The body of `POST /v1/applications`. Enumerations arrive as
             strings so that every bad value
             is reported with its own code and field.
@@ -190,12 +210,13 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Application | Problem
+        ApplicationView | Problem
      """
 
 
     return (await asyncio_detailed(
         client=client,
 body=body,
+draft=draft,
 
     )).parsed

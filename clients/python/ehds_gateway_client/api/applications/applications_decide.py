@@ -86,7 +86,8 @@ def sync_detailed(
     body: DecisionRequest,
 
 ) -> Response[DecisionResponse | Problem]:
-    """ Approve (issuing a permit) or reject (with reasons) a submitted application.
+    """ Grant (issuing a permit; in part with a `scope`) or refuse (with reasons) an application.
+    Under the four-eyes rule a grant waits for a second officer's confirmation.
 
     Args:
         id (str):
@@ -120,7 +121,8 @@ def sync(
     body: DecisionRequest,
 
 ) -> DecisionResponse | Problem | None:
-    """ Approve (issuing a permit) or reject (with reasons) a submitted application.
+    """ Grant (issuing a permit; in part with a `scope`) or refuse (with reasons) an application.
+    Under the four-eyes rule a grant waits for a second officer's confirmation.
 
     Args:
         id (str):
@@ -149,7 +151,8 @@ async def asyncio_detailed(
     body: DecisionRequest,
 
 ) -> Response[DecisionResponse | Problem]:
-    """ Approve (issuing a permit) or reject (with reasons) a submitted application.
+    """ Grant (issuing a permit; in part with a `scope`) or refuse (with reasons) an application.
+    Under the four-eyes rule a grant waits for a second officer's confirmation.
 
     Args:
         id (str):
@@ -183,7 +186,8 @@ async def asyncio(
     body: DecisionRequest,
 
 ) -> DecisionResponse | Problem | None:
-    """ Approve (issuing a permit) or reject (with reasons) a submitted application.
+    """ Grant (issuing a permit; in part with a `scope`) or refuse (with reasons) an application.
+    Under the four-eyes rule a grant waits for a second officer's confirmation.
 
     Args:
         id (str):

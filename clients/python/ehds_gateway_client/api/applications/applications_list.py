@@ -8,7 +8,8 @@ from ...client import AuthenticatedClient, Client
 from ...types import Response, UNSET
 from ... import errors
 
-from ...models.application import Application
+from ...models.application_view import ApplicationView
+from ...models.problem import Problem
 from ...types import UNSET, Unset
 from typing import cast
 
@@ -18,6 +19,8 @@ def _get_kwargs(
     *,
     limit: int | Unset = UNSET,
     offset: int | Unset = UNSET,
+    status: str | Unset = UNSET,
+    overdue: bool | Unset = UNSET,
 
 ) -> dict[str, Any]:
     
@@ -29,6 +32,10 @@ def _get_kwargs(
     params["limit"] = limit
 
     params["offset"] = offset
+
+    params["status"] = status
+
+    params["overdue"] = overdue
 
 
     params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
@@ -45,12 +52,12 @@ def _get_kwargs(
 
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> list[Application] | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | list[ApplicationView] | None:
     if response.status_code == 200:
         response_200 = []
         _response_200 = response.json()
         for response_200_item_data in (_response_200):
-            response_200_item = Application.from_dict(response_200_item_data)
+            response_200_item = ApplicationView.from_dict(response_200_item_data)
 
 
 
@@ -58,13 +65,20 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
 
         return response_200
 
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
     else:
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[list[Application]]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Problem | list[ApplicationView]]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -78,26 +92,32 @@ def sync_detailed(
     client: AuthenticatedClient,
     limit: int | Unset = UNSET,
     offset: int | Unset = UNSET,
+    status: str | Unset = UNSET,
+    overdue: bool | Unset = UNSET,
 
-) -> Response[list[Application]]:
-    """ List the applications the caller may see.
+) -> Response[Problem | list[ApplicationView]]:
+    """ List the applications the caller may see, optionally by state or only the overdue ones.
 
     Args:
         limit (int | Unset):
         offset (int | Unset):
+        status (str | Unset):
+        overdue (bool | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[list[Application]]
+        Response[Problem | list[ApplicationView]]
      """
 
 
     kwargs = _get_kwargs(
         limit=limit,
 offset=offset,
+status=status,
+overdue=overdue,
 
     )
 
@@ -112,20 +132,24 @@ def sync(
     client: AuthenticatedClient,
     limit: int | Unset = UNSET,
     offset: int | Unset = UNSET,
+    status: str | Unset = UNSET,
+    overdue: bool | Unset = UNSET,
 
-) -> list[Application] | None:
-    """ List the applications the caller may see.
+) -> Problem | list[ApplicationView] | None:
+    """ List the applications the caller may see, optionally by state or only the overdue ones.
 
     Args:
         limit (int | Unset):
         offset (int | Unset):
+        status (str | Unset):
+        overdue (bool | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        list[Application]
+        Problem | list[ApplicationView]
      """
 
 
@@ -133,6 +157,8 @@ def sync(
         client=client,
 limit=limit,
 offset=offset,
+status=status,
+overdue=overdue,
 
     ).parsed
 
@@ -141,26 +167,32 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     limit: int | Unset = UNSET,
     offset: int | Unset = UNSET,
+    status: str | Unset = UNSET,
+    overdue: bool | Unset = UNSET,
 
-) -> Response[list[Application]]:
-    """ List the applications the caller may see.
+) -> Response[Problem | list[ApplicationView]]:
+    """ List the applications the caller may see, optionally by state or only the overdue ones.
 
     Args:
         limit (int | Unset):
         offset (int | Unset):
+        status (str | Unset):
+        overdue (bool | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[list[Application]]
+        Response[Problem | list[ApplicationView]]
      """
 
 
     kwargs = _get_kwargs(
         limit=limit,
 offset=offset,
+status=status,
+overdue=overdue,
 
     )
 
@@ -175,20 +207,24 @@ async def asyncio(
     client: AuthenticatedClient,
     limit: int | Unset = UNSET,
     offset: int | Unset = UNSET,
+    status: str | Unset = UNSET,
+    overdue: bool | Unset = UNSET,
 
-) -> list[Application] | None:
-    """ List the applications the caller may see.
+) -> Problem | list[ApplicationView] | None:
+    """ List the applications the caller may see, optionally by state or only the overdue ones.
 
     Args:
         limit (int | Unset):
         offset (int | Unset):
+        status (str | Unset):
+        overdue (bool | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        list[Application]
+        Problem | list[ApplicationView]
      """
 
 
@@ -196,5 +232,7 @@ async def asyncio(
         client=client,
 limit=limit,
 offset=offset,
+status=status,
+overdue=overdue,
 
     )).parsed

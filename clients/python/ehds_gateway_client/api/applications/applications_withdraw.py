@@ -8,7 +8,7 @@ from ...client import AuthenticatedClient, Client
 from ...types import Response, UNSET
 from ... import errors
 
-from ...models.application import Application
+from ...models.application_view import ApplicationView
 from ...models.problem import Problem
 from typing import cast
 
@@ -34,9 +34,9 @@ def _get_kwargs(
 
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Application | Problem | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> ApplicationView | Problem | None:
     if response.status_code == 200:
-        response_200 = Application.from_dict(response.json())
+        response_200 = ApplicationView.from_dict(response.json())
 
 
 
@@ -55,7 +55,7 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Application | Problem]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[ApplicationView | Problem]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -69,7 +69,7 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
 
-) -> Response[Application | Problem]:
+) -> Response[ApplicationView | Problem]:
     """ Withdraw one's own application before it is decided.
 
     Args:
@@ -80,7 +80,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Application | Problem]
+        Response[ApplicationView | Problem]
      """
 
 
@@ -100,7 +100,7 @@ def sync(
     *,
     client: AuthenticatedClient,
 
-) -> Application | Problem | None:
+) -> ApplicationView | Problem | None:
     """ Withdraw one's own application before it is decided.
 
     Args:
@@ -111,7 +111,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Application | Problem
+        ApplicationView | Problem
      """
 
 
@@ -126,7 +126,7 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
 
-) -> Response[Application | Problem]:
+) -> Response[ApplicationView | Problem]:
     """ Withdraw one's own application before it is decided.
 
     Args:
@@ -137,7 +137,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Application | Problem]
+        Response[ApplicationView | Problem]
      """
 
 
@@ -157,7 +157,7 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
 
-) -> Application | Problem | None:
+) -> ApplicationView | Problem | None:
     """ Withdraw one's own application before it is decided.
 
     Args:
@@ -168,7 +168,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Application | Problem
+        ApplicationView | Problem
      """
 
 

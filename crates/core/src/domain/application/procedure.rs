@@ -236,6 +236,14 @@ pub struct ProposedGrant {
     pub note: Option<String>,
 }
 
+/// A proposal the second officer declined, with their reasons.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct DeclinedGrant {
+    pub proposal: ProposedGrant,
+    pub reasons: String,
+}
+
 /// The record of the procedure: every step's facts, from which the clocks are computed.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -248,8 +256,8 @@ pub struct Procedure {
     pub routing: Option<Routing>,
     pub fee_estimate: Option<FeeEstimate>,
     pub proposed_grant: Option<ProposedGrant>,
-    /// Declined proposals (four-eyes), newest last, with the second officer's reasons.
-    pub declined_grants: Vec<(ProposedGrant, String)>,
+    /// Declined proposals (four-eyes), newest last.
+    pub declined_grants: Vec<DeclinedGrant>,
     pub scope: Option<GrantScope>,
     pub minimisation: Vec<CategoryAssessment>,
     /// When the decision was made public (Art. 57(1)(j)(iii)).
@@ -500,7 +508,10 @@ impl Application {
     pub fn decline_grant(&mut self, reasons: String) -> Result<(), TransitionError> {
         self.guard(Transition::DeclineGrant)?;
         if let Some(p) = self.procedure.proposed_grant.take() {
-            self.procedure.declined_grants.push((p, reasons));
+            self.procedure.declined_grants.push(DeclinedGrant {
+                proposal: p,
+                reasons,
+            });
         }
         self.status = ApplicationStatus::Assessing;
         Ok(())

@@ -1,0 +1,203 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...types import Response, UNSET
+from ... import errors
+
+from ...models.problem import Problem
+from ...models.register_page import RegisterPage
+from ...types import UNSET, Unset
+from typing import cast
+
+
+
+def _get_kwargs(
+    *,
+    limit: int | Unset = UNSET,
+    offset: int | Unset = UNSET,
+
+) -> dict[str, Any]:
+    
+
+    
+
+    params: dict[str, Any] = {}
+
+    params["limit"] = limit
+
+    params["offset"] = offset
+
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/register",
+        "params": params,
+    }
+
+
+    return _kwargs
+
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | RegisterPage | None:
+    if response.status_code == 200:
+        response_200 = RegisterPage.from_dict(response.json())
+
+
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Problem | RegisterPage]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    *,
+    client: AuthenticatedClient | Client,
+    limit: int | Unset = UNSET,
+    offset: int | Unset = UNSET,
+
+) -> Response[Problem | RegisterPage]:
+    """ The public register of applications, decisions and permits (Art. 57(1)(j), Art. 58).
+
+    Args:
+        limit (int | Unset):
+        offset (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | RegisterPage]
+     """
+
+
+    kwargs = _get_kwargs(
+        limit=limit,
+offset=offset,
+
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+def sync(
+    *,
+    client: AuthenticatedClient | Client,
+    limit: int | Unset = UNSET,
+    offset: int | Unset = UNSET,
+
+) -> Problem | RegisterPage | None:
+    """ The public register of applications, decisions and permits (Art. 57(1)(j), Art. 58).
+
+    Args:
+        limit (int | Unset):
+        offset (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | RegisterPage
+     """
+
+
+    return sync_detailed(
+        client=client,
+limit=limit,
+offset=offset,
+
+    ).parsed
+
+async def asyncio_detailed(
+    *,
+    client: AuthenticatedClient | Client,
+    limit: int | Unset = UNSET,
+    offset: int | Unset = UNSET,
+
+) -> Response[Problem | RegisterPage]:
+    """ The public register of applications, decisions and permits (Art. 57(1)(j), Art. 58).
+
+    Args:
+        limit (int | Unset):
+        offset (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | RegisterPage]
+     """
+
+
+    kwargs = _get_kwargs(
+        limit=limit,
+offset=offset,
+
+    )
+
+    response = await client.get_async_httpx_client().request(
+        **kwargs
+    )
+
+    return _build_response(client=client, response=response)
+
+async def asyncio(
+    *,
+    client: AuthenticatedClient | Client,
+    limit: int | Unset = UNSET,
+    offset: int | Unset = UNSET,
+
+) -> Problem | RegisterPage | None:
+    """ The public register of applications, decisions and permits (Art. 57(1)(j), Art. 58).
+
+    Args:
+        limit (int | Unset):
+        offset (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | RegisterPage
+     """
+
+
+    return (await asyncio_detailed(
+        client=client,
+limit=limit,
+offset=offset,
+
+    )).parsed
