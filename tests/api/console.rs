@@ -1023,3 +1023,83 @@ async fn study_events_stream_through_the_console(app: TestApp) {
     );
 }
 both_backends!(study_events_stream_through_the_console);
+
+async fn the_procedure_runs_through_the_console(app: TestApp) {
+    let created = app.apply(&application()).await;
+    let id = created.body["id"].as_str().unwrap().to_owned();
+    let officer = app.officer();
+    let alice = app.researcher();
+    // the officer's page offers the completeness check and the information request
+    let shown = page(&app, &format!("/console/applications/{id}"), &officer).await;
+    assert_eq!(shown.status, 200, "{}", shown.text);
+    assert!(shown.text.contains(&format!(
+        "/console/applications/{id}/step/information-requests"
+    )));
+    assert!(
+        !shown.text.contains("/step/withdraw"),
+        "only the applicant withdraws"
+    );
+    let blank = submit(
+        &app,
+        &format!("/console/applications/{id}/step/information-requests"),
+        &officer,
+        &[("csrf", CSRF), ("questions", " ")],
+    )
+    .await;
+    assert_eq!(blank.status, 422, "{}", blank.text);
+    assert!(blank.text.contains("role=\"alert\""));
+    let asked = submit(
+        &app,
+        &format!("/console/applications/{id}/step/information-requests"),
+        &officer,
+        &[
+            ("csrf", CSRF),
+            ("questions", "Which ethics approvals apply?"),
+        ],
+    )
+    .await;
+    assert_eq!(asked.status, 303, "{}", asked.text);
+    let waiting = page(&app, &format!("/console/applications/{id}"), &alice).await;
+    assert!(waiting.text.contains("Which ethics approvals apply?"));
+    assert!(waiting.text.contains("Answer due (four weeks)"));
+    let answered = submit(
+        &app,
+        &format!("/console/applications/{id}/step/information"),
+        &alice,
+        &[("csrf", CSRF), ("answer", "EC-2026-17 at both sites")],
+    )
+    .await;
+    assert_eq!(answered.status, 303, "{}", answered.text);
+    let complete = submit(
+        &app,
+        &format!("/console/applications/{id}/step/completeness"),
+        &officer,
+        &[("csrf", CSRF)],
+    )
+    .await;
+    assert_eq!(complete.status, 303, "{}", complete.text);
+    let extended = submit(
+        &app,
+        &format!("/console/applications/{id}/step/extension"),
+        &officer,
+        &[("csrf", CSRF), ("months", "2"), ("reasons", "four holders")],
+    )
+    .await;
+    assert_eq!(extended.status, 303, "{}", extended.text);
+    let read = app.get(&format!("/v1/applications/{id}"), &officer).await;
+    assert_eq!(read.body["status"], "assessing");
+    assert_eq!(read.body["procedure"]["extension"]["months"], 2);
+    assert_eq!(
+        read.body["procedure"]["information_requests"][0]["answer"],
+        "EC-2026-17 at both sites"
+    );
+    let unknown = submit(
+        &app,
+        &format!("/console/applications/{id}/step/lapse"),
+        &officer,
+        &[("csrf", CSRF)],
+    )
+    .await;
+    assert_eq!(unknown.status, 404);
+}
+both_backends!(the_procedure_runs_through_the_console);
