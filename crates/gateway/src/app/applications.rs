@@ -557,7 +557,7 @@ pub async fn sweep_deadlines(
                     }),
                 )
                 .await?;
-                metrics::counter!("ehds_application_deadlines_total", "deadline" => "information", "outcome" => "lapsed").increment(1);
+                metrics::counter!(crate::observability::APPLICATION_DEADLINES, "deadline" => "information", "outcome" => "lapsed").increment(1);
                 done.lapsed += 1;
             }
             continue;
@@ -601,7 +601,7 @@ pub async fn sweep_deadlines(
                     }),
                 )
                 .await?;
-                metrics::counter!("ehds_application_deadlines_total", "deadline" => kind, "outcome" => "overdue").increment(1);
+                metrics::counter!(crate::observability::APPLICATION_DEADLINES, "deadline" => kind, "outcome" => "overdue").increment(1);
                 done.raised += 1;
             }
         }
