@@ -82,7 +82,7 @@ async fn pages_render_for_each_role(app: TestApp) {
         (
             app.officer(),
             "/console/applications",
-            "Decision due (Art. 68)",
+            "Next deadline",
         ),
         (
             app.officer(),
@@ -1029,6 +1029,10 @@ async fn the_procedure_runs_through_the_console(app: TestApp) {
     let id = created.body["id"].as_str().unwrap().to_owned();
     let officer = app.officer();
     let alice = app.researcher();
+    // the queue shows that the decision clock has not started
+    let queue = page(&app, "/console/applications", &officer).await;
+    assert_eq!(queue.status, 200, "{}", queue.text);
+    assert!(queue.text.contains("completeness check pending"), "{}", queue.text);
     // the officer's page offers the completeness check and the information request
     let shown = page(&app, &format!("/console/applications/{id}"), &officer).await;
     assert_eq!(shown.status, 200, "{}", shown.text);
@@ -1086,6 +1090,8 @@ async fn the_procedure_runs_through_the_console(app: TestApp) {
     )
     .await;
     assert_eq!(extended.status, 303, "{}", extended.text);
+    let queue = page(&app, "/console/applications", &officer).await;
+    assert!(queue.text.contains("days left"), "{}", queue.text);
     let read = app.get(&format!("/v1/applications/{id}"), &officer).await;
     assert_eq!(read.body["status"], "assessing");
     assert_eq!(read.body["procedure"]["extension"]["months"], 2);

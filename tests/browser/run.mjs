@@ -219,7 +219,7 @@ test("officer decides the application, then suspends and reinstates the permit",
   await checkPage(page, "officer-home");
   await page.goto(`${base}/console/applications`);
   assert.match(await page.textContent("table"), /Federated heart-disease risk model/);
-  assert.match(await page.textContent("table"), /days left/);
+  assert.match(await page.textContent("table"), /completeness check pending/);
   await checkPage(page, "officer-queue");
   await page.goto(applicationUrl);
   await checkPage(page, "officer-application");
@@ -227,7 +227,7 @@ test("officer decides the application, then suspends and reinstates the permit",
   await page.fill("#f-conditions", "Publish the model card with the results.");
   await Promise.all([
     page.waitForURL(/\/console\/permits\/[^/]+$/),
-    page.click("form.stack button[type=submit]"),
+    page.click("form[action$=decision] button[type=submit]"),
   ]);
   permitUrl = page.url();
   assert.equal((await page.textContent("#permit-status")).trim(), "active");
