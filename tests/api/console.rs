@@ -79,11 +79,7 @@ async fn pages_render_for_each_role(app: TestApp) {
     let pid = permit["id"].as_str().unwrap();
     let cases = [
         (app.officer(), "/console/", "Application queue"),
-        (
-            app.officer(),
-            "/console/applications",
-            "Next deadline",
-        ),
+        (app.officer(), "/console/applications", "Next deadline"),
         (
             app.officer(),
             &format!("/console/applications/{application_id}") as &str,
@@ -1032,7 +1028,11 @@ async fn the_procedure_runs_through_the_console(app: TestApp) {
     // the queue shows that the decision clock has not started
     let queue = page(&app, "/console/applications", &officer).await;
     assert_eq!(queue.status, 200, "{}", queue.text);
-    assert!(queue.text.contains("completeness check pending"), "{}", queue.text);
+    assert!(
+        queue.text.contains("completeness check pending"),
+        "{}",
+        queue.text
+    );
     // the officer's page offers the completeness check and the information request
     let shown = page(&app, &format!("/console/applications/{id}"), &officer).await;
     assert_eq!(shown.status, 200, "{}", shown.text);

@@ -356,12 +356,14 @@ mod tests {
     /// list may drift from what older trails hold.
     #[test]
     fn the_stored_names_are_the_released_ones() {
-        const RELEASED: [&str; 48] = [
+        const RELEASED: [&str; 52] = [
             "application.create",
             "application.list",
             "application.read",
             "application.decide",
             "application.withdraw",
+            "application.assess",
+            "application.respond",
             "permit.list",
             "permit.read",
             "permit.versions",
@@ -392,6 +394,8 @@ mod tests {
             "node.task.result",
             "node.task.secagg",
             "permit.expire",
+            "application.lapse",
+            "application.deadline",
             "system.noise_keys_sealed",
             "http.refusals_summarised",
             "study.suspend",

@@ -141,7 +141,7 @@ pub enum Step {
     /// The applicant's answer, possibly with the application amended (applicant).
     AnswerInformation {
         answer: String,
-        amended: Option<NewApplication>,
+        amended: Option<Box<NewApplication>>,
     },
     /// The application is complete: the decision clock starts.
     ConfirmComplete,
@@ -211,7 +211,7 @@ pub async fn take_step(
         Step::Submit => app.submit(now)?,
         Step::RequestInformation { questions } => app.request_information(&who, questions, now)?,
         Step::AnswerInformation { answer, amended } => {
-            app.answer_information(answer, amended, now)?
+            app.answer_information(answer, amended.map(|a| *a), now)?
         }
         Step::ConfirmComplete => app.confirm_complete(now)?,
         Step::Extend { months, reasons } => app.extend(&who, months, reasons, now)?,

@@ -478,7 +478,7 @@ pub async fn answer_information(
             let answer = text(&mut e, "answer", &body.answer, 20_000);
             let amended = match body.application {
                 Some(req) => match NewApplication::parse(req, &app.request.organisation, now) {
-                    Ok(a) => Some(a),
+                    Ok(a) => Some(Box::new(a)),
                     Err(errors) => {
                         e.extend(errors.into_iter().map(|mut f| {
                             f.field = format!("application.{}", f.field);
@@ -766,7 +766,7 @@ pub async fn send_fee_estimate(
                 ));
             }
             e.is_empty()
-                .then(|| Step::SendFeeEstimate { currency, lines })
+                .then_some(Step::SendFeeEstimate { currency, lines })
                 .ok_or(e)
         },
         Action::ApplicationAssess,
