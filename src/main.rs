@@ -45,10 +45,15 @@ enum Command {
     },
 }
 
-#[tokio::main]
-async fn main() {
+fn main() {
+    // before any thread exists: candle reads its thread counts from the environment
+    fl_engine::device::set_candle_threads();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("the async runtime starts");
     let cli = Cli::parse();
-    match run(cli).await {
+    match runtime.block_on(run(cli)) {
         Ok(code) => std::process::exit(code),
         Err(e) => {
             eprintln!("error: {e:#}");

@@ -75,6 +75,7 @@ fn traffic(method: Method, protocol: &Protocol) -> fl_engine::Result<(usize, usi
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    fl_engine::device::set_candle_threads();
     let filter: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with("--"))

@@ -1,7 +1,7 @@
 //! Per-step cost of the backbone families on fixed shapes: one local training step (forward,
 //! BCE, backward, Adam) of a GRU and an LSTM over `[48, 16]` masked series, the LSTM + static
 //! fusion, and the ResNet-style GroupNorm CNN on 1 x 8 x 8 and 3 x 32 x 32 images, batch 32.
-use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use criterion::{criterion_group, BatchSize, Criterion, Throughput};
 use fl_engine::data::Dataset;
 use fl_engine::model::{Backbone, Cell, CnnConfig, MaskLayout, ModelSpec, Net, Readout, SeqConfig};
 use fl_engine::train::{train_local, Budget, LossKind, Optimizer, OptimizerConfig, TrainConfig};
@@ -92,4 +92,8 @@ fn steps(c: &mut Criterion) {
 }
 
 criterion_group!(benches, steps);
-criterion_main!(benches);
+fn main() {
+    fl_engine::device::set_candle_threads();
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -285,9 +285,11 @@ fn main() {
     let only: Vec<String> = value("--only")
         .map(|v| v.split(',').map(str::to_owned).collect())
         .unwrap_or_default();
-    // candle sizes its matrix products from RAYON_NUM_THREADS; the rest of its CPU kernels
-    // run on rayon's global pool.
+    // candle sizes its matrix products from RAYON_NUM_THREADS, and its pool for large
+    // element-wise operations from CANDLE_NUM_THREADS (`set_candle_threads` makes that 1: on
+    // the calling thread); the rest of its CPU kernels run on rayon's global pool.
     std::env::set_var("RAYON_NUM_THREADS", threads.to_string());
+    fl_engine::device::set_candle_threads();
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build_global()

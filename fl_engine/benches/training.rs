@@ -1,7 +1,7 @@
 //! Training throughput: one complete Fed-Heart-Disease FedAvg run (4 sites, 15 rounds x 100
 //! local steps, batch 4, AdamW, validation and checkpointing every round) and raw local
 //! steps per second for the logistic regression and a 64/32 MLP.
-use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use criterion::{criterion_group, BatchSize, Criterion, Throughput};
 use fl_engine::model::{MlpConfig, ModelSpec, Net};
 use fl_engine::repro::{self, Method, Protocol};
 use fl_engine::train::{train_local, Budget, LossKind, Optimizer, OptimizerConfig, TrainConfig};
@@ -73,4 +73,8 @@ fn local_steps(c: &mut Criterion) {
 }
 
 criterion_group!(benches, full_run, local_steps);
-criterion_main!(benches);
+fn main() {
+    fl_engine::device::set_candle_threads();
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

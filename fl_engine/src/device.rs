@@ -27,6 +27,42 @@ pub(crate) fn bound_product_splitting() {
     ONCE.call_once(|| gemm::set_threading_threshold(SPLIT_PRODUCTS_FROM));
 }
 
+/// Sets the two environment variables through which candle (from 0.11) chooses its CPU threads,
+/// each only where it is not already a positive number; without them candle 0.11 made the
+/// engine's models train 1.4-6x slower than candle 0.9 did on a 2-core machine
+/// (docs/benchmarks.md, "candle 0.11 against 0.9"):
+///
+/// - `RAYON_NUM_THREADS`, to the thread count rayon's global pool takes by default
+///   (`std::thread::available_parallelism`). candle reads it for every matrix product, for
+///   `gemm`'s threads, and where it is unset counts the physical cores instead, which on
+///   Linux reads and parses `/proc/cpuinfo` on every product. Set, the products take the
+///   same threads as under candle 0.9 (which counted the logical CPUs: the same number on a
+///   machine without hyper-threads) and rayon's pool is as it would have been.
+/// - `CANDLE_NUM_THREADS`, to 1. candle splits element-wise operations of 64Ki elements and
+///   more over a pool of its own whose threads spin while they wait for work; beside the
+///   engine's rayon threads (its fused kernels, sites trained side by side) they take cores
+///   from them. With 1 that pool has no threads and such operations run on the calling
+///   thread, as they did in candle 0.9.
+///
+/// Call it first thing in `main`, before the program starts threads: changing the
+/// environment while another thread reads it is undefined behaviour on Linux (why `set_var`
+/// is `unsafe` from Rust 2024 on). The engine's own programs and benches call it.
+pub fn set_candle_threads() {
+    let unset = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .is_none_or(|n| n == 0)
+    };
+    if unset("RAYON_NUM_THREADS") {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        std::env::set_var("RAYON_NUM_THREADS", threads.to_string());
+    }
+    if unset("CANDLE_NUM_THREADS") {
+        std::env::set_var("CANDLE_NUM_THREADS", "1");
+    }
+}
+
 /// Runs `op` compiled for the widest vector instructions this CPU has (AVX2 and FMA, or
 /// AVX-512), chosen at run time. The engine is built for the baseline x86-64 so that one
 /// binary runs on every x86-64 CPU, and the compiler vectorises its own loops with SSE2 (4

@@ -335,6 +335,7 @@ fn robust_section(fedavg: Setting, args: &Args, protocol: &Protocol) -> fl_engin
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    fl_engine::device::set_candle_threads();
     let args = Args::parse();
     let methods = if args.methods.is_empty() {
         Method::ALL.to_vec()

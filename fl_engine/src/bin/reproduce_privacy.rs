@@ -172,6 +172,7 @@ fn cross_client_section(p: &EhdsProtocol, seed: u64) -> Result<String, Box<dyn s
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    fl_engine::device::set_candle_threads();
     let args = Args::parse();
     if args.runs == 0 {
         return Err("--runs must be at least 1".into());

@@ -272,6 +272,7 @@ fn digits_section(args: &Args) -> Result<String, Box<dyn std::error::Error>> {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    fl_engine::device::set_candle_threads();
     let args = Args::parse();
     if args.runs == 0 {
         return Err("--runs must be at least 1".into());

@@ -75,7 +75,9 @@ impl Conv {
     /// one matrix product, all candle ops with device kernels. candle's own `conv2d` is not
     /// used there because its backward pass gives wrong kernel gradients on CUDA
     /// (huggingface/candle#3893: the kernel gradient is a convolution of transposed views,
-    /// whose layout the CUDA path misreads).
+    /// whose layout the CUDA path misreads). candle 0.11.1's CUDA `conv2d` multiplies the
+    /// contiguous copy of such a kernel (the upstream fix); using it here again needs the
+    /// GPU-against-CPU gradient test (`device::tests`) run with it on a GPU first.
     fn by_slices(&self, x: &Tensor) -> candle_core::Result<Tensor> {
         let w = self.conv.weight();
         let (cout, cin, k, _) = w.dims4()?;
