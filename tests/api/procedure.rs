@@ -523,6 +523,14 @@ async fn decisions_wait_for_publication_when_the_hdab_reviews_them(app: TestApp)
         .await;
     assert_eq!(entry.body["status"], "received");
     assert!(entry.body["decision"].is_null());
+    // nor does the summary count it as decided (the count is below the small-cell threshold:
+    // its key shows, its value does not)
+    let register = app
+        .send(app.client.get(format!("{}/v1/register", app.base)))
+        .await;
+    let by_status = &register.body["summary"]["by_status"];
+    assert!(by_status.get("rejected").is_none(), "{by_status}");
+    assert!(by_status.get("open").is_some(), "{by_status}");
     let published = app
         .post(&step_path(&id, "publication"), &app.officer(), &json!({}))
         .await;
@@ -532,6 +540,15 @@ async fn decisions_wait_for_publication_when_the_hdab_reviews_them(app: TestApp)
         .send(app.client.get(format!("{}/v1/register/{id}", app.base)))
         .await;
     assert_eq!(entry.body["status"], "rejected");
+    let register = app
+        .send(app.client.get(format!("{}/v1/register", app.base)))
+        .await;
+    let by_status = &register.body["summary"]["by_status"];
+    assert!(
+        by_status.get("rejected").is_some_and(|n| n.is_null()),
+        "{by_status}"
+    );
+    assert!(by_status.get("open").is_none(), "{by_status}");
     assert_eq!(
         entry.body["decision"]["reasons"],
         "The purpose is not among Art. 53(1)'s"
@@ -546,6 +563,17 @@ async fn decisions_wait_for_publication_when_the_hdab_reviews_them(app: TestApp)
 async fn decisions_wait_for_publication_when_the_hdab_reviews_them_sqlite() {
     decisions_wait_for_publication_when_the_hdab_reviews_them(
         TestApp::spawn_with(Backend::Sqlite, |s| s.procedure.publish_on_decision = false).await,
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decisions_wait_for_publication_when_the_hdab_reviews_them_postgres() {
+    decisions_wait_for_publication_when_the_hdab_reviews_them(
+        TestApp::spawn_with(Backend::Postgres, |s| {
+            s.procedure.publish_on_decision = false
+        })
+        .await,
     )
     .await
 }

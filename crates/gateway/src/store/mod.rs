@@ -149,7 +149,8 @@ pub trait ApplicationTx: Send {
     /// Open or unpublished applications whose deadline is unknown (rows older than the
     /// procedure) or has passed by `now`.
     async fn list_applications_due(&mut self, now: Timestamp) -> Result<Vec<Application>>;
-    /// How many applications (drafts aside) are in each state.
+    /// How many applications (drafts aside) are in each state as the public sees it: a
+    /// decision not yet published counts as `assessing`.
     async fn count_applications_by_status(&mut self) -> Result<Vec<(ApplicationStatus, u64)>>;
     /// Records that deadline `kind` at `due_at` was raised; false if it already was.
     async fn raise_application_deadline(

@@ -146,14 +146,18 @@ impl ApplicationTx for DbTx {
 
     async fn count_applications_by_status(&mut self) -> Result<Vec<(ApplicationStatus, u64)>> {
         let rows = sqlx::query(
-            "select status, count(*) as n from application where status <> 'draft' \
-             group by status order by status",
+            // a decision not yet public counts as the application still open (the JSON
+            // operator `->>` with a plain key reads alike in SQLite 3.38+ and PostgreSQL)
+            "select case when status in ('approved', 'partially_approved', 'rejected') \
+             and procedure ->> 'published_at' is null then 'assessing' else status end as shown, \
+             count(*) as n from application where status <> 'draft' \
+             group by shown order by shown",
         )
         .fetch_all(&mut *self.tx)
         .await?;
         rows.iter()
             .map(|r| {
-                let status: String = r.try_get("status")?;
+                let status: String = r.try_get("shown")?;
                 let n: i64 = r.try_get("n")?;
                 Ok((
                     ApplicationStatus::parse(&status)
