@@ -304,7 +304,7 @@ pub async fn decide(
             None
         }
         Decision::Approve(terms) => {
-            check_grant(app, &terms, now)?;
+            let granted = check_grant(app, &terms, now)?;
             if rules.fees.is_some() && !app.fee_accepted() {
                 return Err(StepError::FeeEstimateRequired);
             }
@@ -313,7 +313,7 @@ pub async fn decide(
                 app.propose_grant(&decided_by, value, reason, now)?;
                 None
             } else {
-                Some(issue(tx, app, terms, reason, false, &decided_by, now).await?)
+                Some(issue(tx, app, &granted, terms, reason, false, &decided_by, now).await?)
             }
         }
     };
@@ -372,9 +372,19 @@ pub async fn confirm_grant(
     }
     let terms: GrantTerms = serde_json::from_value(proposal.terms.clone())
         .map_err(|e| StoreError::Corrupt(format!("proposed grant terms: {e}")))?;
-    check_grant(app, &terms, now)?;
+    let granted = check_grant(app, &terms, now)?;
     let note = reason.or(proposal.note.clone());
-    let permit = issue(tx, app, terms, note, true, &by.principal.sub.clone(), now).await?;
+    let permit = issue(
+        tx,
+        app,
+        &granted,
+        terms,
+        note,
+        true,
+        &by.principal.sub.clone(),
+        now,
+    )
+    .await?;
     app.procedure.proposed_grant = None;
     finish_decision(tx, by, app, from, Some(&permit), rules, now).await?;
     Ok(Decided {
@@ -382,7 +392,12 @@ pub async fn confirm_grant(
     })
 }
 
-fn check_grant(app: &Application, terms: &GrantTerms, now: Timestamp) -> Result<(), StepError> {
+/// Checks a grant's terms against the application; the request as granted.
+fn check_grant(
+    app: &Application,
+    terms: &GrantTerms,
+    now: Timestamp,
+) -> Result<NewApplication, StepError> {
     if terms.grant_optout_exception && app.request.optout_exception.is_none() {
         return Err(StepError::ExceptionNotRequested);
     }
@@ -390,26 +405,26 @@ fn check_grant(app: &Application, terms: &GrantTerms, now: Timestamp) -> Result<
         return Err(StepError::PeriodEnded);
     }
     granted_request(&app.request, terms.scope.as_ref(), &terms.minimisation, now)
-        .map_err(StepError::Invalid)?;
-    Ok(())
+        .map_err(StepError::Invalid)
 }
 
-/// Grants `app` and stores the permit it issues, over the request as granted.
+/// Grants `app` and stores the permit it issues over `granted` (what [`check_grant`] made of
+/// the request).
+#[allow(clippy::too_many_arguments)]
 async fn issue(
     tx: &mut dyn Tx,
     app: &mut Application,
+    granted: &NewApplication,
     terms: GrantTerms,
     note: Option<String>,
     confirming: bool,
     decided_by: &str,
     now: Timestamp,
 ) -> Result<Permit, StepError> {
-    let granted = granted_request(&app.request, terms.scope.as_ref(), &terms.minimisation, now)
-        .map_err(StepError::Invalid)?;
     let permit = Permit::issue(
         app.id,
         &app.applicant_sub,
-        &granted,
+        granted,
         terms.grant_optout_exception,
         terms.conditions,
         terms.dp_requirement,
@@ -441,13 +456,7 @@ async fn finish_decision(
     rules: &ProcedureRules,
     now: Timestamp,
 ) -> Result<(), StepError> {
-    let decided = matches!(
-        app.status,
-        ApplicationStatus::Approved
-            | ApplicationStatus::PartiallyApproved
-            | ApplicationStatus::Rejected
-    );
-    if decided && rules.publish_on_decision {
+    if app.is_decided() && rules.publish_on_decision {
         app.publish(now)?;
     }
     tx.update_application(app, from, rules.due_at(app, now))
@@ -496,14 +505,8 @@ pub async fn withdraw(
 ) -> Result<(), StepError> {
     let from = app.status;
     app.withdraw(&by.principal.sub, now)?;
-    // after an estimate, only the costs already incurred (Art. 62(5))
-    if let (Some(schedule), Some(_)) = (&rules.fees, &app.procedure.fee_estimate) {
-        app.procedure.invoice = Some(ehds_core::domain::application::procedure::Invoice {
-            issued_at: now,
-            currency: schedule.currency.clone(),
-            total_minor: schedule.withdrawal_charge(&app.request.user_kinds),
-            holders_minor: 0,
-        });
+    if let Some(schedule) = &rules.fees {
+        app.invoice_withdrawal(schedule, now);
     }
     tx.update_application(app, from, rules.due_at(app, now))
         .await?;

@@ -78,13 +78,9 @@ pub struct RegisterSummary {
 }
 
 fn public_status(app: &Application) -> &'static str {
-    use ApplicationStatus::*;
     match app.status {
-        Approved | PartiallyApproved | Rejected if app.procedure.published_at.is_some() => {
-            app.status.as_str()
-        }
-        Withdrawn => "withdrawn",
-        Lapsed => "lapsed",
+        _ if app.is_decided() && app.procedure.published_at.is_some() => app.status.as_str(),
+        ApplicationStatus::Withdrawn | ApplicationStatus::Lapsed => app.status.as_str(),
         _ => "received",
     }
 }
@@ -111,10 +107,7 @@ pub async fn entry(
     now: Timestamp,
 ) -> Result<RegisterEntry, StoreError> {
     let status = public_status(&app);
-    let published = app
-        .procedure
-        .published_at
-        .filter(|_| matches!(status, "approved" | "partially_approved" | "rejected"));
+    let published = app.procedure.published_at.filter(|_| app.is_decided());
     let mut decision = None;
     let mut updated_at = app.submitted_at;
     if let (Some(published_at), Some(decided_at)) = (published, app.decided_at) {
@@ -172,7 +165,10 @@ pub async fn entry(
                     total_minor: f.total_minor,
                 }),
         });
-    } else if matches!(status, "withdrawn" | "lapsed") {
+    } else if matches!(
+        app.status,
+        ApplicationStatus::Withdrawn | ApplicationStatus::Lapsed
+    ) {
         updated_at = app.decided_at.unwrap_or(app.submitted_at);
     }
     let r = app.request;

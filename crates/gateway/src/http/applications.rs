@@ -344,23 +344,18 @@ fn step_error(action: Action, id: ApplicationId) -> impl Fn(StepError) -> ApiErr
     }
 }
 
-/// A required free text: trimmed, not blank, within `max` characters.
+/// A required free text, trimmed, checked as the application's own texts are.
 fn text(errors: &mut Vec<FieldError>, field: &str, value: &str, max: usize) -> String {
     let value = value.trim();
-    if value.is_empty() {
-        errors.push(FieldError::new(
-            field,
-            "required",
-            format!("`{field}` must not be blank"),
-        ));
-    } else if let Err(e) = ehds_core::domain::within_length(field, value, max) {
-        errors.push(e);
-    }
+    let mut e = ehds_core::domain::Errors::default();
+    ehds_core::domain::application::non_blank(&mut e, field, value, max);
+    errors.extend(e.0);
     value.to_owned()
 }
 
-/// Loads, authorises and takes `step` on application `id`; `Err` bodies are built before the
-/// transaction starts so that bad input changes nothing.
+/// Loads, authorises and takes `step` on application `id`. `step` reads the body against the
+/// application and reports every problem; a refused body, like a refused step, rolls the
+/// transaction back, so bad input changes nothing.
 async fn run_step(
     state: &AppState,
     caller: &Caller,
@@ -709,8 +704,7 @@ pub async fn send_fee_estimate(
                 }
             };
             let computed = body.lines.is_none();
-            if currency.len() != 3 || !currency.bytes().all(|b| b.is_ascii_uppercase())
-            {
+            if !ehds_core::domain::application::fees::is_currency_code(&currency) {
                 e.push(FieldError::new(
                     "currency",
                     "invalid_currency",

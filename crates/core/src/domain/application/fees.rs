@@ -57,9 +57,14 @@ pub struct HolderCost {
     pub amount_minor: i64,
 }
 
+/// Whether `code` has the form of an ISO 4217 currency code (three capital letters).
+pub fn is_currency_code(code: &str) -> bool {
+    code.len() == 3 && code.bytes().all(|b| b.is_ascii_uppercase())
+}
+
 impl FeeSchedule {
     pub fn validate(&self) -> Result<(), String> {
-        if self.currency.len() != 3 || !self.currency.bytes().all(|b| b.is_ascii_uppercase()) {
+        if !is_currency_code(&self.currency) {
             return Err(format!(
                 "fees.currency {:?} is no ISO 4217 code",
                 self.currency

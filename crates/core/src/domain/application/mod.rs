@@ -159,7 +159,8 @@ pub fn parse_list<T: Ord + Clone>(
     seen.into_iter().collect()
 }
 
-pub(crate) fn non_blank(errors: &mut Errors, field: &str, value: &str, max: usize) {
+/// A required free text: not blank, within `max` characters.
+pub fn non_blank(errors: &mut Errors, field: &str, value: &str, max: usize) {
     if value.trim().is_empty() {
         errors.push(field, "required", format!("`{field}` must not be blank"));
     } else if value.chars().count() > max {

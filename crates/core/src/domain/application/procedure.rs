@@ -301,14 +301,14 @@ impl Application {
         Transition::allowed_from(self.status)
     }
 
-    pub fn is_open(&self) -> bool {
-        !Transition::allowed_from(self.status).is_empty()
-            && !matches!(
-                self.status,
-                ApplicationStatus::Approved
-                    | ApplicationStatus::PartiallyApproved
-                    | ApplicationStatus::Rejected
-            )
+    /// Granted (in whole or in part) or refused: a decision the register publishes.
+    pub fn is_decided(&self) -> bool {
+        matches!(
+            self.status,
+            ApplicationStatus::Approved
+                | ApplicationStatus::PartiallyApproved
+                | ApplicationStatus::Rejected
+        )
     }
 
     /// Draft -> submitted: the application is received (and published, Art. 57(1)(j)(ii)).
@@ -476,6 +476,19 @@ impl Application {
         }
     }
 
+    /// Invoices the costs already incurred when the applicant withdraws after a fee estimate
+    /// (Art. 62(5)): the schedule's assessment fee, reduced as the estimate was.
+    pub fn invoice_withdrawal(&mut self, schedule: &super::fees::FeeSchedule, now: Timestamp) {
+        if self.procedure.fee_estimate.is_some() {
+            self.procedure.invoice = Some(Invoice {
+                issued_at: now,
+                currency: schedule.currency.clone(),
+                total_minor: schedule.withdrawal_charge(&self.request.user_kinds),
+                holders_minor: 0,
+            });
+        }
+    }
+
     /// Starts a decision: from `submitted`, the deciding officer confirms completeness.
     fn begin_decision(&mut self, t: Transition, now: Timestamp) -> Result<(), TransitionError> {
         self.guard(t)?;
@@ -637,17 +650,14 @@ impl Application {
             .as_ref()
             .filter(|f| f.accepted_at.is_none() && self.status == FeePending)
             .map(|f| f.sent_at + Duration::days(FEE_RESPONSE_DAYS));
-        let publication_due = match self.status {
-            Approved | PartiallyApproved | Rejected => self.decided_at.map(|at| {
-                let day = calendar.add_working_days(at.date_naive(), PUBLICATION_WORKING_DAYS);
-                day.succ_opt()
-                    .unwrap_or(day)
-                    .and_hms_opt(0, 0, 0)
-                    .expect("midnight exists")
-                    .and_utc()
-            }),
-            _ => None,
-        };
+        let publication_due = self.decided_at.filter(|_| self.is_decided()).map(|at| {
+            let day = calendar.add_working_days(at.date_naive(), PUBLICATION_WORKING_DAYS);
+            day.succ_opt()
+                .unwrap_or(day)
+                .and_hms_opt(0, 0, 0)
+                .expect("midnight exists")
+                .and_utc()
+        });
         let next_due = match self.status {
             Incomplete => information_due,
             Submitted | Assessing | AwaitingConfirmation => decision_due,
