@@ -15,7 +15,8 @@ use ehds_core::{
     dev_issuer::DevIssuer,
     domain::{
         application::{
-            ApplicantRequest, ApplicationRequest, BudgetRequest, PeriodRequest, ResearchFlag,
+            ApplicantRequest, ApplicationKind, ApplicationRequest, BudgetRequest, PeriodRequest,
+            ResearchFlag,
         },
         StudyId,
     },
@@ -186,6 +187,66 @@ pub async fn run(args: DemoArgs, mut settings: Settings) -> anyhow::Result<i32> 
     outcome
 }
 
+/// Art. 69: a health data request answered by federated statistics under output checking: the
+/// holders' nodes compute their parts, the gateway pools and checks them.
+async fn data_request(c: &Callers, features: &Value) -> anyhow::Result<()> {
+    let mut request = application();
+    request.title = "Coronary disease by sex across four hospitals".into();
+    request.research_flags = vec![];
+    request.privacy_budget.epsilon = 1.0;
+    request.privacy_budget.unit = "record".into();
+    request.justification =
+        "Counts of coronary artery disease by sex, for a public-health report.".into();
+    request.kind = ApplicationKind::DataRequest;
+    request.statistics = Some(serde_json::from_value(json!({
+        "feature_spec": features,
+        "queries": [{"statistic": "count", "group_by": [
+            {"column": "sex", "levels": [0, 1]},
+            {"column": "coronary_heart_disease", "levels": [0, 1]}]}]
+    }))?);
+    let submitted = c
+        .researcher
+        .create_application(&request)
+        .await
+        .context("data request")?;
+    let permit = c
+        .officer
+        .approve_application(submitted.id)
+        .await
+        .context("data request decision")?;
+    let filter = permit.to_string();
+    let run = loop {
+        let runs = c
+            .researcher
+            .statistics_runs(&[("permit_id", &filter)])
+            .await
+            .context("statistics")?;
+        match runs.get(0) {
+            Some(r) if r["status"] != "computing" => break r.clone(),
+            _ => tokio::time::sleep(Duration::from_millis(300)).await,
+        }
+    };
+    println!(
+        "request   data request {} (Art. 69): {} by {} of 4 hospitals, output checked: {}",
+        submitted.id, run["statistic"], run["holders_answered"], run["status"]
+    );
+    let cells = run["answer"]["values"]["cells"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    println!("          sex     disease  count");
+    for cell in &cells {
+        let level = |i: usize| cell["labels"][i]["value"].as_f64().unwrap_or(f64::NAN);
+        println!(
+            "          {:<6}  {:<7}  {}",
+            if level(0) == 1.0 { "male" } else { "female" },
+            if level(1) == 1.0 { "yes" } else { "no" },
+            count(&cell["value"]["n"])
+        );
+    }
+    Ok(())
+}
+
 fn application() -> ApplicationRequest {
     let now = chrono::Utc::now();
     ApplicationRequest {
@@ -212,6 +273,8 @@ fn application() -> ApplicationRequest {
         justification: "Train a risk model across four hospitals without moving any record.".into(),
         optout_exception: None,
         declares_no_prohibited_use: true,
+        kind: Default::default(),
+        statistics: None,
     }
 }
 
@@ -254,6 +317,8 @@ async fn walk(args: &DemoArgs, base: &str, audience: &str, c: &Callers) -> anyho
     let features: Value = serde_json::from_slice(&std::fs::read(
         args.federation.join("heart_disease.features.json"),
     )?)?;
+    data_request(c, &features).await?;
+
     let study = c
         .researcher
         .create_study(&study_body(args, &permit.to_string(), features)?)

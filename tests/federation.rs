@@ -538,6 +538,263 @@ async fn whole_study_on_four_node_processes_postgres() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// An Art. 69 data request answered by federated statistics.
+
+/// The pooled truth, computed here without the statistics pipeline: each hospital's rows as the
+/// node reads them, the example opt-outs dropped, then plain loops.
+struct Truth {
+    /// `[sex][label]` counts.
+    by_sex_and_label: [[u64; 2]; 2],
+    /// Per label: (n, mean age).
+    age_by_label: [(u64, f64); 2],
+    under_32: u64,
+}
+
+fn pooled_truth() -> Truth {
+    use ehds_node::{agent::DataSource, FeatureSpec};
+    let spec = FeatureSpec::from_json(&example_features().to_string()).unwrap();
+    let opted_out = ehds_node::opted_out_at(
+        &String::from_utf8(example_optouts()).unwrap(),
+        chrono::Utc::now(),
+    )
+    .unwrap();
+    let (age, sex) = (
+        spec.columns().iter().position(|c| c == "age").unwrap(),
+        spec.columns().iter().position(|c| c == "sex").unwrap(),
+    );
+    let mut t = Truth {
+        by_sex_and_label: [[0; 2]; 2],
+        age_by_label: [(0, 0.0); 2],
+        under_32: 0,
+    };
+    let mut age_sums = [0.0f64; 2];
+    for org in hospitals() {
+        let mut rows = DataSource::Fhir(example_federation_dir().join(format!("{org}.json")))
+            .read(&spec)
+            .unwrap();
+        rows.exclude(&opted_out);
+        for r in &rows.rows {
+            let label = r.label as usize;
+            t.by_sex_and_label[r.features[sex] as usize][label] += 1;
+            t.age_by_label[label].0 += 1;
+            age_sums[label] += f64::from(r.features[age]);
+            t.under_32 += u64::from(r.features[age] < 32.0);
+        }
+    }
+    for (l, sum) in age_sums.iter().enumerate() {
+        t.age_by_label[l].1 = sum / t.age_by_label[l].0 as f64;
+    }
+    t
+}
+
+/// The released counts of a count table's cells, in cell order (`None`: suppressed).
+fn released_counts(answer: &Value) -> Vec<Option<u64>> {
+    answer["values"]["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["value"]["n"].as_u64())
+        .collect()
+}
+
+async fn data_request_answered_by_four_node_processes(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let gw = Gateway::new(&app.base, app.dev.clone());
+    gw.registrar
+        .import_opt_outs(OptOutImport::Ndjson(example_optouts().into()))
+        .await
+        .expect("opt-outs imported");
+    let mut request = federation_application(&hospitals(), 3.0, "record");
+    request["kind"] = json!("data_request");
+    request["research_flags"] = json!([]);
+    request["statistics"] = json!({
+        "feature_spec": example_features(),
+        "queries": [
+            {"statistic": "count", "group_by": [
+                {"column": "sex", "levels": [0, 1]},
+                {"column": "coronary_heart_disease", "levels": [0, 1]}]},
+            {"statistic": "mean", "variable": "age", "bounds": {"lo": 0, "hi": 120},
+             "group_by": [{"column": "coronary_heart_disease", "levels": [0, 1]}]},
+            {"statistic": "count", "group_by": [{"column": "sex", "levels": [0, 1]}],
+             "dp": {"mechanism": "laplace", "epsilon": 1.0}},
+            {"statistic": "count", "filters": [{"column": "age", "op": "lt", "value": 32}]}
+        ]
+    });
+    let permit = gw.permit(request).await;
+    // the declared privacy is charged to the permit's one budget at the grant
+    assert!((gw.epsilon_spent(permit).await - 1.0).abs() < 1e-12);
+    // a permit issued for a data request runs no study
+    let refused = gw
+        .researcher
+        .create_study(&ditto_study(permit, 1))
+        .await
+        .expect_err("no study under a data request's permit");
+    assert_eq!(refused.code(), Some("study_not_permitted"), "{refused}");
+
+    let work = tempfile::tempdir().unwrap();
+    let mut nodes = Nodes::new();
+    for org in hospitals() {
+        nodes.spawn(org, &app.base, &app.data_dir, work.path(), None);
+    }
+    let permit_filter = permit.to_string();
+    let until = Instant::now() + Duration::from_secs(120);
+    let runs = loop {
+        let runs = gw
+            .officer
+            .statistics_runs(&[("permit_id", &permit_filter)])
+            .await
+            .unwrap();
+        let runs = runs.as_array().unwrap().clone();
+        if runs.len() == 4 && runs.iter().all(|r| r["status"] != "computing") {
+            break runs;
+        }
+        assert!(Instant::now() < until, "{runs:?}\n{}", nodes.logs());
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    nodes.kill().await;
+    // newest first: back to the declared order
+    let runs: Vec<Value> = runs.into_iter().rev().collect();
+    let truth = pooled_truth();
+
+    // 1. the cross-tabulation: exactly the pooled counts, every holder answered, every
+    //    opt-out left out (6, below the minimum count: not shown)
+    let table = &runs[0];
+    assert_eq!(table["status"], "released", "{table}");
+    assert_eq!(table["holders_answered"], 4, "{table}");
+    assert_eq!(table["not_counted"]["opted_out"]["count"], Value::Null);
+    assert_eq!(
+        table["not_counted"]["opted_out"]["reasons"],
+        json!(["threshold_count"]),
+        "{table}"
+    );
+    let expected: Vec<Option<u64>> = truth
+        .by_sex_and_label
+        .iter()
+        .flatten()
+        .map(|n| Some(*n))
+        .collect();
+    assert_eq!(released_counts(&table["answer"]), expected, "{table}");
+
+    // 2. means: the pooled mean age per label
+    let means = &runs[1];
+    assert_eq!(means["status"], "released", "{means}");
+    for (l, cell) in means["answer"]["values"]["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+    {
+        let (n, mean) = truth.age_by_label[l];
+        assert_eq!(cell["value"]["n"], n, "{cell}");
+        let got = cell["value"]["mean"].as_f64().unwrap();
+        assert!((got - mean).abs() < 1e-9, "{got} vs {mean}");
+    }
+
+    // 3. under differential privacy only noisy values come back, each near the truth
+    let noisy = &runs[2];
+    assert_eq!(noisy["status"], "released", "{noisy}");
+    assert_eq!(noisy["answer"]["form"], "noisy", "{noisy}");
+    for (sex, cell) in noisy["answer"]["values"]["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+    {
+        let exact = truth.by_sex_and_label[sex].iter().sum::<u64>() as f64;
+        let n = &cell["value"]["n"];
+        let (value, half_width) = (
+            n["value"].as_f64().unwrap(),
+            n["half_width_95"].as_f64().unwrap(),
+        );
+        // three 95% half-widths of a Laplace: exceeded with probability below 1e-3
+        assert!(
+            (value - exact).abs() <= 3.0 * half_width,
+            "{value} vs {exact}: {cell}"
+        );
+    }
+
+    // 4. a small count: flagged, nothing shown until an officer decides, and then the count
+    //    stays suppressed
+    assert!(truth.under_32 < 10, "{}", truth.under_32);
+    let small = &runs[3];
+    assert_eq!(small["status"], "under_review", "{small}");
+    assert_eq!(small["answer"], Value::Null);
+    let id = small["id"].as_str().unwrap();
+    let seen = gw
+        .researcher
+        .statistics_runs(&[("permit_id", &permit_filter), ("status", "under_review")])
+        .await
+        .unwrap();
+    assert_eq!(
+        seen[0]["checked"],
+        Value::Null,
+        "the researcher does not see the verdict"
+    );
+    let released = gw
+        .officer
+        .review_statistics(
+            id,
+            "release",
+            "a count below ten is shown as suppressed only",
+        )
+        .await
+        .unwrap();
+    assert_eq!(released["status"], "released", "{released}");
+    assert_eq!(released_counts(&released["answer"]), vec![None]);
+    let again = gw
+        .officer
+        .review_statistics(id, "withhold", "second thoughts")
+        .await
+        .expect_err("a released answer is final");
+    assert_eq!(again.code(), Some("invalid_transition"), "{again}");
+
+    // the trail: each run requested, answered by every holder, completed; the review
+    let count = |entries: &[AuditEntry]| entries.len();
+    let p = permit.to_string();
+    assert_eq!(
+        count(
+            &gw.audit(&[("action", "statistics.request"), ("permit_id", &p)])
+                .await
+        ),
+        4
+    );
+    assert_eq!(
+        count(
+            &gw.audit(&[("action", "node.statistics.result"), ("permit_id", &p)])
+                .await
+        ),
+        16
+    );
+    assert_eq!(
+        count(
+            &gw.audit(&[("action", "statistics.complete"), ("permit_id", &p)])
+                .await
+        ),
+        4
+    );
+    assert_eq!(
+        count(
+            &gw.audit(&[("action", "statistics.review"), ("resource_id", id)])
+                .await
+        ),
+        2,
+        "the release, and the refused second decision"
+    );
+    let verify = gw.auditor.verify_audit().await.unwrap();
+    assert_eq!(verify["valid"], true, "{verify}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_request_answered_by_four_node_processes_sqlite() {
+    data_request_answered_by_four_node_processes(Backend::Sqlite).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_request_answered_by_four_node_processes_postgres() {
+    data_request_answered_by_four_node_processes(Backend::Postgres).await
+}
+
+// ---------------------------------------------------------------------------------------------
 // Crash and resume.
 
 /// A port nothing listens on right now.

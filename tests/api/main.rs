@@ -16,6 +16,7 @@ mod procedure;
 mod roles;
 mod secure_aggregation;
 mod security;
+mod statistics;
 mod studies;
 mod validation;
 mod verifiable_log;

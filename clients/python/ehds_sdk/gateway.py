@@ -107,6 +107,81 @@ class Gateway:
     def permit(self, permit_id: str) -> PermitView:
         return self._ok(permits_read.sync_detailed(str(permit_id), client=self.client))
 
+    # --- statistics (Art. 69) -------------------------------------------------------------
+
+    def submit_data_request(
+        self,
+        request: dict[str, Any],
+        *,
+        feature_spec: dict[str, Any] | None = None,
+        queries: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """Submits an Art. 69 health data request: an application of kind `data_request`
+        answered in anonymised statistical form only. `request` is the application body (as
+        for `apply`); `feature_spec` and `queries` are its declared statistical content, unless
+        `request` already carries a `statistics` object. Returns the application as JSON; once
+        it is granted, each query runs on the holders' nodes (see `statistics`)."""
+        body = dict(request)
+        body["kind"] = "data_request"
+        if feature_spec is not None or queries is not None:
+            body["statistics"] = {"feature_spec": feature_spec, "queries": queries or []}
+        response = self._http().post("/v1/applications", json=body)
+        return _json_or_raise(response)
+
+    def request_statistics(
+        self,
+        permit_id: str,
+        query: dict[str, Any],
+        feature_spec: dict[str, Any],
+        *,
+        purpose: str = "scientific_research",
+        data_holders: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """Asks one statistical query under a permit (`POST /v1/permits/{id}/statistics`): it
+        spends the permit's one privacy budget where it declares differential privacy."""
+        body: dict[str, Any] = {"purpose": purpose, "feature_spec": feature_spec, "query": query}
+        if data_holders:
+            body["data_holders"] = data_holders
+        return _json_or_raise(self._http().post(f"/v1/permits/{permit_id}/statistics", json=body))
+
+    def statistics(
+        self,
+        *,
+        permit_id: str | None = None,
+        application_id: str | None = None,
+        status: str | list[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """The statistics runs the caller may see, newest first, as JSON."""
+        params: dict[str, str] = {}
+        if permit_id:
+            params["permit_id"] = str(permit_id)
+        if application_id:
+            params["application_id"] = str(application_id)
+        if status:
+            params["status"] = status if isinstance(status, str) else ",".join(status)
+        return _json_or_raise(self._http().get("/v1/statistics", params=params))
+
+    def wait_for_statistics(
+        self,
+        *,
+        permit_id: str | None = None,
+        application_id: str | None = None,
+        expected: int | None = None,
+        timeout: float = 300.0,
+        poll_interval: float = 1.0,
+    ) -> list[dict[str, Any]]:
+        """Waits until no run of the permit or request is still computing (and, with
+        `expected`, that many runs exist); returns them in the order they were started."""
+        until = time.monotonic() + timeout
+        while True:
+            runs = self.statistics(permit_id=permit_id, application_id=application_id)
+            settled = all(r["status"] != "computing" for r in runs)
+            if settled and runs and (expected is None or len(runs) >= expected):
+                return list(reversed(runs))
+            if time.monotonic() > until:
+                raise TimeoutError(f"statistics still computing after {timeout} s: {runs}")
+            time.sleep(poll_interval)
+
     # --- opt-outs (Art. 71) ---------------------------------------------------------------
 
     def import_opt_outs(
@@ -303,6 +378,56 @@ def rounds_frame(view: dict[str, Any]) -> pd.DataFrame:
         if column in frame:
             frame[column] = pd.to_datetime(frame[column], utc=True)
     return frame
+
+
+def statistics_frame(run: dict[str, Any]) -> pd.DataFrame:
+    """A released answer as a DataFrame: one row per cell, a column per grouping variable
+    (its level, or the bin as `[lo, hi)`), the output checker's `outcome` and `reasons`, and the
+    values: `n` and, by statistic, `mean` and `sd`, the histogram bins, the quantile
+    estimates or the survival curve. Under differential privacy the values are the noisy ones,
+    with `n_half_width_95` the half-width of their 95% interval. Empty until the answer is
+    released."""
+    answer = run.get("answer")
+    if not answer:
+        return pd.DataFrame()
+    rows = []
+    for cell in answer["values"]["cells"]:
+        row: dict[str, Any] = {}
+        for label in cell.get("labels", []):
+            row[label.get("column", "group")] = _label(label)
+        row["outcome"] = cell.get("outcome")
+        row["reasons"] = ",".join(cell.get("reasons", []))
+        value = cell.get("value") or {}
+        for key, v in value.items():
+            if key == "kind":
+                continue
+            if isinstance(v, dict) and "value" in v:
+                # a noisy value: the estimate and its interval
+                row[key] = v["value"]
+                row[f"{key}_half_width_95"] = v.get("half_width_95")
+            elif isinstance(v, (int, float)) or v is None:
+                row[key] = v
+            else:
+                row[key] = json.dumps(v)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _label(label: Any) -> Any:
+    """A cell label as a plain value: a level, or a bin as `[lo, hi)`."""
+    if isinstance(label, dict):
+        if label.get("kind") == "level":
+            return label["value"]
+        if label.get("kind") == "bin":
+            close = "]" if label.get("closed_hi") else ")"
+            return f"[{label['lo']}, {label['hi']}{close}"
+    return json.dumps(label)
+
+
+def _json_or_raise(response: httpx.Response) -> Any:
+    if response.status_code >= 400:
+        raise GatewayError(response.status_code, _problem(response.content))
+    return response.json()
 
 
 def _show(bar: tqdm, study: dict[str, Any]) -> None:

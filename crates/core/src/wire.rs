@@ -354,3 +354,42 @@ pub fn decode_update(
     let (params, extras) = split_extras(&all).map_err(UpdateError::Invalid)?;
     Ok((bytes, params, extras))
 }
+
+/// One holder's part of a statistics run, as `GET /v1/node/statistics-tasks` hands it out:
+/// the query and the variables it reads, never the other holders' names.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct StatisticsTask {
+    pub task_id: crate::domain::StatisticsTaskId,
+    pub run_id: crate::domain::StatisticsRunId,
+    pub permit_id: PermitId,
+    pub data_holder: OrgId,
+    pub purpose: Purpose,
+    pub categories: Vec<DataCategory>,
+    /// The feature specification defining the query's variables
+    /// (`ehds_core::domain::statistics::variables`).
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub feature_spec: serde_json::Value,
+    pub query: ehds_stats::QueryForm,
+    pub optout_policy: FilterPolicy,
+    /// The opt-out registry version the node filters against.
+    pub registry_version: i64,
+    pub deadline: DateTime<Utc>,
+}
+
+/// The body of `POST /v1/node/statistics-tasks/{id}/result`: the node's sufficient statistics
+/// for the query (counts, moments, bin counts; never a record) and what did not count.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct StatisticsResultBody {
+    /// The registry version the node filtered against (must be the task's).
+    pub registry_version: i64,
+    /// Subjects the opt-out filter removed.
+    pub opted_out: u64,
+    /// Subjects left out because a variable without an imputation rule was missing.
+    pub incomplete: u64,
+    /// `ehds_stats::Partial` as JSON.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub partial: ehds_stats::Partial,
+}

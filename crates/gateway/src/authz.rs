@@ -15,6 +15,7 @@ use cedar_policy::{
 
 use crate::auth::Principal;
 use ehds_core::domain::{
+    statistics::StatisticsRun,
     study::{Study, Task},
     Application, Permit,
 };
@@ -31,6 +32,7 @@ pub enum Resource<'a> {
     Permit(&'a Permit),
     Study(&'a Study),
     Task(&'a Task),
+    StatisticsRun(&'a StatisticsRun),
     OptOutRegistry,
     AuditLog,
 }
@@ -146,6 +148,14 @@ impl Authorizer {
                 HashMap::from([(
                     "data_holder".to_owned(),
                     RestrictedExpression::new_string(t.data_holder.to_string()),
+                )]),
+                HashSet::new(),
+            )?,
+            Resource::StatisticsRun(r) => Entity::new(
+                uid("Gateway::StatisticsRun", &r.id.to_string())?,
+                HashMap::from([(
+                    "organisation".to_owned(),
+                    RestrictedExpression::new_string(r.organisation.to_string()),
                 )]),
                 HashSet::new(),
             )?,

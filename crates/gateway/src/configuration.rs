@@ -33,6 +33,32 @@ pub struct Settings {
     /// The HDAB's fee schedule (Art. 62); none: no fees are charged and estimates are optional.
     #[serde(default)]
     pub fees: Option<ehds_core::domain::application::fees::FeeSchedule>,
+    /// How Art. 69 statistics are checked and released.
+    #[serde(default)]
+    pub statistics: StatisticsConfig,
+}
+
+/// How the HDAB answers statistics (docs/data-requests.md).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StatisticsConfig {
+    /// Output-checking thresholds; defaults: ACRO's (minimum cell 10, dominance n = 2 /
+    /// k = 0.9, p-ratio 0.1, zeros reviewed, residual degrees of freedom 10, survival at-risk 10).
+    pub rules: ehds_stats::Rules,
+    /// `flagged` (an officer sees what the checker flags) or `always` (every answer).
+    pub review: ehds_core::domain::statistics::ReviewPolicy,
+    /// Seconds the holders' nodes have for their part of a run.
+    pub node_deadline_seconds: u64,
+}
+
+impl Default for StatisticsConfig {
+    fn default() -> Self {
+        Self {
+            rules: ehds_stats::Rules::default(),
+            review: Default::default(),
+            node_deadline_seconds: 3600,
+        }
+    }
 }
 
 /// How the HDAB runs the Art. 67-68 procedure.
@@ -315,11 +341,12 @@ impl Default for Settings {
             console: ConsoleSettings::default(),
             procedure: ProcedureSettings::default(),
             fees: None,
+            statistics: StatisticsConfig::default(),
         }
     }
 }
 
-const SETTING_KEYS: [&str; 15] = [
+const SETTING_KEYS: [&str; 16] = [
     "listen",
     "public_url",
     "data_dir",
@@ -335,6 +362,7 @@ const SETTING_KEYS: [&str; 15] = [
     "console",
     "procedure",
     "fees",
+    "statistics",
 ];
 
 impl Settings {

@@ -27,6 +27,7 @@ pub const NODE_TASKS_EXPIRED: &str = "ehds_node_tasks_expired_total";
 pub const NODE_LAST_SEEN: &str = "ehds_node_last_seen_timestamp_seconds";
 pub const WEBHOOK_DELIVERIES: &str = "ehds_webhook_deliveries_total";
 pub const APPLICATION_DEADLINES: &str = "ehds_application_deadlines_total";
+pub const STATISTICS_RUNS: &str = "ehds_statistics_runs_total";
 pub const PERMIT_EPSILON_BUDGET: &str = "ehds_permit_epsilon_budget";
 pub const PERMIT_EPSILON_REMAINING: &str = "ehds_permit_epsilon_remaining";
 pub const PERMIT_EXPIRY: &str = "ehds_permit_expiry_timestamp_seconds";
@@ -88,6 +89,10 @@ fn describe_process_metrics() {
     describe_counter!(
         APPLICATION_DEADLINES,
         "Passed deadlines of the procedure on applications, by deadline (information, decision, fee_response, publication) and outcome (lapsed, overdue)."
+    );
+    describe_counter!(
+        STATISTICS_RUNS,
+        "Statistics runs (Art. 69) pooled and checked, by outcome (released, under_review, withheld, failed)."
     );
     describe_gauge!(
         NODE_LAST_SEEN,

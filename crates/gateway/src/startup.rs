@@ -121,6 +121,16 @@ impl Application {
                 }
                 None => None,
             },
+            statistics: crate::app::statistics::StatisticsSettings {
+                rules: settings.statistics.rules,
+                review: settings.statistics.review,
+                node_deadline: chrono::Duration::seconds(
+                    settings
+                        .statistics
+                        .node_deadline_seconds
+                        .clamp(1, 30 * 24 * 3600) as i64,
+                ),
+            },
         });
         let state = AppState {
             procedure,

@@ -39,9 +39,12 @@ use crate::client::{
 };
 use ehds_core::{
     dev_issuer::DevIssuer,
-    domain::{study::TaskKind, OrgId, StudyId, TaskId},
+    domain::{study::TaskKind, OrgId, StatisticsTaskId, StudyId, TaskId},
     secure_aggregation::{self as sa, NodeMessage, Relayed},
-    wire::{encode_update, FilterRequest, NodeEvaluation, NodeTask, TaskResultBody},
+    wire::{
+        encode_update, FilterRequest, NodeEvaluation, NodeTask, StatisticsResultBody,
+        StatisticsTask, TaskResultBody,
+    },
 };
 
 /// How the node authenticates as a data holder.
@@ -87,6 +90,8 @@ pub struct Agent {
     refused: std::collections::HashSet<TaskId>,
     /// The unblinded opt-out match values of the holder's subjects (one evaluation each).
     match_values: MatchValues,
+    /// Statistics tasks the policy refused, or that failed here (decided once each).
+    statistics_done: std::collections::HashSet<StatisticsTaskId>,
 }
 
 /// What the node keeps between rounds of a study.
@@ -137,6 +142,7 @@ impl Agent {
             log,
             refused: Default::default(),
             match_values: MatchValues::default(),
+            statistics_done: Default::default(),
         })
     }
 
@@ -148,6 +154,22 @@ impl Agent {
             let gateway = self.gateway.with_retry(RetryPolicy::until(
                 Instant::now() + Duration::from_secs(24 * 3600),
             ));
+            // statistics first: they are quick, and a run waits for every holder's part
+            match gateway.poll_statistics_tasks(0).await {
+                Ok(tasks) => {
+                    for task in tasks {
+                        if !self.statistics_done.insert(task.task_id) {
+                            continue;
+                        }
+                        self.answer_statistics(&task).await?;
+                        done += 1;
+                        if self.config.max_tasks.is_some_and(|m| done >= m) {
+                            return Ok(());
+                        }
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "could not fetch statistics tasks"),
+            }
             let polled = gateway.poll_tasks(self.config.poll_wait_seconds).await?;
             // a refused task stays open at the gateway until its deadline: decided once
             let polled_any = !polled.is_empty();
@@ -192,6 +214,85 @@ impl Agent {
                 }
             }
         }
+    }
+
+    /// Answers a statistics task, if the policy admits it: the holder's records read through
+    /// the task's specification, opted-out subjects dropped, the partial computed and sent.
+    /// Every decision, and a failure, goes to the node's log; only a log that cannot be
+    /// written stops the agent.
+    async fn answer_statistics(&mut self, task: &StatisticsTask) -> anyhow::Result<()> {
+        let method = format!(
+            "{}:{}",
+            super::policy::STATISTICS_METHOD,
+            task.query.statistic
+        );
+        let decision = Decision {
+            task_id: task.task_id.to_string(),
+            study_id: task.run_id.to_string(),
+            permit_id: task.permit_id.to_string(),
+            round: 0,
+            kind: "statistics",
+            method: &method,
+            verdict: Verdict::Accepted {
+                permit_epsilon: None,
+            },
+        };
+        if let Err(refusal) = self.guard.admit_statistics(task) {
+            tracing::warn!(task = %task.task_id, code = refusal.code, "statistics task refused by the node's policy: {}", refusal.reason);
+            self.log.append(Decision {
+                verdict: Verdict::Refused {
+                    code: refusal.code,
+                    reason: &refusal.reason,
+                },
+                ..decision
+            })?;
+            return Ok(());
+        }
+        self.log.append(decision)?;
+        match self.compute_statistics(task).await {
+            Ok(()) => {
+                tracing::info!(task = %task.task_id, run = %task.run_id, "statistics task done")
+            }
+            Err(e) => tracing::warn!(task = %task.task_id, error = ?e, "statistics task failed"),
+        }
+        Ok(())
+    }
+
+    async fn compute_statistics(&mut self, task: &StatisticsTask) -> anyhow::Result<()> {
+        let give_up = Instant::now()
+            + (task.deadline - chrono::Utc::now())
+                .to_std()
+                .unwrap_or(Duration::ZERO);
+        let gateway = self.gateway.with_retry(RetryPolicy::until(give_up));
+        let spec = FeatureSpec::from_json(&task.feature_spec.to_string())?;
+        let query = ehds_stats::Query::parse(task.query.clone(), &Default::default())?;
+        let mut rows = self.config.source.read_for_study(&spec, &task.categories)?;
+        let opt_outs = OptOutQuery {
+            permit_id: task.permit_id,
+            categories: task
+                .categories
+                .iter()
+                .map(|c| c.as_str().to_owned())
+                .collect(),
+            policy: task.optout_policy,
+            registry_version: Some(task.registry_version),
+        };
+        let excluded = Self::opted_out(&gateway, opt_outs, &rows, &mut self.match_values).await?;
+        let exclusion = rows.exclude(&excluded);
+        let table = super::statistics::table(&spec, &rows)?;
+        let partial = ehds_stats::partial(&query, &table)?;
+        gateway
+            .submit_statistics_result(
+                task.task_id,
+                &StatisticsResultBody {
+                    registry_version: task.registry_version,
+                    opted_out: exclusion.total() as u64,
+                    incomplete: rows.incomplete.len() as u64,
+                    partial,
+                },
+            )
+            .await?;
+        Ok(())
     }
 
     /// The policy's decision on `task`, written to the node's log either way.
@@ -265,22 +366,11 @@ impl Agent {
     /// that discloses the cohort: honouring every opt-out comes first.
     async fn opted_out(
         gateway: &GatewayClient,
-        task: &NodeTask,
+        query: OptOutQuery,
         rows: &SiteRows,
         known: &mut MatchValues,
     ) -> Result<BTreeSet<String>, ClientError> {
         let subjects = rows.subjects();
-        let query = OptOutQuery {
-            permit_id: task.permit_id,
-            categories: task
-                .study
-                .categories
-                .iter()
-                .map(|c| c.as_str().to_owned())
-                .collect(),
-            policy: task.study.optout_policy,
-            registry_version: Some(task.registry_version),
-        };
         let matched = gateway.match_opt_outs(&query, &subjects, known).await?;
         if matched.unmatchable == 0 {
             return Ok(matched.excluded);
@@ -384,7 +474,18 @@ impl Agent {
                 .unwrap_or(Duration::ZERO);
         let gateway = self.gateway.with_retry(RetryPolicy::until(give_up));
         let mut rows = self.read_rows(task)?;
-        let excluded = Self::opted_out(&gateway, task, &rows, &mut self.match_values).await?;
+        let query = OptOutQuery {
+            permit_id: task.permit_id,
+            categories: task
+                .study
+                .categories
+                .iter()
+                .map(|c| c.as_str().to_owned())
+                .collect(),
+            policy: task.study.optout_policy,
+            registry_version: Some(task.registry_version),
+        };
+        let excluded = Self::opted_out(&gateway, query, &rows, &mut self.match_values).await?;
         let exclusion = rows.exclude(&excluded);
         let s = &task.study;
         let stream = holder_stream(&task.data_holder);

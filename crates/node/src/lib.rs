@@ -37,6 +37,7 @@ pub mod report;
 pub mod resource;
 pub mod source;
 pub mod split;
+pub mod statistics;
 pub mod tensors;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -22,10 +22,13 @@ use serde::{Deserialize, Serialize};
 
 use ehds_core::domain::study::{epsilon_of_rounds, DpLevel, DpPlan, RoundMechanism, TaskKind};
 use ehds_core::domain::{DataCategory, PermitId, Purpose};
-use ehds_core::wire::NodeTask;
+use ehds_core::wire::{NodeTask, StatisticsTask};
 
 /// `*` in a list: anything.
 const ANY: &str = "*";
+
+/// The name under which `accept.methods` lists statistics tasks (Art. 69).
+pub const STATISTICS_METHOD: &str = "statistics";
 
 /// The policy file (TOML).
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -249,6 +252,47 @@ impl Guard {
             }
         }
         Ok(decision)
+    }
+
+    /// The policy's decision on a statistics task: its permit, purpose and categories listed
+    /// in `accept`, and `statistics` among the accepted methods (a holder opts in to answering
+    /// statistics as to any method). A statistics task releases only output-checked aggregates,
+    /// through the gateway; its differential privacy, when declared, is charged to the permit
+    /// there.
+    pub fn admit_statistics(&self, task: &StatisticsTask) -> Result<(), Refusal> {
+        let a = &self.policy.accept;
+        if !listed(&a.permits, &task.permit_id.to_string()) {
+            return Err(refuse(
+                "permit_not_accepted",
+                format!("permit {} is not in accept.permits", task.permit_id),
+            ));
+        }
+        if !listed(&a.purposes, task.purpose.as_str()) {
+            return Err(refuse(
+                "purpose_not_accepted",
+                format!(
+                    "purpose {} is not in accept.purposes",
+                    task.purpose.as_str()
+                ),
+            ));
+        }
+        if let Some(c) = task
+            .categories
+            .iter()
+            .find(|c| !listed(&a.categories, c.as_str()))
+        {
+            return Err(refuse(
+                "category_not_accepted",
+                format!("category {} is not in accept.categories", c.as_str()),
+            ));
+        }
+        if !listed(&a.methods, STATISTICS_METHOD) {
+            return Err(refuse(
+                "method_not_accepted",
+                "statistics are not in accept.methods",
+            ));
+        }
+        Ok(())
     }
 
     fn decide(&self, task: &NodeTask) -> anyhow::Result<Result<Admission, Refusal>> {

@@ -362,6 +362,12 @@ fn count_reasons(n: u64, rules: &Rules) -> (Vec<Reason>, Vec<Reason>) {
     }
 }
 
+/// A single count checked against the minimum-count and zero rules (no margins around it).
+pub fn check_count(n: u64, rules: &Rules) -> CheckedCount {
+    let (suppress, review) = count_reasons(n, rules);
+    checked(n, Outcome::from_reasons(suppress, review))
+}
+
 fn checked(n: u64, outcome: Outcome) -> CheckedCount {
     CheckedCount {
         count: outcome.is_released().then_some(n),

@@ -58,4 +58,9 @@ actions! {
     StudyRun => "study.run",
     NodeTasks => "node.tasks",
     NodeTask => "node.task",
+    StatisticsRequest => "statistics.request",
+    StatisticsList => "statistics.list",
+    StatisticsRead => "statistics.read",
+    StatisticsReview => "statistics.review",
+    NodeStatistics => "node.statistics",
 }

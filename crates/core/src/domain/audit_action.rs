@@ -20,6 +20,8 @@ pub enum AuditAction {
     NodeTaskResult,
     /// A node delivers a secure-aggregation message of its task.
     NodeTaskSecagg,
+    /// A node delivers its part of a statistics run.
+    NodeStatisticsResult,
     /// A refused request that no handler named: `http.<method>` (method in lower case).
     Http(HttpMethod),
     /// The same for a request with an extension method: the whole stored name, `http.<method>`.
@@ -48,6 +50,8 @@ pub enum AuditAction {
     StudyEvaluateStart,
     /// A secure-aggregation stage of a round closed.
     StudyRoundSecagg,
+    /// The gateway pooled a statistics run's partials and checked the output.
+    StatisticsComplete,
 }
 
 /// The standard method of a refused request, as it appears in `http.<method>`.
@@ -130,12 +134,13 @@ pub enum FhirEventType {
 
 /// The actions with a fixed name besides the requests under an `Action`: the node's task
 /// work and the system events (all but the refused-request family `http.<method>`).
-const OTHERS: [AuditAction; 19] = {
+const OTHERS: [AuditAction; 21] = {
     use AuditAction::*;
     [
         NodeTaskParameters,
         NodeTaskResult,
         NodeTaskSecagg,
+        NodeStatisticsResult,
         PermitExpire,
         ApplicationLapse,
         ApplicationDeadline,
@@ -152,6 +157,7 @@ const OTHERS: [AuditAction; 19] = {
         StudyRoundAggregate,
         StudyEvaluateStart,
         StudyRoundSecagg,
+        StatisticsComplete,
     ]
 };
 
@@ -172,6 +178,7 @@ impl AuditAction {
             NodeTaskParameters => "node.task.parameters",
             NodeTaskResult => "node.task.result",
             NodeTaskSecagg => "node.task.secagg",
+            NodeStatisticsResult => "node.statistics.result",
             Http(m) => match m {
                 HttpMethod::Get => "http.get",
                 HttpMethod::Post => "http.post",
@@ -200,6 +207,7 @@ impl AuditAction {
             StudyRoundAggregate => "study.round.aggregate",
             StudyEvaluateStart => "study.evaluate.start",
             StudyRoundSecagg => "study.round.secagg",
+            StatisticsComplete => "statistics.complete",
         }
     }
 
@@ -235,10 +243,12 @@ impl AuditAction {
                 | StudyRoundAggregate
                 | StudyEvaluateStart
                 | StudyRoundSecagg
-                | Request(Action::NodeTasks | Action::NodeTask)
+                | Request(Action::NodeTasks | Action::NodeTask | Action::NodeStatistics)
                 | NodeTaskParameters
                 | NodeTaskResult
                 | NodeTaskSecagg
+                | NodeStatisticsResult
+                | StatisticsComplete
         )
     }
 
@@ -254,10 +264,12 @@ impl AuditAction {
             Request(a) => {
                 use Action::*;
                 match a {
-                    ApplicationCreate | OptOutRegister | OptOutImport | StudyCreate => Create,
+                    ApplicationCreate | OptOutRegister | OptOutImport | StudyCreate
+                    | StatisticsRequest => Create,
                     ApplicationList | ApplicationRead | PermitList | PermitRead
                     | PermitVersions | OptOutRead | AuditRead | AuditVerify | AuditRecords
-                    | AuditProof | StudyList | StudyRead | StudyModel => Read,
+                    | AuditProof | StudyList | StudyRead | StudyModel | StatisticsList
+                    | StatisticsRead => Read,
                     PermitCheck | OptOutFilter => Execute,
                     _ => Update,
                 }

@@ -19,7 +19,7 @@ use super::{
     permit::PermitTerms,
     study::{DpLevel, DpPlan, ModelRelease, RoundRefusal},
     time::Timestamp,
-    ApplicationId, DataCategory, OrgId, Purpose, StudyId,
+    ApplicationId, DataCategory, OrgId, Purpose, StatisticsRunId, StudyId,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -158,6 +158,40 @@ pub struct PermitChecked<'a> {
     pub categories: &'a [DataCategory],
     pub data_holders: &'a [OrgId],
     pub epsilon: Option<f64>,
+}
+
+/// `statistics.request`: a run dispatched to the holders.
+#[derive(Debug, Serialize)]
+pub struct StatisticsRequested<'a> {
+    pub statistic: &'a str,
+    pub application_id: Option<ApplicationId>,
+    pub data_holders: &'a [OrgId],
+    pub registry_version: i64,
+    /// ε charged to the permit (differential privacy), if any.
+    pub epsilon: Option<f64>,
+}
+
+/// `node.statistics.result`: a holder's part arrived (its values stay with the gateway).
+#[derive(Debug, Serialize)]
+pub struct StatisticsContributed {
+    pub run_id: StatisticsRunId,
+    pub registry_version: i64,
+}
+
+/// `statistics.complete`: the partials pooled and the output checked.
+#[derive(Debug, Serialize)]
+pub struct StatisticsCompleted<'a> {
+    pub status: &'a str,
+    pub holders_answered: usize,
+    pub holders_missing: &'a [OrgId],
+    pub flags: &'a [String],
+}
+
+/// `statistics.review`: an officer released or withheld a flagged answer.
+#[derive(Debug, Serialize)]
+pub struct StatisticsReviewed<'a> {
+    pub decision: &'a str,
+    pub justification: &'a str,
 }
 
 /// `optout.register`.

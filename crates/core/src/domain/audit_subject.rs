@@ -2,7 +2,9 @@
 //! by the entry's hash). Like the action names, the strings never change once released:
 //! `GET /v1/audit/events?resource_type=` queries and every export depend on them.
 
-use super::{ApplicationId, OptOutId, PermitId, StudyId, TaskId};
+use super::{
+    ApplicationId, OptOutId, PermitId, StatisticsRunId, StatisticsTaskId, StudyId, TaskId,
+};
 
 /// The record (or collection) an audit entry names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +28,10 @@ pub enum AuditSubject {
     AuditLog,
     /// Requests as such (the summary of refusals held back from the trail).
     Requests,
+    StatisticsRun(StatisticsRunId),
+    /// Statistics runs as a collection (a listing).
+    StatisticsRuns,
+    StatisticsTask(StatisticsTaskId),
 }
 
 impl AuditSubject {
@@ -40,6 +46,8 @@ impl AuditSubject {
             Self::OptOutImport => "opt_out_registry",
             Self::AuditLog => "audit_log",
             Self::Requests => "request",
+            Self::StatisticsRun(_) | Self::StatisticsRuns => "statistics_run",
+            Self::StatisticsTask(_) => "statistics_task",
         }
     }
 
@@ -52,11 +60,14 @@ impl AuditSubject {
             Self::Task(id) => Some(id.to_string()),
             Self::OptOut(id) => Some(id.to_string()),
             Self::OptOutImport => Some("import".into()),
+            Self::StatisticsRun(id) => Some(id.to_string()),
+            Self::StatisticsTask(id) => Some(id.to_string()),
             Self::Applications
             | Self::Permits
             | Self::Studies
             | Self::Tasks
             | Self::AuditLog
+            | Self::StatisticsRuns
             | Self::Requests => None,
         }
     }

@@ -57,6 +57,14 @@ uuid_id!(
     "Identifier of one attempt at one round of a federated study."
 );
 uuid_id!(TaskId, "Identifier of one data holder's task in a round.");
+uuid_id!(
+    StatisticsRunId,
+    "Identifier of one statistical query answered by the federation."
+);
+uuid_id!(
+    StatisticsTaskId,
+    "Identifier of one data holder's part of a statistics run."
+);
 
 fn is_token_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':')

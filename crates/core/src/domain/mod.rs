@@ -19,6 +19,7 @@ pub mod optout;
 pub mod permit;
 pub mod purpose;
 pub mod small_cell;
+pub mod statistics;
 pub mod study;
 pub mod study_request;
 pub mod time;
@@ -28,8 +29,8 @@ pub use budget::{BudgetUnit, Delta, Epsilon, PrivacyBudget};
 pub use category::DataCategory;
 pub use dp_requirement::DpRequirement;
 pub use ids::{
-    ApplicationId, MemberState, OptOutId, OrgId, PermitId, RoundId, StudyId, SubjectPseudonym,
-    TaskId,
+    ApplicationId, MemberState, OptOutId, OrgId, PermitId, RoundId, StatisticsRunId,
+    StatisticsTaskId, StudyId, SubjectPseudonym, TaskId,
 };
 pub use permit::{Permit, PermitState, PermitTerms};
 pub use purpose::Purpose;

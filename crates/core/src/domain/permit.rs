@@ -48,6 +48,11 @@ pub struct PermitTerms {
     /// that the gateway never sees one (docs/secure-aggregation.md); absent on older permits.
     #[serde(default)]
     pub require_secure_aggregation: bool,
+    /// Issued for an Art. 69 data request: only statistics are answered under it, never a
+    /// study (absent on older permits, and written only when set, so that the terms of other
+    /// permits serialise as before).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub statistics_only: bool,
 }
 
 impl PermitTerms {
@@ -222,6 +227,7 @@ impl Permit {
                 conditions,
                 dp_requirement,
                 require_secure_aggregation: false,
+                statistics_only: req.kind == super::application::ApplicationKind::DataRequest,
             },
             terms_version: 1,
             row_version: 1,
@@ -561,6 +567,8 @@ pub(crate) fn sample_permit_for(
         },
         justification: "j".into(),
         optout_exception: None,
+        kind: Default::default(),
+        statistics: None,
     };
     Permit::issue(
         ApplicationId::new(),

@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::statistics::{self, RunError, RunRequest, StatisticsSettings};
 use super::Requester;
 use crate::{
     authz::Action,
@@ -22,6 +23,7 @@ use ehds_core::domain::{
         ApplicationCreated, ApplicationDeadlinePassed, ApplicationDecided, ApplicationStep,
         PermitIssued,
     },
+    statistics::DeclaredStatistics,
     time::Timestamp,
     Application, ApplicationId, ApplicationStatus, DpRequirement, FieldError, NewApplication,
     OrgId, Permit,
@@ -38,6 +40,8 @@ pub struct ProcedureRules {
     pub calendar: HolidayCalendar,
     /// The fee schedule: when set, a grant needs an accepted fee estimate (Art. 62(5)).
     pub fees: Option<FeeSchedule>,
+    /// How Art. 69 data requests are answered: their declared statistics start at the grant.
+    pub statistics: StatisticsSettings,
 }
 
 impl Default for ProcedureRules {
@@ -47,6 +51,7 @@ impl Default for ProcedureRules {
             publish_on_decision: true,
             calendar: HolidayCalendar::weekends_only("EU"),
             fees: None,
+            statistics: StatisticsSettings::default(),
         }
     }
 }
@@ -318,7 +323,73 @@ pub async fn decide(
         }
     };
     finish_decision(tx, by, app, from, permit.as_ref(), rules, now).await?;
+    let mut permit = permit;
+    if let Some(p) = permit.as_mut() {
+        start_declared_statistics(tx, by, p, &granted_statistics(app), rules, now).await?;
+    }
     Ok(Decided { permit })
+}
+
+fn granted_statistics(app: &Application) -> Option<DeclaredStatistics> {
+    app.request.statistics.clone()
+}
+
+/// Starts the declared queries of a granted data request (Art. 69): its answer is due within
+/// three months. A query the permit cannot pay for refuses the grant.
+async fn start_declared_statistics(
+    tx: &mut dyn Tx,
+    by: &Requester<'_>,
+    permit: &mut Permit,
+    declared: &Option<DeclaredStatistics>,
+    rules: &ProcedureRules,
+    now: Timestamp,
+) -> Result<(), StepError> {
+    let Some(declared) = declared else {
+        return Ok(());
+    };
+    let purpose = permit.terms().purposes[0];
+    for (i, query) in declared.queries.iter().enumerate() {
+        let field = format!("statistics.queries[{i}]");
+        statistics::start(
+            tx,
+            by,
+            permit,
+            RunRequest {
+                purpose,
+                query: query.to_form(),
+                feature_spec: declared.feature_spec.clone(),
+                data_holders: Vec::new(),
+            },
+            Some(now),
+            &rules.statistics,
+            now,
+        )
+        .await
+        .map_err(|e| match e {
+            RunError::Store(e) => StepError::Store(e),
+            RunError::Invalid(errors) => StepError::Invalid(
+                errors
+                    .into_iter()
+                    .map(|mut fe| {
+                        fe.field = format!("{field}.{}", fe.field);
+                        fe
+                    })
+                    .collect(),
+            ),
+            RunError::Denied(reasons) => StepError::Invalid(
+                reasons
+                    .iter()
+                    .map(|r| FieldError::new(&field, "statistics_not_permitted", r.to_string()))
+                    .collect(),
+            ),
+            RunError::NotDeclared => StepError::Invalid(vec![FieldError::new(
+                &field,
+                "query_not_declared",
+                "the query is not one the data request declared",
+            )]),
+        })?;
+    }
+    Ok(())
 }
 
 /// The second officer's word on a proposed grant: confirm it (issuing the permit) or send it
@@ -387,6 +458,8 @@ pub async fn confirm_grant(
     .await?;
     app.procedure.proposed_grant = None;
     finish_decision(tx, by, app, from, Some(&permit), rules, now).await?;
+    let mut permit = permit;
+    start_declared_statistics(tx, by, &mut permit, &granted_statistics(app), rules, now).await?;
     Ok(Decided {
         permit: Some(permit),
     })

@@ -9,6 +9,7 @@ pub mod optouts;
 pub mod permits;
 pub mod register;
 pub mod secagg_relay;
+pub mod statistics;
 pub mod studies;
 pub mod sweeps;
 

@@ -7,14 +7,17 @@ use serde::Serialize;
 
 use crate::store::{ApplicationFilter, Page, Scope, StoreError, Tx};
 use ehds_core::domain::{
-    permit::PermitState, small_cell::SmallCellRule, time::Timestamp, Application, ApplicationId,
-    ApplicationStatus, DataCategory, MemberState, OrgId, PermitId, Purpose,
+    application::ApplicationKind, permit::PermitState, small_cell::SmallCellRule, time::Timestamp,
+    Application, ApplicationId, ApplicationStatus, DataCategory, MemberState, OrgId, PermitId,
+    Purpose,
 };
 
 /// One application as the public sees it.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct RegisterEntry {
     pub application_id: ApplicationId,
+    /// `data_access` (Art. 67) or `data_request` (Art. 69, answered by statistics only).
+    pub kind: ApplicationKind,
     pub received_at: chrono::DateTime<chrono::Utc>,
     pub title: String,
     pub applicant_organisation: OrgId,
@@ -174,6 +177,7 @@ pub async fn entry(
     let r = app.request;
     Ok(RegisterEntry {
         application_id: app.id,
+        kind: r.kind,
         received_at: app.submitted_at,
         title: r.title,
         applicant_organisation: r.organisation,

@@ -1,9 +1,10 @@
 //! The periodic jobs that make time's effects visible on the record: permits that expired and
-//! the deadlines of the procedure on applications. Validity and deadlines never depend on these
+//! the deadlines of the procedure on applications, and statistics runs whose holders' time ran out. Validity and deadlines never depend on these
 //! sweeps (both are computed from time); the sweeps record what time did, once, and act where
 //! the regulation says time acts (an unanswered request for information lapses, Art. 68(4)).
 
 use super::applications::{self, DeadlineSweep, ProcedureRules};
+use super::statistics::{self, StatisticsSettings};
 use crate::store::Store;
 use ehds_core::domain::{
     audit::{Actor, AuditAction, AuditSubject, NewAuditEvent},
@@ -50,9 +51,22 @@ pub async fn sweep_application_deadlines(
     Ok(done)
 }
 
+/// Answers every statistics run whose holders' deadline passed with what arrived, in one
+/// transaction.
+pub async fn sweep_statistics(
+    store: &dyn Store,
+    settings: &StatisticsSettings,
+) -> anyhow::Result<usize> {
+    let mut tx = store.begin().await?;
+    let done = statistics::sweep(&mut *tx, settings, time::now()).await?;
+    tx.commit().await?;
+    Ok(done)
+}
+
 /// Every sweep, in turn.
 pub async fn sweep(store: &dyn Store, rules: &ProcedureRules) -> anyhow::Result<()> {
     sweep_expired(store).await?;
     sweep_application_deadlines(store, rules).await?;
+    sweep_statistics(store, &rules.statistics).await?;
     Ok(())
 }

@@ -1225,3 +1225,176 @@ pub async fn records(
 fn enc(segment: &str) -> String {
     url::form_urlencoded::byte_serialize(segment.as_bytes()).collect()
 }
+
+/// The statistics runs (Art. 69): an officer's queue of answers to review first, then the rest.
+pub async fn statistics(
+    State(console): State<Console>,
+    session: Session,
+    Query(p): Query<Paging>,
+) -> Response {
+    let offset = p.offset.unwrap_or(0);
+    let reply = match get(
+        &console,
+        &session,
+        &format!("/v1/statistics?limit={PAGE}&offset={offset}"),
+    )
+    .await
+    {
+        Ok(r) => r,
+        Err(r) => return r,
+    };
+    let items = reply.body.as_array().cloned().unwrap_or_default();
+    let (review, rest): (Vec<Value>, Vec<Value>) = items
+        .iter()
+        .cloned()
+        .partition(|r| r["status"] == "under_review");
+    let mut c = context(&session, "Statistics");
+    paging(&mut c, offset, items.len());
+    c.insert("review".into(), Value::Array(review));
+    c.insert("runs".into(), Value::Array(rest));
+    page(StatusCode::OK, "statistics.html", c)
+}
+
+/// One run: its clocks and holders, the checker's verdict (officers, under review) with the
+/// review form, and the released answer as a table.
+pub async fn statistics_run(
+    State(console): State<Console>,
+    session: Session,
+    Path(id): Path<String>,
+) -> Response {
+    statistics_page(
+        &console,
+        &session,
+        &id,
+        StatusCode::OK,
+        json!({}),
+        json!({}),
+    )
+    .await
+}
+
+async fn statistics_page(
+    console: &Console,
+    session: &Session,
+    id: &str,
+    status: StatusCode,
+    errors: Value,
+    values: Value,
+) -> Response {
+    let reply = match get(console, session, &format!("/v1/statistics/{}", enc(id))).await {
+        Ok(r) => r,
+        Err(r) => return r,
+    };
+    let run = reply.body;
+    let mut c = context(session, "Statistics run");
+    c.insert("table".into(), cell_rows(&run["answer"]["values"]));
+    c.insert("checked_table".into(), cell_rows(&run["checked"]));
+    c.insert("run".into(), run);
+    c.insert("errors".into(), errors);
+    c.insert("values".into(), values);
+    page(status, "statistics_run.html", c)
+}
+
+/// A release's cells as rows for a table: the grouping labels, the outcome with its reasons,
+/// and the values in words (`n`, mean and SD, noisy values with their 95% half-width).
+fn cell_rows(release: &Value) -> Value {
+    let label = |l: &Value| match l["kind"].as_str() {
+        Some("level") => format!("{} = {}", l["column"].as_str().unwrap_or(""), l["value"]),
+        Some("bin") => format!(
+            "{} in [{}, {}{}",
+            l["column"].as_str().unwrap_or(""),
+            l["lo"],
+            l["hi"],
+            if l["closed_hi"] == true { "]" } else { ")" }
+        ),
+        _ => l.to_string(),
+    };
+    let shown = |v: &Value| -> String {
+        match v {
+            Value::Object(m) if m.contains_key("half_width_95") => format!(
+                "{:.1} ± {:.1}",
+                m["value"].as_f64().unwrap_or(f64::NAN),
+                m["half_width_95"].as_f64().unwrap_or(f64::NAN)
+            ),
+            Value::Number(n) => match n.as_u64() {
+                Some(u) => u.to_string(),
+                None => format!("{:.4}", n.as_f64().unwrap_or(f64::NAN)),
+            },
+            Value::Null => "—".into(),
+            other => other.to_string(),
+        }
+    };
+    let rows: Vec<Value> = release["cells"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|cell| {
+            let values: Vec<String> = cell["value"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter(|(k, _)| k.as_str() != "kind")
+                .map(|(k, v)| format!("{k}: {}", shown(v)))
+                .collect();
+            json!({
+                "labels": cell["labels"].as_array().into_iter().flatten().map(label).collect::<Vec<_>>().join(", "),
+                "outcome": cell["outcome"],
+                "reasons": cell["reasons"].as_array().into_iter().flatten().filter_map(Value::as_str).collect::<Vec<_>>().join(", "),
+                "values": values.join("; "),
+            })
+        })
+        .collect();
+    Value::Array(rows)
+}
+
+/// An officer's release or withholding of a flagged answer.
+pub async fn statistics_review(
+    State(console): State<Console>,
+    session: Session,
+    Path(id): Path<String>,
+    raw: RawForm,
+) -> Response {
+    let form = Form::parse(&raw);
+    let path = format!("{BASE}/statistics/{id}/review");
+    if let Err(r) = check_csrf(&console, &session, &form, &path).await {
+        return r;
+    }
+    let body = json!({
+        "decision": form.get("decision").unwrap_or(""),
+        "justification": form.get("justification").unwrap_or(""),
+    });
+    let reply = match post(
+        &console,
+        &session,
+        &format!("/v1/statistics/{}/review", enc(&id)),
+        &body,
+        &[],
+    )
+    .await
+    {
+        Ok(r) => r,
+        Err(r) => return r,
+    };
+    if reply.ok() {
+        return see_other(&format!("{BASE}/statistics/{}", enc(&id)));
+    }
+    let problem = reply.problem();
+    let mut errors = Map::new();
+    for e in problem["errors"].as_array().into_iter().flatten() {
+        if let Some(field) = e["field"].as_str() {
+            errors.insert(field.to_owned(), e["message"].clone());
+        }
+    }
+    if errors.is_empty() {
+        errors.insert("review".into(), problem["detail"].clone());
+    }
+    statistics_page(
+        &console,
+        &session,
+        &id,
+        reply.status,
+        Value::Object(errors),
+        form.values(),
+    )
+    .await
+}

@@ -66,6 +66,7 @@ impl Session {
                 ("/console/applications", "Applications"),
                 ("/console/permits", "Permits"),
                 ("/console/studies", "Studies"),
+                ("/console/statistics", "Statistics"),
             ]);
         }
         if researcher {

@@ -34,6 +34,8 @@ pub enum Change {
     NodeResult,
     /// A holder's secure-aggregation message was accepted.
     SecaggMessage,
+    /// A statistics run was started: its holders' nodes learn of it.
+    Statistics,
 }
 
 /// The round loop's view of the gateway.
@@ -87,6 +89,8 @@ impl Federation {
             // governance runs first in every step: a revoked or suspended permit stops or pauses
             // its studies and discards the round in flight, a reinstated one resumes them
             Change::Permit | Change::NodeResult | Change::SecaggMessage => self.wake.notify_one(),
+            // a node's loop asks for statistics tasks when its long poll for tasks answers
+            Change::Statistics => self.tasks_changed.notify_waiters(),
         }
     }
 

@@ -1002,6 +1002,12 @@ pub async fn decide(
     .await
     .map_err(step_error(action, id))?;
     tx.commit().await?;
+    if decided.permit.is_some() {
+        // a granted data request's declared statistics were started
+        state
+            .federation
+            .changed(crate::federation::Change::Statistics);
+    }
     Ok(Json(DecisionResponse {
         application: ApplicationView::new(&state, app, now),
         permit: decided.permit.map(|p| PermitView::new(&p, now)),
@@ -1056,6 +1062,12 @@ pub async fn confirm_grant(
     .await
     .map_err(step_error(action, id))?;
     tx.commit().await?;
+    if decided.permit.is_some() {
+        // a granted data request's declared statistics were started
+        state
+            .federation
+            .changed(crate::federation::Change::Statistics);
+    }
     Ok(Json(DecisionResponse {
         application: ApplicationView::new(&state, app, now),
         permit: decided.permit.map(|p| PermitView::new(&p, now)),

@@ -16,6 +16,7 @@ pub mod optouts;
 pub mod permits;
 pub mod register;
 pub mod server;
+pub mod statistics;
 pub mod studies;
 pub mod study_events;
 
@@ -126,6 +127,9 @@ fn visibility(resource: &Resource<'_>) -> Option<(Action, &'static str, String)>
         Resource::Permit(p) => Some((Action::PermitRead, "permit", p.id().to_string())),
         Resource::Study(s) => Some((Action::StudyRead, "study", s.id.to_string())),
         Resource::Task(t) => Some((Action::NodeTask, "task", t.id.to_string())),
+        Resource::StatisticsRun(r) => {
+            Some((Action::StatisticsRead, "statistics run", r.id.to_string()))
+        }
         Resource::Service | Resource::OptOutRegistry | Resource::AuditLog => None,
     }
 }
@@ -153,6 +157,7 @@ pub fn router(state: AppState) -> Router {
         .merge(optouts::router(settings.http.body_limit_bytes))
         .merge(audit::router())
         .merge(studies::router())
+        .merge(statistics::router())
         .merge(node_tasks::router(settings.federation.max_update_bytes))
         .layer(middleware::from_fn_with_state(state.clone(), authenticate))
         .layer(middleware::from_fn_with_state(

@@ -107,7 +107,7 @@ pub async fn fetch(
 /// seconds (capped by the gateway) have passed: a long poll, woken by `changed` rather than
 /// polling. It registers for the wake-up before each look, so a change in between is not
 /// missed.
-async fn long_poll<T, Found>(
+pub(super) async fn long_poll<T, Found>(
     state: &AppState,
     changed: &tokio::sync::Notify,
     wait: Option<u64>,

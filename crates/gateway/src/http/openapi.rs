@@ -10,8 +10,8 @@ use utoipa::{
 use utoipa_swagger_ui::SwaggerUi;
 
 use super::{
-    applications, audit, error, health, metrics, node_tasks, optouts, permits, register, studies,
-    study_events, AppState,
+    applications, audit, error, health, metrics, node_tasks, optouts, permits, register,
+    statistics, studies, study_events, AppState,
 };
 use ehds_core::domain;
 
@@ -36,6 +36,8 @@ use ehds_core::domain;
         node_tasks::fetch, node_tasks::parameters, node_tasks::result,
         node_tasks::secagg_view, node_tasks::secagg_submit,
         register::list, register::read, register::feed,
+        statistics::create, statistics::list, statistics::read, statistics::review,
+        statistics::fetch, statistics::result,
     ),
     components(schemas(
         error::Problem, domain::FieldError, domain::Purpose, domain::DataCategory,
@@ -51,6 +53,7 @@ use ehds_core::domain;
         (name = "opt-outs", description = "The opt-out registry (Art. 71)"),
         (name = "audit", description = "Audit trail (GDPR Art. 30, EHDS Art. 73)"),
         (name = "studies", description = "Federated studies run under a permit"),
+        (name = "statistics", description = "Statistics answered by the federation under output checking (Art. 69)"),
         (name = "node", description = "The data-holder node protocol"),
         (name = "operations", description = "Health, readiness and metrics"),
     )

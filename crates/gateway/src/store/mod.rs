@@ -15,10 +15,11 @@ use ehds_core::domain::{
     audit::{AuditEntry, NewAuditEvent, Outcome},
     optout::{NewOptOutEvent, OptOutEvent},
     permit::PermitTerms,
+    statistics::{Contribution, RunStatus, StatisticsRun, StatisticsTaskRecord},
     study::{Checkpoint, Round, SiteEvaluation, Study, Task, TaskStatus},
     time::Timestamp,
     Application, ApplicationId, ApplicationStatus, OptOutId, OrgId, Permit, PermitId, RoundId,
-    StudyId, TaskId,
+    StatisticsRunId, StatisticsTaskId, StudyId, TaskId,
 };
 
 pub use postgres::PgStore;
@@ -102,7 +103,16 @@ pub trait Store: Send + Sync + 'static {
 /// aggregates' methods without importing their traits.
 #[async_trait]
 pub trait Tx:
-    ApplicationTx + PermitTx + OptOutTx + StudyTx + RoundTx + SecaggTx + AuditTx + WebhookTx + Send
+    ApplicationTx
+    + PermitTx
+    + OptOutTx
+    + StudyTx
+    + RoundTx
+    + SecaggTx
+    + StatisticsTx
+    + AuditTx
+    + WebhookTx
+    + Send
 {
     /// Takes the database's write order for the rest of the transaction now, before any read
     /// that a write of this transaction depends on (PostgreSQL: the advisory lock every audit
@@ -233,6 +243,69 @@ pub trait StudyTx: Send {
         now: Timestamp,
     ) -> Result<()>;
     async fn list_evaluations(&mut self, study: StudyId) -> Result<Vec<(u64, SiteEvaluation)>>;
+}
+
+/// A statistics run as stored, with the version an update must name.
+#[derive(Debug, Clone)]
+pub struct StoredRun {
+    pub run: StatisticsRun,
+    pub row_version: i64,
+}
+
+/// Which statistics runs a list returns, besides the caller's scope.
+#[derive(Debug, Clone, Default)]
+pub struct RunFilter {
+    pub permit_id: Option<PermitId>,
+    pub application_id: Option<ApplicationId>,
+    /// Only these states (any when empty).
+    pub statuses: Vec<RunStatus>,
+}
+
+/// Statistics runs (Art. 69) and their data holders' tasks.
+#[async_trait]
+pub trait StatisticsTx: Send {
+    async fn insert_statistics_run(&mut self, run: &StatisticsRun) -> Result<()>;
+    async fn get_statistics_run(&mut self, id: StatisticsRunId) -> Result<Option<StoredRun>>;
+    async fn list_statistics_runs(
+        &mut self,
+        scope: &Scope,
+        filter: &RunFilter,
+        page: Page,
+    ) -> Result<Vec<StoredRun>>;
+    /// The organisation's released runs, oldest first (the differencing check's lineage).
+    async fn released_statistics_runs(&mut self, organisation: &OrgId) -> Result<Vec<StoredRun>>;
+    /// Runs still computing whose holders' deadline has passed.
+    async fn computing_runs_past_deadline(
+        &mut self,
+        now: Timestamp,
+    ) -> Result<Vec<StatisticsRunId>>;
+    /// Stores the run's new state; `Conflict` if it changed since it was read.
+    async fn update_statistics_run(
+        &mut self,
+        run: &StatisticsRun,
+        expected_row_version: i64,
+    ) -> Result<()>;
+    async fn insert_statistics_task(&mut self, task: &StatisticsTaskRecord) -> Result<()>;
+    async fn get_statistics_task(
+        &mut self,
+        id: StatisticsTaskId,
+    ) -> Result<Option<StatisticsTaskRecord>>;
+    /// A holder's unanswered tasks whose deadline has not passed, soonest deadline first.
+    async fn open_statistics_tasks_for(
+        &mut self,
+        holder: &OrgId,
+        now: Timestamp,
+        limit: i64,
+    ) -> Result<Vec<StatisticsTaskRecord>>;
+    async fn statistics_tasks(&mut self, run: StatisticsRunId)
+        -> Result<Vec<StatisticsTaskRecord>>;
+    /// Stores a holder's contribution; `Conflict` if the task was answered already.
+    async fn complete_statistics_task(
+        &mut self,
+        id: StatisticsTaskId,
+        contribution: &Contribution,
+        now: Timestamp,
+    ) -> Result<()>;
 }
 
 /// A study's rounds and the tasks each hands the data holders.

@@ -158,6 +158,24 @@ impl GatewayClient {
             .await
     }
 
+    /// Statistics runs matching the filter pairs (`permit_id`, `application_id`, `status`).
+    pub async fn statistics_runs(&self, filter: &[(&str, &str)]) -> Result<Value, ClientError> {
+        self.send_json(Call::get(format!("/v1/statistics{}", query(filter))))
+            .await
+    }
+
+    /// An officer's release (`release`) or withholding (`withhold`) of a flagged answer.
+    pub async fn review_statistics(
+        &self,
+        run: &str,
+        decision: &str,
+        justification: &str,
+    ) -> Result<Value, ClientError> {
+        let body = serde_json::json!({ "decision": decision, "justification": justification });
+        self.send_json(Call::post(format!("/v1/statistics/{run}/review")).json(&body)?)
+            .await
+    }
+
     /// Verifies the whole hash chain; answers the verification report.
     pub async fn verify_audit(&self) -> Result<Value, ClientError> {
         self.send_json(Call::get("/v1/audit/verify")).await

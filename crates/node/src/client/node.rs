@@ -9,13 +9,12 @@ use rand::seq::SliceRandom as _;
 
 use super::{Call, ClientError, GatewayClient};
 use ehds_core::{
-    domain::TaskId,
-    domain::{optout::salted_match, optout::FilterPolicy, PermitId},
+    domain::{optout::salted_match, optout::FilterPolicy, PermitId, StatisticsTaskId, TaskId},
     oprf::{Blinded, OUTPUT_LEN},
     secure_aggregation::{NodeMessage, SecaggView},
     wire::{
         decode_fit_ins, FilterRequest, FilterResponse, MatchRequest, MatchResponse, NodeTask,
-        TaskResultBody,
+        StatisticsResultBody, StatisticsTask, TaskResultBody,
     },
 };
 
@@ -223,6 +222,27 @@ impl GatewayClient {
             registry_version: answer.registry_version,
             fresh,
         })
+    }
+
+    /// The caller's open parts of statistics runs, waiting up to `wait_seconds` for one.
+    pub async fn poll_statistics_tasks(
+        &self,
+        wait_seconds: u64,
+    ) -> Result<Vec<StatisticsTask>, ClientError> {
+        self.send_json(Call::get(format!(
+            "/v1/node/statistics-tasks?wait={wait_seconds}"
+        )))
+        .await
+    }
+
+    /// Returns the holder's partial for a statistics task.
+    pub async fn submit_statistics_result(
+        &self,
+        task: StatisticsTaskId,
+        body: &StatisticsResultBody,
+    ) -> Result<(), ClientError> {
+        let call = Call::post(format!("/v1/node/statistics-tasks/{task}/result")).json(body)?;
+        self.send(call).await.map(|_| ())
     }
 
     /// Returns a task's result. A result the gateway already holds counts as delivered.

@@ -12,6 +12,7 @@ use std::collections::BTreeSet;
 use chrono::{DateTime, Months, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::statistics::{DeclaredStatistics, StatisticsRequest};
 use super::{
     time::Timestamp, ApplicationId, BudgetUnit, DataCategory, Delta, Epsilon, Errors, FieldError,
     MemberState, OrgId, PermitId, PrivacyBudget, Purpose,
@@ -107,6 +108,34 @@ pub struct ApplicationRequest {
     pub optout_exception: Option<OptOutException>,
     /// The applicant's explicit declaration that no Art. 54 prohibited use is intended.
     pub declares_no_prohibited_use: bool,
+    /// `data_access` (Art. 67, the default) or `data_request` (Art. 69: an answer in
+    /// anonymised statistical form only).
+    #[serde(default)]
+    pub kind: ApplicationKind,
+    /// The statistical content of a data request (Art. 69(2)(d)); only for `data_request`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub statistics: Option<StatisticsRequest>,
+}
+
+/// What is applied for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum ApplicationKind {
+    /// A data access application (Art. 67): a permit for processing, here federated studies.
+    #[default]
+    DataAccess,
+    /// A health data request (Art. 69): answered by the federation's statistics only.
+    DataRequest,
+}
+
+impl ApplicationKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::DataAccess => "data_access",
+            Self::DataRequest => "data_request",
+        }
+    }
 }
 
 /// A parsed, internally consistent application.
@@ -129,6 +158,12 @@ pub struct NewApplication {
     pub privacy_budget: PrivacyBudget,
     pub justification: String,
     pub optout_exception: Option<OptOutException>,
+    /// Absent from records written before data requests: a data access application.
+    #[serde(default)]
+    pub kind: ApplicationKind,
+    /// The declared statistical content of a data request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub statistics: Option<DeclaredStatistics>,
 }
 
 pub fn parse_list<T: Ord + Clone>(
@@ -332,6 +367,26 @@ impl NewApplication {
                 &req.research_flags,
             );
         }
+        let statistics = match (req.kind, req.statistics) {
+            (ApplicationKind::DataRequest, Some(st)) => st.parse(&mut e, "statistics", &categories),
+            (ApplicationKind::DataRequest, None) => {
+                e.push(
+                    "statistics",
+                    "statistics_required",
+                    "a data request declares its statistical content (Art. 69(2)(d))",
+                );
+                None
+            }
+            (ApplicationKind::DataAccess, Some(_)) => {
+                e.push(
+                    "statistics",
+                    "statistics_only_in_data_request",
+                    "statistical content is declared by a data request (`kind: data_request`)",
+                );
+                None
+            }
+            (ApplicationKind::DataAccess, None) => None,
+        };
         let mut research_flags = req.research_flags.clone();
         research_flags.sort();
         research_flags.dedup();
@@ -369,6 +424,8 @@ impl NewApplication {
             },
             justification: req.justification,
             optout_exception: req.optout_exception,
+            kind: req.kind,
+            statistics,
         })
     }
 }

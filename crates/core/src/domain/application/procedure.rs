@@ -379,7 +379,10 @@ impl Application {
         now: Timestamp,
     ) -> Result<(), TransitionError> {
         self.guard(Transition::Extend)?;
-        if self.procedure.extension.is_some() {
+        // Art. 69(3) gives a data request three months, without the extension of Art. 68(4).
+        if self.procedure.extension.is_some()
+            || self.request.kind == super::ApplicationKind::DataRequest
+        {
             return Err(TransitionError {
                 current: self.status,
                 transition: Transition::Extend,
@@ -760,6 +763,26 @@ pub fn granted_request(
             );
         }
     }
+    // A data request is answered by its declared statistics: a grant that narrows the
+    // categories below what they read would leave them unanswerable.
+    if let Some(st) = &granted.statistics {
+        if let Ok(spec) = crate::domain::feature_spec::features::FeatureSpec::from_json(
+            &st.feature_spec.to_string(),
+        ) {
+            for c in spec.data_categories() {
+                if !granted.categories.contains(&c) {
+                    e.push(
+                        "scope.categories",
+                        "statistics_need_category",
+                        format!(
+                            "the declared statistics read `{}` data: keep the category or refuse",
+                            c.as_str()
+                        ),
+                    );
+                }
+            }
+        }
+    }
     e.into_result(|| granted)
 }
 
@@ -839,6 +862,8 @@ mod tests {
                 },
                 justification: "j".into(),
                 optout_exception: None,
+                kind: Default::default(),
+                statistics: None,
             },
             procedure: Procedure::default(),
         }

@@ -34,6 +34,8 @@ pub enum StudyReason {
     },
     /// The permit requires secure aggregation, which the study does not use.
     SecureAggregationRequired,
+    /// The permit was issued for an Art. 69 data request: it is answered by statistics only.
+    PermitForStatisticsOnly,
     /// `remaining`: the permit's unspent budget less what its other live studies reserved.
     BudgetTooSmallForOneRound {
         epsilon_one_round: f64,
@@ -82,6 +84,9 @@ impl std::fmt::Display for StudyReason {
             Self::SecureAggregationRequired => {
                 f.write_str("the permit requires secure aggregation, which the study does not use")
             }
+            Self::PermitForStatisticsOnly => f.write_str(
+                "the permit answers an Art. 69 data request: only its declared statistics run under it, no study",
+            ),
             Self::BudgetTooSmallForOneRound {
                 epsilon_one_round,
                 remaining,
@@ -139,6 +144,9 @@ pub fn assess(
     }
     if permit.terms().require_secure_aggregation && spec.secure_aggregation.is_none() {
         reasons.push(StudyRefusal::Study(StudyReason::SecureAggregationRequired));
+    }
+    if permit.terms().statistics_only {
+        reasons.push(StudyRefusal::Study(StudyReason::PermitForStatisticsOnly));
     }
     // a data-holder budget is spent only by formal DP, and only client-level DP protects a
     // whole holder; a study without formal DP spends none of it

@@ -9,6 +9,7 @@ mod optouts;
 mod permits;
 mod rounds;
 mod secagg;
+mod statistics;
 mod studies;
 mod webhooks;
 
