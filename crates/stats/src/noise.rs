@@ -644,6 +644,8 @@ pub struct DpRelease {
     pub statistic: String,
     pub cells: Vec<DpCell>,
     pub margins: Option<DpMargins>,
+    /// `[reason, noisy count or null]` pairs.
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Vec<Object>>))]
     pub excluded: Vec<(Exclusion, Option<NoisyValue>)>,
     /// ρ (zCDP) of the whole release; the permit is charged `epsilon_at(permit δ)`.
     #[cfg_attr(feature = "openapi", schema(value_type = Object))]

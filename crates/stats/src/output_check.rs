@@ -135,6 +135,8 @@ pub enum Reason {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+// named apart from the audit entry's `Outcome` in the API's schemas
+#[cfg_attr(feature = "openapi", schema(as = OutputOutcome))]
 pub enum Outcome {
     Released,
     Suppressed { reasons: Vec<Reason> },

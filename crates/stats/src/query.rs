@@ -250,6 +250,8 @@ impl ErrorCode {
 /// One problem with a request: where, what (stable code), and a sentence for people.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+// named apart from the API's own `FieldError` in its schemas
+#[cfg_attr(feature = "openapi", schema(as = QueryFieldError))]
 pub struct FieldError {
     pub path: String,
     pub code: ErrorCode,

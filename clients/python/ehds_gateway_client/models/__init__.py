@@ -16,9 +16,12 @@ from .aggregation_type_5_rule import AggregationType5Rule
 from .aggregation_type_6 import AggregationType6
 from .aggregation_type_6_rule import AggregationType6Rule
 from .amend_request import AmendRequest
+from .answer_type_0_form import AnswerType0Form
+from .answer_type_1_form import AnswerType1Form
 from .apfl_config import ApflConfig
 from .applicant_request import ApplicantRequest
 from .application import Application
+from .application_kind import ApplicationKind
 from .application_request import ApplicationRequest
 from .application_status import ApplicationStatus
 from .application_view import ApplicationView
@@ -40,11 +43,24 @@ from .budget_unit import BudgetUnit
 from .budget_view import BudgetView
 from .cancel_request import CancelRequest
 from .category_assessment import CategoryAssessment
+from .cell_label_type_0 import CellLabelType0
+from .cell_label_type_0_kind import CellLabelType0Kind
+from .cell_label_type_1 import CellLabelType1
+from .cell_label_type_1_kind import CellLabelType1Kind
+from .cell_value_type_0 import CellValueType0
+from .cell_value_type_0_kind import CellValueType0Kind
+from .cell_value_type_1 import CellValueType1
+from .cell_value_type_1_kind import CellValueType1Kind
+from .cell_value_type_2_kind import CellValueType2Kind
+from .cell_value_type_3_kind import CellValueType3Kind
+from .cell_value_type_4_kind import CellValueType4Kind
+from .cell_value_type_4_points_item import CellValueType4PointsItem
 from .chain_problem_sequence_gap import ChainProblemSequenceGap
 from .chain_problem_type_0 import ChainProblemType0
 from .chain_problem_type_1 import ChainProblemType1
 from .chain_problem_type_2 import ChainProblemType2
 from .chain_problem_type_3 import ChainProblemType3
+from .charge import Charge
 from .check_body import CheckBody
 from .check_outcome import CheckOutcome
 from .clocks import Clocks
@@ -62,6 +78,8 @@ from .decision_threshold_type_1 import DecisionThresholdType1
 from .decision_threshold_type_1_rule import DecisionThresholdType1Rule
 from .decision_threshold_type_2 import DecisionThresholdType2
 from .decision_threshold_type_2_rule import DecisionThresholdType2Rule
+from .declared_statistics import DeclaredStatistics
+from .declared_statistics_feature_spec import DeclaredStatisticsFeatureSpec
 from .declined_grant import DeclinedGrant
 from .deny_reason_type_0 import DenyReasonType0
 from .deny_reason_type_0_code import DenyReasonType0Code
@@ -77,15 +95,28 @@ from .deny_reason_type_5 import DenyReasonType5
 from .deny_reason_type_5_code import DenyReasonType5Code
 from .deny_reason_type_6 import DenyReasonType6
 from .deny_reason_type_6_code import DenyReasonType6Code
+from .differencing_reason import DifferencingReason
+from .differencing_risk import DifferencingRisk
 from .ditto_config import DittoConfig
+from .dp_form import DpForm
 from .dp_level import DpLevel
+from .dp_margins import DpMargins
 from .dp_plan import DpPlan
 from .dp_plan_distributed_type_0 import DpPlanDistributedType0
 from .dp_request import DpRequest
 from .dp_requirement import DpRequirement
+from .dp_value_type_0 import DpValueType0
+from .dp_value_type_0_kind import DpValueType0Kind
+from .dp_value_type_1 import DpValueType1
+from .dp_value_type_1_kind import DpValueType1Kind
+from .dp_value_type_2 import DpValueType2
+from .dp_value_type_2_kind import DpValueType2Kind
+from .dp_value_type_3 import DpValueType3
+from .dp_value_type_3_kind import DpValueType3Kind
 from .evaluation_view import EvaluationView
 from .evaluation_view_mean_test import EvaluationViewMeanTest
 from .evaluation_view_mean_validation import EvaluationViewMeanValidation
+from .exclusion import Exclusion
 from .export_format import ExportFormat
 from .extend_request import ExtendRequest
 from .extension import Extension
@@ -115,11 +146,13 @@ from .fee_estimate_body import FeeEstimateBody
 from .fee_line import FeeLine
 from .fenda_fl_config import FendaFlConfig
 from .field_error import FieldError
+from .filter_form import FilterForm
 from .filter_policy import FilterPolicy
 from .filter_request import FilterRequest
 from .filter_response import FilterResponse
 from .first_bad_entry import FirstBadEntry
 from .grant_scope import GrantScope
+from .group_form import GroupForm
 from .holder_cost import HolderCost
 from .holder_data_quality import HolderDataQuality
 from .hpfl_config import HpflConfig
@@ -147,6 +180,7 @@ from .match_response import MatchResponse
 from .model_release import ModelRelease
 from .model_request import ModelRequest
 from .moon_config import MoonConfig
+from .nesting import Nesting
 from .new_application import NewApplication
 from .node_secagg_submit_body import NodeSecaggSubmitBody
 from .node_study import NodeStudy
@@ -155,6 +189,7 @@ from .node_study_model import NodeStudyModel
 from .node_study_strategy import NodeStudyStrategy
 from .node_study_train import NodeStudyTrain
 from .node_task import NodeTask
+from .noisy_value import NoisyValue
 from .opt_out_event import OptOutEvent
 from .opt_out_event_kind import OptOutEventKind
 from .opt_out_exception import OptOutException
@@ -165,6 +200,12 @@ from .optional_reason import OptionalReason
 from .outcome import Outcome
 from .output_check import OutputCheck
 from .output_check_request import OutputCheckRequest
+from .output_outcome_type_0 import OutputOutcomeType0
+from .output_outcome_type_0_outcome import OutputOutcomeType0Outcome
+from .output_outcome_type_1 import OutputOutcomeType1
+from .output_outcome_type_1_outcome import OutputOutcomeType1Outcome
+from .output_outcome_type_2 import OutputOutcomeType2
+from .output_outcome_type_2_outcome import OutputOutcomeType2Outcome
 from .p_fed_me_config import PFedMeConfig
 from .per_fcl_config import PerFclConfig
 from .per_fed_avg_config import PerFedAvgConfig
@@ -193,17 +234,24 @@ from .public_fee import PublicFee
 from .public_permit import PublicPermit
 from .purpose import Purpose
 from .q_fed_avg_config import QFedAvgConfig
+from .query_form import QueryForm
+from .range_form import RangeForm
+from .reason import Reason
 from .reason_request import ReasonRequest
 from .register_entry import RegisterEntry
 from .register_page import RegisterPage
 from .register_summary import RegisterSummary
 from .register_summary_by_status import RegisterSummaryByStatus
 from .research_flag import ResearchFlag
+from .review import Review
+from .review_decision import ReviewDecision
+from .review_request import ReviewRequest
 from .round_phase import RoundPhase
 from .round_view import RoundView
 from .rounds_view import RoundsView
 from .routing import Routing
 from .routing_body import RoutingBody
+from .run_status import RunStatus
 from .scaffold_config import ScaffoldConfig
 from .scope_request import ScopeRequest
 from .secagg_view import SecaggView
@@ -216,6 +264,15 @@ from .site_contribution_view import SiteContributionView
 from .site_evaluation_view import SiteEvaluationView
 from .site_evaluation_view_test import SiteEvaluationViewTest
 from .site_evaluation_view_validation import SiteEvaluationViewValidation
+from .statistics_request import StatisticsRequest
+from .statistics_request_feature_spec import StatisticsRequestFeatureSpec
+from .statistics_result_body import StatisticsResultBody
+from .statistics_result_body_partial import StatisticsResultBodyPartial
+from .statistics_run_request import StatisticsRunRequest
+from .statistics_run_request_feature_spec import StatisticsRunRequestFeatureSpec
+from .statistics_run_view import StatisticsRunView
+from .statistics_task import StatisticsTask
+from .statistics_task_feature_spec import StatisticsTaskFeatureSpec
 from .strategy_config_apfl import StrategyConfigApfl
 from .strategy_config_apfl_name import StrategyConfigApflName
 from .strategy_config_ditto import StrategyConfigDitto
@@ -281,6 +338,8 @@ from .study_reason_type_3 import StudyReasonType3
 from .study_reason_type_3_code import StudyReasonType3Code
 from .study_reason_type_4 import StudyReasonType4
 from .study_reason_type_4_code import StudyReasonType4Code
+from .study_reason_type_5 import StudyReasonType5
+from .study_reason_type_5_code import StudyReasonType5Code
 from .study_request import StudyRequest
 from .study_request_feature_spec import StudyRequestFeatureSpec
 from .study_spec import StudySpec
@@ -296,6 +355,7 @@ from .study_task_type_1 import StudyTaskType1
 from .study_task_type_2 import StudyTaskType2
 from .study_task_type_3 import StudyTaskType3
 from .study_view import StudyView
+from .summary import Summary
 from .task_kind import TaskKind
 from .task_result_body import TaskResultBody
 from .task_result_body_evaluation_type_0 import TaskResultBodyEvaluationType0
@@ -322,9 +382,12 @@ __all__ = (
     "AggregationType6",
     "AggregationType6Rule",
     "AmendRequest",
+    "AnswerType0Form",
+    "AnswerType1Form",
     "ApflConfig",
     "ApplicantRequest",
     "Application",
+    "ApplicationKind",
     "ApplicationRequest",
     "ApplicationStatus",
     "ApplicationView",
@@ -346,11 +409,24 @@ __all__ = (
     "BudgetView",
     "CancelRequest",
     "CategoryAssessment",
+    "CellLabelType0",
+    "CellLabelType0Kind",
+    "CellLabelType1",
+    "CellLabelType1Kind",
+    "CellValueType0",
+    "CellValueType0Kind",
+    "CellValueType1",
+    "CellValueType1Kind",
+    "CellValueType2Kind",
+    "CellValueType3Kind",
+    "CellValueType4Kind",
+    "CellValueType4PointsItem",
     "ChainProblemSequenceGap",
     "ChainProblemType0",
     "ChainProblemType1",
     "ChainProblemType2",
     "ChainProblemType3",
+    "Charge",
     "CheckBody",
     "CheckOutcome",
     "Clocks",
@@ -368,6 +444,8 @@ __all__ = (
     "DecisionThresholdType1Rule",
     "DecisionThresholdType2",
     "DecisionThresholdType2Rule",
+    "DeclaredStatistics",
+    "DeclaredStatisticsFeatureSpec",
     "DeclinedGrant",
     "DenyReasonType0",
     "DenyReasonType0Code",
@@ -383,15 +461,28 @@ __all__ = (
     "DenyReasonType5Code",
     "DenyReasonType6",
     "DenyReasonType6Code",
+    "DifferencingReason",
+    "DifferencingRisk",
     "DittoConfig",
+    "DpForm",
     "DpLevel",
+    "DpMargins",
     "DpPlan",
     "DpPlanDistributedType0",
     "DpRequest",
     "DpRequirement",
+    "DpValueType0",
+    "DpValueType0Kind",
+    "DpValueType1",
+    "DpValueType1Kind",
+    "DpValueType2",
+    "DpValueType2Kind",
+    "DpValueType3",
+    "DpValueType3Kind",
     "EvaluationView",
     "EvaluationViewMeanTest",
     "EvaluationViewMeanValidation",
+    "Exclusion",
     "ExportFormat",
     "ExtendRequest",
     "Extension",
@@ -421,11 +512,13 @@ __all__ = (
     "FeeLine",
     "FendaFlConfig",
     "FieldError",
+    "FilterForm",
     "FilterPolicy",
     "FilterRequest",
     "FilterResponse",
     "FirstBadEntry",
     "GrantScope",
+    "GroupForm",
     "HolderCost",
     "HolderDataQuality",
     "HpflConfig",
@@ -453,6 +546,7 @@ __all__ = (
     "ModelRelease",
     "ModelRequest",
     "MoonConfig",
+    "Nesting",
     "NewApplication",
     "NodeSecaggSubmitBody",
     "NodeStudy",
@@ -461,6 +555,7 @@ __all__ = (
     "NodeStudyStrategy",
     "NodeStudyTrain",
     "NodeTask",
+    "NoisyValue",
     "OptimizerRequest",
     "OptionalReason",
     "OptOutEvent",
@@ -471,6 +566,12 @@ __all__ = (
     "Outcome",
     "OutputCheck",
     "OutputCheckRequest",
+    "OutputOutcomeType0",
+    "OutputOutcomeType0Outcome",
+    "OutputOutcomeType1",
+    "OutputOutcomeType1Outcome",
+    "OutputOutcomeType2",
+    "OutputOutcomeType2Outcome",
     "PerFclConfig",
     "PerFedAvgConfig",
     "PeriodRequest",
@@ -499,17 +600,24 @@ __all__ = (
     "PublicPermit",
     "Purpose",
     "QFedAvgConfig",
+    "QueryForm",
+    "RangeForm",
+    "Reason",
     "ReasonRequest",
     "RegisterEntry",
     "RegisterPage",
     "RegisterSummary",
     "RegisterSummaryByStatus",
     "ResearchFlag",
+    "Review",
+    "ReviewDecision",
+    "ReviewRequest",
     "RoundPhase",
     "RoundsView",
     "RoundView",
     "Routing",
     "RoutingBody",
+    "RunStatus",
     "ScaffoldConfig",
     "ScopeRequest",
     "SecaggView",
@@ -522,6 +630,15 @@ __all__ = (
     "SiteEvaluationView",
     "SiteEvaluationViewTest",
     "SiteEvaluationViewValidation",
+    "StatisticsRequest",
+    "StatisticsRequestFeatureSpec",
+    "StatisticsResultBody",
+    "StatisticsResultBodyPartial",
+    "StatisticsRunRequest",
+    "StatisticsRunRequestFeatureSpec",
+    "StatisticsRunView",
+    "StatisticsTask",
+    "StatisticsTaskFeatureSpec",
     "StrategyConfigApfl",
     "StrategyConfigApflName",
     "StrategyConfigDitto",
@@ -587,6 +704,8 @@ __all__ = (
     "StudyReasonType3Code",
     "StudyReasonType4",
     "StudyReasonType4Code",
+    "StudyReasonType5",
+    "StudyReasonType5Code",
     "StudyRequest",
     "StudyRequestFeatureSpec",
     "StudySpec",
@@ -602,6 +721,7 @@ __all__ = (
     "StudyTaskType2",
     "StudyTaskType3",
     "StudyView",
+    "Summary",
     "TaskKind",
     "TaskResultBody",
     "TaskResultBodyEvaluationType0",

@@ -8,6 +8,7 @@ from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
+from ..models.application_kind import ApplicationKind
 from ..models.research_flag import ResearchFlag
 from ..types import UNSET, Unset
 from typing import cast
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
   from ..models.budget_request import BudgetRequest
   from ..models.opt_out_exception import OptOutException
   from ..models.period_request import PeriodRequest
+  from ..models.statistics_request import StatisticsRequest
 
 
 
@@ -43,8 +45,10 @@ class ApplicationRequest:
             purposes (list[str]): Art. 53(1) purpose identifiers.
             requested_period (PeriodRequest):
             title (str):
+            kind (ApplicationKind | Unset): What is applied for.
             optout_exception (None | OptOutException | Unset):
             research_flags (list[ResearchFlag] | Unset):
+            statistics (None | StatisticsRequest | Unset):
      """
 
     applicant: ApplicantRequest
@@ -57,8 +61,10 @@ class ApplicationRequest:
     purposes: list[str]
     requested_period: PeriodRequest
     title: str
+    kind: ApplicationKind | Unset = UNSET
     optout_exception: None | OptOutException | Unset = UNSET
     research_flags: list[ResearchFlag] | Unset = UNSET
+    statistics: None | StatisticsRequest | Unset = UNSET
 
 
 
@@ -69,6 +75,7 @@ class ApplicationRequest:
         from ..models.budget_request import BudgetRequest # noqa: PLC0415
         from ..models.opt_out_exception import OptOutException # noqa: PLC0415
         from ..models.period_request import PeriodRequest # noqa: PLC0415
+        from ..models.statistics_request import StatisticsRequest # noqa: PLC0415
         applicant = self.applicant.to_dict()
 
         categories = self.categories
@@ -97,6 +104,11 @@ class ApplicationRequest:
 
         title = self.title
 
+        kind: str | Unset = UNSET
+        if not isinstance(self.kind, Unset):
+            kind = self.kind.value
+
+
         optout_exception: dict[str, Any] | None | Unset
         if isinstance(self.optout_exception, Unset):
             optout_exception = UNSET
@@ -114,6 +126,14 @@ class ApplicationRequest:
 
 
 
+        statistics: dict[str, Any] | None | Unset
+        if isinstance(self.statistics, Unset):
+            statistics = UNSET
+        elif isinstance(self.statistics, StatisticsRequest):
+            statistics = self.statistics.to_dict()
+        else:
+            statistics = self.statistics
+
 
         field_dict: dict[str, Any] = {}
 
@@ -129,10 +149,14 @@ class ApplicationRequest:
             "requested_period": requested_period,
             "title": title,
         })
+        if kind is not UNSET:
+            field_dict["kind"] = kind
         if optout_exception is not UNSET:
             field_dict["optout_exception"] = optout_exception
         if research_flags is not UNSET:
             field_dict["research_flags"] = research_flags
+        if statistics is not UNSET:
+            field_dict["statistics"] = statistics
 
         return field_dict
 
@@ -144,6 +168,7 @@ class ApplicationRequest:
         from ..models.budget_request import BudgetRequest # noqa: PLC0415
         from ..models.opt_out_exception import OptOutException # noqa: PLC0415
         from ..models.period_request import PeriodRequest # noqa: PLC0415
+        from ..models.statistics_request import StatisticsRequest # noqa: PLC0415
         d = dict(src_dict)
         applicant = ApplicantRequest.from_dict(d.pop("applicant"))
 
@@ -178,6 +203,16 @@ class ApplicationRequest:
 
         title = d.pop("title")
 
+        _kind = d.pop("kind", UNSET)
+        kind: ApplicationKind | Unset
+        if isinstance(_kind,  Unset):
+            kind = UNSET
+        else:
+            kind = ApplicationKind(_kind)
+
+
+
+
         def _parse_optout_exception(data: object) -> None | OptOutException | Unset:
             if data is None:
                 return data
@@ -210,6 +245,26 @@ class ApplicationRequest:
                 research_flags.append(research_flags_item)
 
 
+        def _parse_statistics(data: object) -> None | StatisticsRequest | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                statistics_type_0 = StatisticsRequest.from_dict(data)
+
+
+
+                return statistics_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | StatisticsRequest | Unset, data)
+
+        statistics = _parse_statistics(d.pop("statistics", UNSET))
+
+
         application_request = cls(
             applicant=applicant,
             categories=categories,
@@ -221,8 +276,10 @@ class ApplicationRequest:
             purposes=purposes,
             requested_period=requested_period,
             title=title,
+            kind=kind,
             optout_exception=optout_exception,
             research_flags=research_flags,
+            statistics=statistics,
         )
 
         return application_request

@@ -8,6 +8,7 @@ from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
+from ..models.application_kind import ApplicationKind
 from ..models.data_category import DataCategory
 from ..models.purpose import Purpose
 from ..models.research_flag import ResearchFlag
@@ -17,6 +18,7 @@ from typing import cast
 import datetime
 
 if TYPE_CHECKING:
+  from ..models.declared_statistics import DeclaredStatistics
   from ..models.opt_out_exception import OptOutException
   from ..models.privacy_budget import PrivacyBudget
 
@@ -47,7 +49,9 @@ class NewApplication:
             purposes (list[Purpose]):
             research_flags (list[ResearchFlag]):
             title (str):
+            kind (ApplicationKind | Unset): What is applied for.
             optout_exception (None | OptOutException | Unset):
+            statistics (DeclaredStatistics | None | Unset):
             user_kinds (list[UserKind] | Unset): Kinds of user the fee schedule may reduce fees for (absent from older
                 records).
      """
@@ -64,7 +68,9 @@ class NewApplication:
     purposes: list[Purpose]
     research_flags: list[ResearchFlag]
     title: str
+    kind: ApplicationKind | Unset = UNSET
     optout_exception: None | OptOutException | Unset = UNSET
+    statistics: DeclaredStatistics | None | Unset = UNSET
     user_kinds: list[UserKind] | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -73,6 +79,7 @@ class NewApplication:
 
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.declared_statistics import DeclaredStatistics # noqa: PLC0415
         from ..models.opt_out_exception import OptOutException # noqa: PLC0415
         from ..models.privacy_budget import PrivacyBudget # noqa: PLC0415
         categories = []
@@ -118,6 +125,11 @@ class NewApplication:
 
         title = self.title
 
+        kind: str | Unset = UNSET
+        if not isinstance(self.kind, Unset):
+            kind = self.kind.value
+
+
         optout_exception: dict[str, Any] | None | Unset
         if isinstance(self.optout_exception, Unset):
             optout_exception = UNSET
@@ -125,6 +137,14 @@ class NewApplication:
             optout_exception = self.optout_exception.to_dict()
         else:
             optout_exception = self.optout_exception
+
+        statistics: dict[str, Any] | None | Unset
+        if isinstance(self.statistics, Unset):
+            statistics = UNSET
+        elif isinstance(self.statistics, DeclaredStatistics):
+            statistics = self.statistics.to_dict()
+        else:
+            statistics = self.statistics
 
         user_kinds: list[str] | Unset = UNSET
         if not isinstance(self.user_kinds, Unset):
@@ -152,8 +172,12 @@ class NewApplication:
             "research_flags": research_flags,
             "title": title,
         })
+        if kind is not UNSET:
+            field_dict["kind"] = kind
         if optout_exception is not UNSET:
             field_dict["optout_exception"] = optout_exception
+        if statistics is not UNSET:
+            field_dict["statistics"] = statistics
         if user_kinds is not UNSET:
             field_dict["user_kinds"] = user_kinds
 
@@ -163,6 +187,7 @@ class NewApplication:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.declared_statistics import DeclaredStatistics # noqa: PLC0415
         from ..models.opt_out_exception import OptOutException # noqa: PLC0415
         from ..models.privacy_budget import PrivacyBudget # noqa: PLC0415
         d = dict(src_dict)
@@ -225,6 +250,16 @@ class NewApplication:
 
         title = d.pop("title")
 
+        _kind = d.pop("kind", UNSET)
+        kind: ApplicationKind | Unset
+        if isinstance(_kind,  Unset):
+            kind = UNSET
+        else:
+            kind = ApplicationKind(_kind)
+
+
+
+
         def _parse_optout_exception(data: object) -> None | OptOutException | Unset:
             if data is None:
                 return data
@@ -243,6 +278,26 @@ class NewApplication:
             return cast(None | OptOutException | Unset, data)
 
         optout_exception = _parse_optout_exception(d.pop("optout_exception", UNSET))
+
+
+        def _parse_statistics(data: object) -> DeclaredStatistics | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                statistics_type_0 = DeclaredStatistics.from_dict(data)
+
+
+
+                return statistics_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(DeclaredStatistics | None | Unset, data)
+
+        statistics = _parse_statistics(d.pop("statistics", UNSET))
 
 
         _user_kinds = d.pop("user_kinds", UNSET)
@@ -270,7 +325,9 @@ class NewApplication:
             purposes=purposes,
             research_flags=research_flags,
             title=title,
+            kind=kind,
             optout_exception=optout_exception,
+            statistics=statistics,
             user_kinds=user_kinds,
         )
 

@@ -47,6 +47,10 @@ class PermitTerms:
             require_secure_aggregation (bool | Unset): Studies under the permit must sum the holders' updates under secure
                 aggregation, so
                 that the gateway never sees one (docs/secure-aggregation.md); absent on older permits.
+            statistics_only (bool | Unset): Issued for an Art. 69 data request: only statistics are answered under it, never
+                a
+                study (absent on older permits, and written only when set, so that the terms of other
+                permits serialise as before).
      """
 
     categories: list[PermitTermsCategoriesItem]
@@ -59,6 +63,7 @@ class PermitTerms:
     dp_requirement: DpRequirement | Unset = UNSET
     optout_exception: None | OptOutException | Unset = UNSET
     require_secure_aggregation: bool | Unset = UNSET
+    statistics_only: bool | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
 
@@ -125,6 +130,8 @@ class PermitTerms:
 
         require_secure_aggregation = self.require_secure_aggregation
 
+        statistics_only = self.statistics_only
+
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -144,6 +151,8 @@ class PermitTerms:
             field_dict["optout_exception"] = optout_exception
         if require_secure_aggregation is not UNSET:
             field_dict["require_secure_aggregation"] = require_secure_aggregation
+        if statistics_only is not UNSET:
+            field_dict["statistics_only"] = statistics_only
 
         return field_dict
 
@@ -246,6 +255,8 @@ class PermitTerms:
 
         require_secure_aggregation = d.pop("require_secure_aggregation", UNSET)
 
+        statistics_only = d.pop("statistics_only", UNSET)
+
         permit_terms = cls(
             categories=categories,
             data_holders=data_holders,
@@ -257,6 +268,7 @@ class PermitTerms:
             dp_requirement=dp_requirement,
             optout_exception=optout_exception,
             require_secure_aggregation=require_secure_aggregation,
+            statistics_only=statistics_only,
         )
 
 

@@ -8,6 +8,7 @@ from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
+from ..models.application_kind import ApplicationKind
 from ..models.data_category import DataCategory
 from ..models.purpose import Purpose
 from ..types import UNSET, Unset
@@ -37,6 +38,7 @@ class RegisterEntry:
             application_id (UUID): Identifier of a data access application (Art. 67).
             categories (list[DataCategory]):
             data_holders (list[str]):
+            kind (ApplicationKind): What is applied for.
             member_states (list[str]):
             public_body (bool):
             purposes (list[Purpose]):
@@ -55,6 +57,7 @@ class RegisterEntry:
     application_id: UUID
     categories: list[DataCategory]
     data_holders: list[str]
+    kind: ApplicationKind
     member_states: list[str]
     public_body: bool
     purposes: list[Purpose]
@@ -88,6 +91,8 @@ class RegisterEntry:
         data_holders = self.data_holders
 
 
+
+        kind = self.kind.value
 
         member_states = self.member_states
 
@@ -136,6 +141,7 @@ class RegisterEntry:
             "application_id": application_id,
             "categories": categories,
             "data_holders": data_holders,
+            "kind": kind,
             "member_states": member_states,
             "public_body": public_body,
             "purposes": purposes,
@@ -177,6 +183,11 @@ class RegisterEntry:
 
 
         data_holders = cast(list[str], d.pop("data_holders"))
+
+
+        kind = ApplicationKind(d.pop("kind"))
+
+
 
 
         member_states = cast(list[str], d.pop("member_states"))
@@ -253,6 +264,7 @@ class RegisterEntry:
             application_id=application_id,
             categories=categories,
             data_holders=data_holders,
+            kind=kind,
             member_states=member_states,
             public_body=public_body,
             purposes=purposes,

@@ -21,17 +21,13 @@ T = TypeVar("T", bound="StudyReasonType3")
 
 @_attrs_define
 class StudyReasonType3:
-    """ `remaining`: the permit's unspent budget less what its other live studies reserved.
+    """ The permit was issued for an Art. 69 data request: it is answered by statistics only.
 
         Attributes:
             code (StudyReasonType3Code):
-            epsilon_one_round (float):
-            remaining (float):
      """
 
     code: StudyReasonType3Code
-    epsilon_one_round: float
-    remaining: float
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
 
@@ -41,17 +37,11 @@ class StudyReasonType3:
     def to_dict(self) -> dict[str, Any]:
         code = self.code.value
 
-        epsilon_one_round = self.epsilon_one_round
-
-        remaining = self.remaining
-
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update({
             "code": code,
-            "epsilon_one_round": epsilon_one_round,
-            "remaining": remaining,
         })
 
         return field_dict
@@ -66,14 +56,8 @@ class StudyReasonType3:
 
 
 
-        epsilon_one_round = d.pop("epsilon_one_round")
-
-        remaining = d.pop("remaining")
-
         study_reason_type_3 = cls(
             code=code,
-            epsilon_one_round=epsilon_one_round,
-            remaining=remaining,
         )
 
 

@@ -1,7 +1,7 @@
 from enum import StrEnum
 
 class StudyReasonType3Code(StrEnum):
-    BUDGET_TOO_SMALL_FOR_ONE_ROUND = "budget_too_small_for_one_round"
+    PERMIT_FOR_STATISTICS_ONLY = "permit_for_statistics_only"
 
     def __str__(self) -> str:
         return str(self.value)

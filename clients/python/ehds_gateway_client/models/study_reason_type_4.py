@@ -21,17 +21,16 @@ T = TypeVar("T", bound="StudyReasonType4")
 
 @_attrs_define
 class StudyReasonType4:
-    """ 
+    """ `remaining`: the permit's unspent budget less what its other live studies reserved.
+
         Attributes:
-            affordable_rounds (int):
             code (StudyReasonType4Code):
-            planned_epsilon (float):
+            epsilon_one_round (float):
             remaining (float):
      """
 
-    affordable_rounds: int
     code: StudyReasonType4Code
-    planned_epsilon: float
+    epsilon_one_round: float
     remaining: float
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -40,11 +39,9 @@ class StudyReasonType4:
 
 
     def to_dict(self) -> dict[str, Any]:
-        affordable_rounds = self.affordable_rounds
-
         code = self.code.value
 
-        planned_epsilon = self.planned_epsilon
+        epsilon_one_round = self.epsilon_one_round
 
         remaining = self.remaining
 
@@ -52,9 +49,8 @@ class StudyReasonType4:
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update({
-            "affordable_rounds": affordable_rounds,
             "code": code,
-            "planned_epsilon": planned_epsilon,
+            "epsilon_one_round": epsilon_one_round,
             "remaining": remaining,
         })
 
@@ -65,21 +61,18 @@ class StudyReasonType4:
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         d = dict(src_dict)
-        affordable_rounds = d.pop("affordable_rounds")
-
         code = StudyReasonType4Code(d.pop("code"))
 
 
 
 
-        planned_epsilon = d.pop("planned_epsilon")
+        epsilon_one_round = d.pop("epsilon_one_round")
 
         remaining = d.pop("remaining")
 
         study_reason_type_4 = cls(
-            affordable_rounds=affordable_rounds,
             code=code,
-            planned_epsilon=planned_epsilon,
+            epsilon_one_round=epsilon_one_round,
             remaining=remaining,
         )
 

@@ -37,7 +37,7 @@ use ehds_core::domain;
         node_tasks::secagg_view, node_tasks::secagg_submit,
         register::list, register::read, register::feed,
         statistics::create, statistics::list, statistics::read, statistics::review,
-        statistics::fetch, statistics::result,
+        statistics::statistics_tasks, statistics::statistics_result,
     ),
     components(schemas(
         error::Problem, domain::FieldError, domain::Purpose, domain::DataCategory,

@@ -44,12 +44,12 @@ pub fn router() -> Router<AppState> {
         .route("/statistics", get(list))
         .route("/statistics/{id}", get(read))
         .route("/statistics/{id}/review", post(review))
-        .route("/node/statistics-tasks", get(fetch))
+        .route("/node/statistics-tasks", get(statistics_tasks))
         .route(
             "/node/statistics-tasks/{id}/result",
             // a partial is a few numbers per cell: at most 10,000 cells of histograms or
             // survival intervals
-            post(result).layer(DefaultBodyLimit::max(16 * 1024 * 1024)),
+            post(statistics_result).layer(DefaultBodyLimit::max(16 * 1024 * 1024)),
         )
 }
 
@@ -421,7 +421,7 @@ pub struct StatisticsFetchParams {
     security(("bearer" = [])),
     responses((status = 200, body = Vec<StatisticsTask>), (status = 400, body = Problem),
         (status = 403, body = Problem)))]
-pub async fn fetch(
+pub async fn statistics_tasks(
     State(state): State<AppState>,
     caller: Caller,
     ApiQuery(params): ApiQuery<StatisticsFetchParams>,
@@ -465,7 +465,7 @@ pub async fn fetch(
     params(("id" = String, Path, description = "Statistics task id")),
     responses((status = 204), (status = 403, body = Problem), (status = 404, body = Problem),
         (status = 409, body = Problem), (status = 422, body = Problem)))]
-pub async fn result(
+pub async fn statistics_result(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(id): ApiPath<StatisticsTaskId>,

@@ -75,7 +75,7 @@ impl StatisticsTx for DbTx {
             }
             q.push(")");
         }
-        q.push(" order by created_at desc, run_id limit ")
+        q.push(" order by created_at desc, run_id desc limit ")
             .push_bind(page.limit)
             .push(" offset ")
             .push_bind(page.offset);

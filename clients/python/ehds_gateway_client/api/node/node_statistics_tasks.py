@@ -1,0 +1,219 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...types import Response, UNSET
+from ... import errors
+
+from ...models.problem import Problem
+from ...models.statistics_task import StatisticsTask
+from ...types import UNSET, Unset
+from typing import cast
+
+
+
+def _get_kwargs(
+    *,
+    wait: int | Unset = UNSET,
+    limit: int | Unset = UNSET,
+
+) -> dict[str, Any]:
+    
+
+    
+
+    params: dict[str, Any] = {}
+
+    params["wait"] = wait
+
+    params["limit"] = limit
+
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/node/statistics-tasks",
+        "params": params,
+    }
+
+
+    return _kwargs
+
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | list[StatisticsTask] | None:
+    if response.status_code == 200:
+        response_200 = []
+        _response_200 = response.json()
+        for response_200_item_data in (_response_200):
+            response_200_item = StatisticsTask.from_dict(response_200_item_data)
+
+
+
+            response_200.append(response_200_item)
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+
+
+        return response_403
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Problem | list[StatisticsTask]]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    *,
+    client: AuthenticatedClient,
+    wait: int | Unset = UNSET,
+    limit: int | Unset = UNSET,
+
+) -> Response[Problem | list[StatisticsTask]]:
+    """ The caller's open parts of statistics runs. With `wait`, holds the request until one
+    appears or the wait ends.
+
+    Args:
+        wait (int | Unset):
+        limit (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | list[StatisticsTask]]
+     """
+
+
+    kwargs = _get_kwargs(
+        wait=wait,
+limit=limit,
+
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+def sync(
+    *,
+    client: AuthenticatedClient,
+    wait: int | Unset = UNSET,
+    limit: int | Unset = UNSET,
+
+) -> Problem | list[StatisticsTask] | None:
+    """ The caller's open parts of statistics runs. With `wait`, holds the request until one
+    appears or the wait ends.
+
+    Args:
+        wait (int | Unset):
+        limit (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | list[StatisticsTask]
+     """
+
+
+    return sync_detailed(
+        client=client,
+wait=wait,
+limit=limit,
+
+    ).parsed
+
+async def asyncio_detailed(
+    *,
+    client: AuthenticatedClient,
+    wait: int | Unset = UNSET,
+    limit: int | Unset = UNSET,
+
+) -> Response[Problem | list[StatisticsTask]]:
+    """ The caller's open parts of statistics runs. With `wait`, holds the request until one
+    appears or the wait ends.
+
+    Args:
+        wait (int | Unset):
+        limit (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | list[StatisticsTask]]
+     """
+
+
+    kwargs = _get_kwargs(
+        wait=wait,
+limit=limit,
+
+    )
+
+    response = await client.get_async_httpx_client().request(
+        **kwargs
+    )
+
+    return _build_response(client=client, response=response)
+
+async def asyncio(
+    *,
+    client: AuthenticatedClient,
+    wait: int | Unset = UNSET,
+    limit: int | Unset = UNSET,
+
+) -> Problem | list[StatisticsTask] | None:
+    """ The caller's open parts of statistics runs. With `wait`, holds the request until one
+    appears or the wait ends.
+
+    Args:
+        wait (int | Unset):
+        limit (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | list[StatisticsTask]
+     """
+
+
+    return (await asyncio_detailed(
+        client=client,
+wait=wait,
+limit=limit,
+
+    )).parsed

@@ -1,0 +1,253 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...types import Response, UNSET
+from ... import errors
+
+from ...models.problem import Problem
+from ...models.statistics_run_view import StatisticsRunView
+from ...types import UNSET, Unset
+from typing import cast
+
+
+
+def _get_kwargs(
+    *,
+    permit_id: str | Unset = UNSET,
+    application_id: str | Unset = UNSET,
+    status: str | Unset = UNSET,
+    limit: int | Unset = UNSET,
+    offset: int | Unset = UNSET,
+
+) -> dict[str, Any]:
+    
+
+    
+
+    params: dict[str, Any] = {}
+
+    params["permit_id"] = permit_id
+
+    params["application_id"] = application_id
+
+    params["status"] = status
+
+    params["limit"] = limit
+
+    params["offset"] = offset
+
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/statistics",
+        "params": params,
+    }
+
+
+    return _kwargs
+
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | list[StatisticsRunView] | None:
+    if response.status_code == 200:
+        response_200 = []
+        _response_200 = response.json()
+        for response_200_item_data in (_response_200):
+            response_200_item = StatisticsRunView.from_dict(response_200_item_data)
+
+
+
+            response_200.append(response_200_item)
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Problem | list[StatisticsRunView]]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    *,
+    client: AuthenticatedClient,
+    permit_id: str | Unset = UNSET,
+    application_id: str | Unset = UNSET,
+    status: str | Unset = UNSET,
+    limit: int | Unset = UNSET,
+    offset: int | Unset = UNSET,
+
+) -> Response[Problem | list[StatisticsRunView]]:
+    """ List the statistics runs the caller may see, newest first.
+
+    Args:
+        permit_id (str | Unset):
+        application_id (str | Unset):
+        status (str | Unset):
+        limit (int | Unset):
+        offset (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | list[StatisticsRunView]]
+     """
+
+
+    kwargs = _get_kwargs(
+        permit_id=permit_id,
+application_id=application_id,
+status=status,
+limit=limit,
+offset=offset,
+
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+def sync(
+    *,
+    client: AuthenticatedClient,
+    permit_id: str | Unset = UNSET,
+    application_id: str | Unset = UNSET,
+    status: str | Unset = UNSET,
+    limit: int | Unset = UNSET,
+    offset: int | Unset = UNSET,
+
+) -> Problem | list[StatisticsRunView] | None:
+    """ List the statistics runs the caller may see, newest first.
+
+    Args:
+        permit_id (str | Unset):
+        application_id (str | Unset):
+        status (str | Unset):
+        limit (int | Unset):
+        offset (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | list[StatisticsRunView]
+     """
+
+
+    return sync_detailed(
+        client=client,
+permit_id=permit_id,
+application_id=application_id,
+status=status,
+limit=limit,
+offset=offset,
+
+    ).parsed
+
+async def asyncio_detailed(
+    *,
+    client: AuthenticatedClient,
+    permit_id: str | Unset = UNSET,
+    application_id: str | Unset = UNSET,
+    status: str | Unset = UNSET,
+    limit: int | Unset = UNSET,
+    offset: int | Unset = UNSET,
+
+) -> Response[Problem | list[StatisticsRunView]]:
+    """ List the statistics runs the caller may see, newest first.
+
+    Args:
+        permit_id (str | Unset):
+        application_id (str | Unset):
+        status (str | Unset):
+        limit (int | Unset):
+        offset (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | list[StatisticsRunView]]
+     """
+
+
+    kwargs = _get_kwargs(
+        permit_id=permit_id,
+application_id=application_id,
+status=status,
+limit=limit,
+offset=offset,
+
+    )
+
+    response = await client.get_async_httpx_client().request(
+        **kwargs
+    )
+
+    return _build_response(client=client, response=response)
+
+async def asyncio(
+    *,
+    client: AuthenticatedClient,
+    permit_id: str | Unset = UNSET,
+    application_id: str | Unset = UNSET,
+    status: str | Unset = UNSET,
+    limit: int | Unset = UNSET,
+    offset: int | Unset = UNSET,
+
+) -> Problem | list[StatisticsRunView] | None:
+    """ List the statistics runs the caller may see, newest first.
+
+    Args:
+        permit_id (str | Unset):
+        application_id (str | Unset):
+        status (str | Unset):
+        limit (int | Unset):
+        offset (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | list[StatisticsRunView]
+     """
+
+
+    return (await asyncio_detailed(
+        client=client,
+permit_id=permit_id,
+application_id=application_id,
+status=status,
+limit=limit,
+offset=offset,
+
+    )).parsed

@@ -1,0 +1,7 @@
+from enum import StrEnum
+
+class AnswerType0Form(StrEnum):
+    CHECKED = "checked"
+
+    def __str__(self) -> str:
+        return str(self.value)

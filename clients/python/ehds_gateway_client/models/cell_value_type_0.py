@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar, BinaryIO, TextIO, TYPE_CHECKING, Generator
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
+
+from ..models.cell_value_type_0_kind import CellValueType0Kind
+
+
+
+
+
+
+T = TypeVar("T", bound="CellValueType0")
+
+
+
+@_attrs_define
+class CellValueType0:
+    """ 
+        Attributes:
+            kind (CellValueType0Kind):
+            n (int):
+     """
+
+    kind: CellValueType0Kind
+    n: int
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+
+
+
+
+    def to_dict(self) -> dict[str, Any]:
+        kind = self.kind.value
+
+        n = self.n
+
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update({
+            "kind": kind,
+            "n": n,
+        })
+
+        return field_dict
+
+
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        d = dict(src_dict)
+        kind = CellValueType0Kind(d.pop("kind"))
+
+
+
+
+        n = d.pop("n")
+
+        cell_value_type_0 = cls(
+            kind=kind,
+            n=n,
+        )
+
+
+        cell_value_type_0.additional_properties = d
+        return cell_value_type_0
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

@@ -1,0 +1,7 @@
+from enum import StrEnum
+
+class CellValueType1Kind(StrEnum):
+    MEAN = "mean"
+
+    def __str__(self) -> str:
+        return str(self.value)

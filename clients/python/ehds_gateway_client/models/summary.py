@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar, BinaryIO, TextIO, TYPE_CHECKING, Generator
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
+
+
+
+
+
+
+
+T = TypeVar("T", bound="Summary")
+
+
+
+@_attrs_define
+class Summary:
+    """ How many cells ended in each outcome.
+
+        Attributes:
+            released (int):
+            review (int):
+            suppressed (int):
+     """
+
+    released: int
+    review: int
+    suppressed: int
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+
+
+
+
+    def to_dict(self) -> dict[str, Any]:
+        released = self.released
+
+        review = self.review
+
+        suppressed = self.suppressed
+
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update({
+            "released": released,
+            "review": review,
+            "suppressed": suppressed,
+        })
+
+        return field_dict
+
+
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        d = dict(src_dict)
+        released = d.pop("released")
+
+        review = d.pop("review")
+
+        suppressed = d.pop("suppressed")
+
+        summary = cls(
+            released=released,
+            review=review,
+            suppressed=suppressed,
+        )
+
+
+        summary.additional_properties = d
+        return summary
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties
