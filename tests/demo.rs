@@ -1,5 +1,6 @@
 //! The README's run command, shortened: `ehds-tools demo` walks the whole flow on the bundled
-//! example federation (gateway, four node agent processes, study, model export, audit verify)
+//! example federation (gateway, four node agent processes, an Art. 69 data request answered by
+//! federated statistics, study, model export, audit verify)
 //! and exits 0 only when the study completed and the audit chain verified.
 
 use std::process::Command;
@@ -22,6 +23,7 @@ fn the_demo_runs_the_whole_flow_on_the_example_federation() {
     assert!(out.status.success(), "demo failed\n{stdout}\n{stderr}");
     for line in [
         "opt-outs  6 registered",
+        "(Art. 69): count by 4 of 4 hospitals, output checked: released",
         "passed the output check",
         "chain verified",
     ] {

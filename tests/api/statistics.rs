@@ -448,3 +448,97 @@ async fn a_data_request_is_validated_whole(app: TestApp) {
     assert_eq!(permits.body, json!([]), "no permit half-issued");
 }
 both_backends!(a_data_request_is_validated_whole);
+
+async fn an_application_converts_to_a_data_request_with_the_applicants_agreement(app: TestApp) {
+    let created = app.apply(&application()).await;
+    let id = created.body["id"].as_str().unwrap().to_owned();
+    let statistics = json!({"statistics": {"feature_spec": features(), "queries": [by_sex()]}});
+    let step = |path: &str| format!("/v1/applications/{id}/{path}");
+    // nothing to agree to yet
+    let early = app
+        .post(&step("conversion"), &app.researcher(), &statistics)
+        .await;
+    assert_eq!(early.status, 409, "{}", early.text);
+    let complete = app
+        .post(&step("completeness"), &app.officer(), &json!({}))
+        .await;
+    assert_eq!(complete.status, 200, "{}", complete.text);
+    let proposed = app
+        .post(
+            &step("conversion-proposal"),
+            &app.officer(),
+            &json!({"reasons": "counts by sex answer the stated question"}),
+        )
+        .await;
+    assert_eq!(proposed.status, 200, "{}", proposed.text);
+    let allowed = &proposed.body["allowed_transitions"];
+    assert!(
+        allowed
+            .as_array()
+            .unwrap()
+            .contains(&json!("accept_conversion")),
+        "{allowed}"
+    );
+    assert!(!allowed
+        .as_array()
+        .unwrap()
+        .contains(&json!("propose_conversion")));
+    // only the applicant agrees, with statistics the application's categories cover
+    let by_officer = app
+        .post(&step("conversion"), &app.officer(), &statistics)
+        .await;
+    assert_eq!(by_officer.status, 403, "{}", by_officer.text);
+    let bad = app
+        .post(
+            &step("conversion"),
+            &app.researcher(),
+            &json!({"statistics": {"feature_spec": features(),
+                                   "queries": [{"statistic": "mean", "variable": "bmi"}]}}),
+        )
+        .await;
+    assert_eq!(bad.status, 422, "{}", bad.text);
+    assert_eq!(bad.body["errors"][0]["field"], "statistics.queries[0]");
+    let agreed = app
+        .post(&step("conversion"), &app.researcher(), &statistics)
+        .await;
+    assert_eq!(agreed.status, 200, "{}", agreed.text);
+    assert_eq!(agreed.body["request"]["kind"], "data_request");
+    assert!(agreed.body["procedure"]["conversion"]["accepted_at"].is_string());
+    // a data request has no extension, and its grant starts its statistics
+    let extension = app
+        .post(
+            &step("extension"),
+            &app.officer(),
+            &json!({"months": 1, "reasons": "busy"}),
+        )
+        .await;
+    assert_eq!(extension.status, 409, "{}", extension.text);
+    let granted = app
+        .post(
+            &step("decision"),
+            &app.officer(),
+            &json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(granted.status, 200, "{}", granted.text);
+    assert_eq!(granted.body["permit"]["terms"]["statistics_only"], true);
+    let runs = app
+        .get(
+            &format!("/v1/statistics?application_id={id}"),
+            &app.researcher(),
+        )
+        .await;
+    assert_eq!(runs.body.as_array().unwrap().len(), 1, "{}", runs.text);
+    let steps: Vec<String> = app
+        .audit(&format!("action=application.respond&resource_id={id}"))
+        .await
+        .iter()
+        .filter_map(|e| e["detail"]["step"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(
+        steps,
+        vec!["accept_conversion"],
+        "the refusals carry no step"
+    );
+}
+both_backends!(an_application_converts_to_a_data_request_with_the_applicants_agreement);

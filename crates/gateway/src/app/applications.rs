@@ -163,6 +163,10 @@ pub enum Step {
     AcceptFeeEstimate,
     /// The decision is made public (Art. 57(1)(j)(iii)).
     Publish,
+    /// The officer proposes to answer the application as an Art. 69 data request.
+    ProposeConversion { reasons: String },
+    /// The applicant agrees, declaring the statistics (applicant).
+    AcceptConversion { statistics: DeclaredStatistics },
 }
 
 impl Step {
@@ -177,15 +181,18 @@ impl Step {
             Self::SendFeeEstimate { .. } => Transition::SendFeeEstimate,
             Self::AcceptFeeEstimate => Transition::AcceptFeeEstimate,
             Self::Publish => Transition::Publish,
+            Self::ProposeConversion { .. } => Transition::ProposeConversion,
+            Self::AcceptConversion { .. } => Transition::AcceptConversion,
         }
     }
 
     /// The API action the step is authorised and audited under.
     pub fn action(&self) -> Action {
         match self {
-            Self::Submit | Self::AnswerInformation { .. } | Self::AcceptFeeEstimate => {
-                Action::ApplicationRespond
-            }
+            Self::Submit
+            | Self::AnswerInformation { .. }
+            | Self::AcceptFeeEstimate
+            | Self::AcceptConversion { .. } => Action::ApplicationRespond,
             _ => Action::ApplicationAssess,
         }
     }
@@ -207,9 +214,9 @@ pub async fn take_step(
     let who = by.principal.sub.clone();
     let reason = match &step {
         Step::RequestInformation { questions } => Some(questions.clone()),
-        Step::Extend { reasons, .. } | Step::RouteToTrustedHolder { reasons, .. } => {
-            Some(reasons.clone())
-        }
+        Step::Extend { reasons, .. }
+        | Step::RouteToTrustedHolder { reasons, .. }
+        | Step::ProposeConversion { reasons } => Some(reasons.clone()),
         _ => None,
     };
     match step {
@@ -238,6 +245,8 @@ pub async fn take_step(
         }
         Step::AcceptFeeEstimate => app.accept_fee_estimate(now)?,
         Step::Publish => app.publish(now)?,
+        Step::ProposeConversion { reasons } => app.propose_conversion(&who, reasons, now)?,
+        Step::AcceptConversion { statistics } => app.accept_conversion(statistics, now)?,
     }
     let due_at = rules.due_at(app, now);
     tx.update_application(app, from, due_at).await?;

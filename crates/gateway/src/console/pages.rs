@@ -275,7 +275,7 @@ pub async fn decide(
 
 /// The steps of the procedure the application page offers: the form's fields become the API
 /// body, the API decides whether the step is allowed (docs/hdab-procedure.md).
-const STEPS: [(&str, &str); 9] = [
+const STEPS: [(&str, &str); 11] = [
     ("submit", "submit"),
     ("information-requests", "information-requests"),
     ("information", "information"),
@@ -285,6 +285,8 @@ const STEPS: [(&str, &str); 9] = [
     ("confirmation", "confirmation"),
     ("publication", "publication"),
     ("withdraw", "withdraw"),
+    ("conversion-proposal", "conversion-proposal"),
+    ("conversion", "conversion"),
 ];
 
 pub async fn application_step(
@@ -318,6 +320,14 @@ pub async fn application_step(
     }
     if let Some(confirm) = form.get("confirm") {
         body.insert("confirm".into(), json!(confirm == "true"));
+    }
+    if let Some(statistics) = form.get("statistics") {
+        // the declared statistics as JSON; text that is not JSON goes to the API as it is,
+        // which names the problem
+        body.insert(
+            "statistics".into(),
+            serde_json::from_str(statistics).unwrap_or_else(|_| json!(statistics)),
+        );
     }
     let reply = match post(
         &console,

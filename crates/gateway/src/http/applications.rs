@@ -47,6 +47,11 @@ pub fn router() -> Router<AppState> {
         .route("/applications/{id}/completeness", post(confirm_complete))
         .route("/applications/{id}/extension", post(extend))
         .route("/applications/{id}/routing", post(route_to_trusted_holder))
+        .route(
+            "/applications/{id}/conversion-proposal",
+            post(propose_conversion),
+        )
+        .route("/applications/{id}/conversion", post(accept_conversion))
         .route("/applications/{id}/fee-estimate", post(send_fee_estimate))
         .route(
             "/applications/{id}/fee-estimate/acceptance",
@@ -610,6 +615,86 @@ pub async fn route_to_trusted_holder(
             }
         },
         Action::ApplicationAssess,
+    )
+    .await
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConversionProposalBody {
+    /// Why statistics meet the applicant's need (Art. 69).
+    pub reasons: String,
+}
+
+/// Propose to answer the application as an Art. 69 data request: in anonymised statistical
+/// form only. The applicant decides.
+#[utoipa::path(post, path = "/v1/applications/{id}/conversion-proposal", tag = "applications",
+    request_body = ConversionProposalBody, security(("bearer" = [])),
+    params(("id" = String, Path, description = "Application id")),
+    responses((status = 200, body = ApplicationView), (status = 409, body = Problem), (status = 422, body = Problem)))]
+pub async fn propose_conversion(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<ApplicationId>,
+    ApiJson(body): ApiJson<ConversionProposalBody>,
+) -> ApiResult<Json<ApplicationView>> {
+    run_step(
+        &state,
+        &caller,
+        id,
+        |_| {
+            let mut e = Vec::new();
+            let reasons = text(
+                &mut e,
+                "reasons",
+                &body.reasons,
+                ehds_core::domain::MAX_REASON_CHARS,
+            );
+            if e.is_empty() {
+                Ok(Step::ProposeConversion { reasons })
+            } else {
+                Err(e)
+            }
+        },
+        Action::ApplicationAssess,
+    )
+    .await
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConversionBody {
+    /// The statistics that answer the request (Art. 69(2)(d)).
+    pub statistics: ehds_core::domain::statistics::StatisticsRequest,
+}
+
+/// The applicant agrees to the proposed conversion: from now on the application is an Art. 69
+/// data request answered by these statistics.
+#[utoipa::path(post, path = "/v1/applications/{id}/conversion", tag = "applications",
+    request_body = ConversionBody, security(("bearer" = [])),
+    params(("id" = String, Path, description = "Application id")),
+    responses((status = 200, body = ApplicationView), (status = 409, body = Problem), (status = 422, body = Problem)))]
+pub async fn accept_conversion(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<ApplicationId>,
+    ApiJson(body): ApiJson<ConversionBody>,
+) -> ApiResult<Json<ApplicationView>> {
+    run_step(
+        &state,
+        &caller,
+        id,
+        |app| {
+            let mut e = ehds_core::domain::Errors::default();
+            match body
+                .statistics
+                .parse(&mut e, "statistics", &app.request.categories)
+            {
+                Some(statistics) if e.0.is_empty() => Ok(Step::AcceptConversion { statistics }),
+                _ => Err(e.0),
+            }
+        },
+        Action::ApplicationRespond,
     )
     .await
 }

@@ -50,10 +50,14 @@ pub enum Transition {
     Publish,
     Withdraw,
     Lapse,
+    /// The officer proposes to answer the application as an Art. 69 data request.
+    ProposeConversion,
+    /// The applicant agrees, declaring the statistics that answer it.
+    AcceptConversion,
 }
 
 impl Transition {
-    pub const ALL: [Transition; 15] = [
+    pub const ALL: [Transition; 17] = [
         Self::Submit,
         Self::RequestInformation,
         Self::AnswerInformation,
@@ -69,6 +73,8 @@ impl Transition {
         Self::Publish,
         Self::Withdraw,
         Self::Lapse,
+        Self::ProposeConversion,
+        Self::AcceptConversion,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -88,6 +94,8 @@ impl Transition {
             Self::Publish => "publish",
             Self::Withdraw => "withdraw",
             Self::Lapse => "lapse",
+            Self::ProposeConversion => "propose_conversion",
+            Self::AcceptConversion => "accept_conversion",
         }
     }
 
@@ -100,7 +108,11 @@ impl Transition {
             Self::RequestInformation => &[Submitted, Assessing],
             Self::AnswerInformation => &[Incomplete],
             Self::ConfirmComplete => &[Submitted],
-            Self::Extend | Self::RouteToTrustedHolder | Self::SendFeeEstimate => &[Assessing],
+            Self::Extend
+            | Self::RouteToTrustedHolder
+            | Self::SendFeeEstimate
+            | Self::ProposeConversion
+            | Self::AcceptConversion => &[Assessing],
             Self::AcceptFeeEstimate => &[FeePending],
             Self::Approve | Self::Reject => &[Submitted, Assessing],
             Self::ConfirmGrant | Self::DeclineGrant => &[AwaitingConfirmation],
@@ -263,6 +275,20 @@ pub struct Procedure {
     /// When the decision was made public (Art. 57(1)(j)(iii)).
     pub published_at: Option<chrono::DateTime<chrono::Utc>>,
     pub invoice: Option<Invoice>,
+    /// The proposal to answer the application as an Art. 69 data request, and its acceptance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversion: Option<Conversion>,
+}
+
+/// An officer's proposal to convert an application into an Art. 69 data request; the
+/// applicant's agreement converts it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Conversion {
+    pub proposed_at: chrono::DateTime<chrono::Utc>,
+    pub proposed_by: String,
+    pub reasons: String,
+    pub accepted_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// The deadlines of an application at one instant, all computed from its record.
@@ -299,6 +325,75 @@ impl Application {
     /// The steps open now.
     pub fn allowed_transitions(&self) -> Vec<Transition> {
         Transition::allowed_from(self.status)
+            .into_iter()
+            .filter(|t| self.applies(*t))
+            .collect()
+    }
+
+    /// Whether a step the state allows also fits the record: one extension, none for a data
+    /// request (Art. 69(3)); a conversion proposed to a data access application only, and
+    /// accepted only while proposed.
+    fn applies(&self, t: Transition) -> bool {
+        let data_request = self.request.kind == super::ApplicationKind::DataRequest;
+        let proposed = self
+            .procedure
+            .conversion
+            .as_ref()
+            .is_some_and(|c| c.accepted_at.is_none());
+        match t {
+            Transition::Extend => self.procedure.extension.is_none() && !data_request,
+            Transition::ProposeConversion => !data_request && !proposed,
+            Transition::AcceptConversion => proposed,
+            _ => true,
+        }
+    }
+
+    /// The refusal of `t` when the record does not fit it (see [`Application::applies`]).
+    fn fits(&self, t: Transition) -> Result<(), TransitionError> {
+        self.guard(t)?;
+        if self.applies(t) {
+            Ok(())
+        } else {
+            Err(TransitionError {
+                current: self.status,
+                transition: t,
+                allowed: self.allowed_transitions(),
+            })
+        }
+    }
+
+    /// The officer proposes to answer the application as an Art. 69 data request, with the
+    /// reasons (the applicant's data need is met by statistics).
+    pub fn propose_conversion(
+        &mut self,
+        by: &str,
+        reasons: String,
+        now: Timestamp,
+    ) -> Result<(), TransitionError> {
+        self.fits(Transition::ProposeConversion)?;
+        self.procedure.conversion = Some(Conversion {
+            proposed_at: now,
+            proposed_by: by.to_owned(),
+            reasons,
+            accepted_at: None,
+        });
+        Ok(())
+    }
+
+    /// The applicant agrees to the conversion, declaring the statistics that answer the request;
+    /// the application is a data request from now on.
+    pub fn accept_conversion(
+        &mut self,
+        statistics: crate::domain::statistics::DeclaredStatistics,
+        now: Timestamp,
+    ) -> Result<(), TransitionError> {
+        self.fits(Transition::AcceptConversion)?;
+        if let Some(c) = &mut self.procedure.conversion {
+            c.accepted_at = Some(now);
+        }
+        self.request.kind = super::ApplicationKind::DataRequest;
+        self.request.statistics = Some(statistics);
+        Ok(())
     }
 
     /// Granted (in whole or in part) or refused: a decision the register publishes.
@@ -378,21 +473,9 @@ impl Application {
         reasons: String,
         now: Timestamp,
     ) -> Result<(), TransitionError> {
-        self.guard(Transition::Extend)?;
-        // Art. 69(3) gives a data request three months, without the extension of Art. 68(4).
-        if self.procedure.extension.is_some()
-            || self.request.kind == super::ApplicationKind::DataRequest
-        {
-            return Err(TransitionError {
-                current: self.status,
-                transition: Transition::Extend,
-                allowed: self
-                    .allowed_transitions()
-                    .into_iter()
-                    .filter(|t| *t != Transition::Extend)
-                    .collect(),
-            });
-        }
+        // once; never for a data request (Art. 69(3) gives it three months, without the
+        // extension of Art. 68(4))
+        self.fits(Transition::Extend)?;
         self.procedure.extension = Some(Extension {
             at: now,
             by: by.to_owned(),
