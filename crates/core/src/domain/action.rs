@@ -58,4 +58,7 @@ actions! {
     StudyRun => "study.run",
     NodeTasks => "node.tasks",
     NodeTask => "node.task",
+    CatalogueCreate => "catalogue.create",
+    CatalogueUpdate => "catalogue.update",
+    CatalogueWithdraw => "catalogue.withdraw",
 }

@@ -254,7 +254,8 @@ impl AuditAction {
             Request(a) => {
                 use Action::*;
                 match a {
-                    ApplicationCreate | OptOutRegister | OptOutImport | StudyCreate => Create,
+                    ApplicationCreate | OptOutRegister | OptOutImport | StudyCreate
+                    | CatalogueCreate => Create,
                     ApplicationList | ApplicationRead | PermitList | PermitRead
                     | PermitVersions | OptOutRead | AuditRead | AuditVerify | AuditRecords
                     | AuditProof | StudyList | StudyRead | StudyModel => Read,
@@ -356,7 +357,7 @@ mod tests {
     /// list may drift from what older trails hold.
     #[test]
     fn the_stored_names_are_the_released_ones() {
-        const RELEASED: [&str; 52] = [
+        const RELEASED: [&str; 55] = [
             "application.create",
             "application.list",
             "application.read",
@@ -390,6 +391,9 @@ mod tests {
             "study.run",
             "node.tasks",
             "node.task",
+            "catalogue.create",
+            "catalogue.update",
+            "catalogue.withdraw",
             "node.task.parameters",
             "node.task.result",
             "node.task.secagg",

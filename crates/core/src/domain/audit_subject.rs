@@ -2,7 +2,7 @@
 //! by the entry's hash). Like the action names, the strings never change once released:
 //! `GET /v1/audit/events?resource_type=` queries and every export depend on them.
 
-use super::{ApplicationId, OptOutId, PermitId, StudyId, TaskId};
+use super::{ApplicationId, DatasetId, OptOutId, PermitId, StudyId, TaskId};
 
 /// The record (or collection) an audit entry names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,6 +22,10 @@ pub enum AuditSubject {
     OptOut(OptOutId),
     /// The opt-out registry as a whole, under a bulk import.
     OptOutImport,
+    /// A dataset of the Art. 77 catalogue.
+    Dataset(DatasetId),
+    /// The catalogue as a collection (a publication refused before it had an id).
+    Catalogue,
     /// The audit trail itself (exports, verification, records of processing).
     AuditLog,
     /// Requests as such (the summary of refusals held back from the trail).
@@ -38,6 +42,7 @@ impl AuditSubject {
             Self::Task(_) | Self::Tasks => "task",
             Self::OptOut(_) => "opt_out",
             Self::OptOutImport => "opt_out_registry",
+            Self::Dataset(_) | Self::Catalogue => "catalogue_dataset",
             Self::AuditLog => "audit_log",
             Self::Requests => "request",
         }
@@ -52,7 +57,9 @@ impl AuditSubject {
             Self::Task(id) => Some(id.to_string()),
             Self::OptOut(id) => Some(id.to_string()),
             Self::OptOutImport => Some("import".into()),
+            Self::Dataset(id) => Some(id.to_string()),
             Self::Applications
+            | Self::Catalogue
             | Self::Permits
             | Self::Studies
             | Self::Tasks
@@ -85,6 +92,7 @@ mod tests {
                 Some("import".to_owned()),
             ),
             (AuditSubject::AuditLog, "audit_log", None),
+            (AuditSubject::Catalogue, "catalogue_dataset", None),
             (AuditSubject::Requests, "request", None),
         ];
         for (subject, kind, id) in cases {

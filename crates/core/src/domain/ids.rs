@@ -57,6 +57,10 @@ uuid_id!(
     "Identifier of one attempt at one round of a federated study."
 );
 uuid_id!(TaskId, "Identifier of one data holder's task in a round.");
+uuid_id!(
+    DatasetId,
+    "Identifier of a dataset in the HDAB's catalogue (Art. 77)."
+);
 
 fn is_token_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':')
