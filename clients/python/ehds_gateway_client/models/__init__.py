@@ -39,6 +39,7 @@ from .budget_request import BudgetRequest
 from .budget_unit import BudgetUnit
 from .budget_view import BudgetView
 from .cancel_request import CancelRequest
+from .catalogue_record_view import CatalogueRecordView
 from .category_assessment import CategoryAssessment
 from .chain_problem_sequence_gap import ChainProblemSequenceGap
 from .chain_problem_type_0 import ChainProblemType0
@@ -50,8 +51,15 @@ from .check_outcome import CheckOutcome
 from .clocks import Clocks
 from .confirmation_request import ConfirmationRequest
 from .consistency_proof import ConsistencyProof
+from .contact_form import ContactForm
 from .data_category import DataCategory
 from .data_quality import DataQuality
+from .dataset_form import DatasetForm
+from .dataset_form_description import DatasetFormDescription
+from .dataset_form_keywords import DatasetFormKeywords
+from .dataset_form_population_coverage import DatasetFormPopulationCoverage
+from .dataset_form_provenance import DatasetFormProvenance
+from .dataset_form_title import DatasetFormTitle
 from .decided_by import DecidedBy
 from .decision_kind import DecisionKind
 from .decision_request import DecisionRequest
@@ -77,12 +85,15 @@ from .deny_reason_type_5 import DenyReasonType5
 from .deny_reason_type_5_code import DenyReasonType5Code
 from .deny_reason_type_6 import DenyReasonType6
 from .deny_reason_type_6_code import DenyReasonType6Code
+from .distribution_form import DistributionForm
+from .distribution_form_title import DistributionFormTitle
 from .ditto_config import DittoConfig
 from .dp_level import DpLevel
 from .dp_plan import DpPlan
 from .dp_plan_distributed_type_0 import DpPlanDistributedType0
 from .dp_request import DpRequest
 from .dp_requirement import DpRequirement
+from .entry_status import EntryStatus
 from .evaluation_view import EvaluationView
 from .evaluation_view_mean_test import EvaluationViewMeanTest
 from .evaluation_view_mean_validation import EvaluationViewMeanValidation
@@ -133,6 +144,7 @@ from .inputs_request_type_1 import InputsRequestType1
 from .inputs_request_type_2 import InputsRequestType2
 from .inputs_request_type_3 import InputsRequestType3
 from .invoice import Invoice
+from .label_statement_form import LabelStatementForm
 from .loss_kind_bce_with_logits import LossKindBceWithLogits
 from .loss_kind_cross_entropy import LossKindCrossEntropy
 from .loss_kind_focal import LossKindFocal
@@ -168,6 +180,7 @@ from .output_check_request import OutputCheckRequest
 from .p_fed_me_config import PFedMeConfig
 from .per_fcl_config import PerFclConfig
 from .per_fed_avg_config import PerFedAvgConfig
+from .period_form import PeriodForm
 from .period_request import PeriodRequest
 from .permit_state_type_0 import PermitStateType0
 from .permit_state_type_0_status import PermitStateType0Status
@@ -191,8 +204,10 @@ from .proposed_grant_terms import ProposedGrantTerms
 from .public_decision import PublicDecision
 from .public_fee import PublicFee
 from .public_permit import PublicPermit
+from .publisher_form import PublisherForm
 from .purpose import Purpose
 from .q_fed_avg_config import QFedAvgConfig
+from .quality_label_form import QualityLabelForm
 from .reason_request import ReasonRequest
 from .register_entry import RegisterEntry
 from .register_page import RegisterPage
@@ -345,6 +360,7 @@ __all__ = (
     "BudgetUnit",
     "BudgetView",
     "CancelRequest",
+    "CatalogueRecordView",
     "CategoryAssessment",
     "ChainProblemSequenceGap",
     "ChainProblemType0",
@@ -356,8 +372,15 @@ __all__ = (
     "Clocks",
     "ConfirmationRequest",
     "ConsistencyProof",
+    "ContactForm",
     "DataCategory",
     "DataQuality",
+    "DatasetForm",
+    "DatasetFormDescription",
+    "DatasetFormKeywords",
+    "DatasetFormPopulationCoverage",
+    "DatasetFormProvenance",
+    "DatasetFormTitle",
     "DecidedBy",
     "DecisionKind",
     "DecisionRequest",
@@ -383,12 +406,15 @@ __all__ = (
     "DenyReasonType5Code",
     "DenyReasonType6",
     "DenyReasonType6Code",
+    "DistributionForm",
+    "DistributionFormTitle",
     "DittoConfig",
     "DpLevel",
     "DpPlan",
     "DpPlanDistributedType0",
     "DpRequest",
     "DpRequirement",
+    "EntryStatus",
     "EvaluationView",
     "EvaluationViewMeanTest",
     "EvaluationViewMeanValidation",
@@ -439,6 +465,7 @@ __all__ = (
     "InputsRequestType2",
     "InputsRequestType3",
     "Invoice",
+    "LabelStatementForm",
     "LossKindBceWithLogits",
     "LossKindCrossEntropy",
     "LossKindFocal",
@@ -473,6 +500,7 @@ __all__ = (
     "OutputCheckRequest",
     "PerFclConfig",
     "PerFedAvgConfig",
+    "PeriodForm",
     "PeriodRequest",
     "PermitStateType0",
     "PermitStateType0Status",
@@ -497,8 +525,10 @@ __all__ = (
     "PublicDecision",
     "PublicFee",
     "PublicPermit",
+    "PublisherForm",
     "Purpose",
     "QFedAvgConfig",
+    "QualityLabelForm",
     "ReasonRequest",
     "RegisterEntry",
     "RegisterPage",

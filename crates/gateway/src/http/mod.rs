@@ -4,6 +4,7 @@
 
 pub mod applications;
 pub mod audit;
+pub mod catalogue;
 pub mod dev_oidc;
 pub mod error;
 pub mod extract;
@@ -67,6 +68,9 @@ pub struct AppState {
     pub auth: Arc<Authenticator>,
     pub authz: Arc<Authorizer>,
     pub settings: Arc<Settings>,
+    /// The URL the gateway is reached at: `public_url`, else the address it is bound to (the
+    /// catalogue's IRIs are built on it).
+    pub base_url: String,
     pub dev: Option<Arc<DevIssuer>>,
     pub pseudonym_key: PseudonymKey,
     /// The opt-out sets of recent match requests (every holder of a round asks for the same).
@@ -126,7 +130,10 @@ fn visibility(resource: &Resource<'_>) -> Option<(Action, &'static str, String)>
         Resource::Permit(p) => Some((Action::PermitRead, "permit", p.id().to_string())),
         Resource::Study(s) => Some((Action::StudyRead, "study", s.id.to_string())),
         Resource::Task(t) => Some((Action::NodeTask, "task", t.id.to_string())),
-        Resource::Service | Resource::OptOutRegistry | Resource::AuditLog => None,
+        Resource::Service
+        | Resource::OptOutRegistry
+        | Resource::AuditLog
+        | Resource::CatalogueDataset(_) => None,
     }
 }
 
@@ -151,6 +158,7 @@ pub fn router(state: AppState) -> Router {
         .merge(applications::router())
         .merge(permits::router())
         .merge(optouts::router(settings.http.body_limit_bytes))
+        .merge(catalogue::router())
         .merge(audit::router())
         .merge(studies::router())
         .merge(node_tasks::router(settings.federation.max_update_bytes))
@@ -170,6 +178,7 @@ pub fn router(state: AppState) -> Router {
         .merge(metrics::router(state.clone()))
         .merge(openapi::router())
         .merge(register::router())
+        .merge(catalogue::public_router())
         .nest("/v1", v1)
         .nest_service(
             crate::console::BASE,
