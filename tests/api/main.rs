@@ -5,6 +5,7 @@ mod helpers;
 
 mod audit;
 mod auth;
+mod catalogue;
 mod console;
 mod dp_requirement;
 mod legacy_db;

@@ -35,6 +35,8 @@ pub enum Resource<'a> {
     StatisticsRun(&'a StatisticsRun),
     OptOutRegistry,
     AuditLog,
+    /// A catalogue dataset, by the organisation that publishes it (or would).
+    CatalogueDataset(&'a str),
 }
 
 pub struct Authorizer {
@@ -115,6 +117,14 @@ impl Authorizer {
             Resource::AuditLog => {
                 Entity::new_no_attrs(uid("Gateway::AuditLog", "audit")?, HashSet::new())
             }
+            Resource::CatalogueDataset(publisher) => Entity::new(
+                uid("Gateway::CatalogueDataset", publisher)?,
+                HashMap::from([(
+                    "publisher".to_owned(),
+                    RestrictedExpression::new_string((*publisher).to_owned()),
+                )]),
+                HashSet::new(),
+            )?,
             Resource::Application(a) => Entity::new(
                 uid("Gateway::Application", &a.id.to_string())?,
                 HashMap::from([

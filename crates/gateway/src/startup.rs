@@ -139,6 +139,7 @@ impl Application {
             authz,
             federation,
             settings: Arc::new(settings),
+            base_url: base_url.clone(),
             dev: dev_issuer,
             pseudonym_key,
             optout_scopes: Arc::new(crate::app::optouts::ScopeCache::default()),

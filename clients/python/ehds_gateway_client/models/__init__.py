@@ -42,6 +42,7 @@ from .budget_request import BudgetRequest
 from .budget_unit import BudgetUnit
 from .budget_view import BudgetView
 from .cancel_request import CancelRequest
+from .catalogue_record_view import CatalogueRecordView
 from .category_assessment import CategoryAssessment
 from .cell_label_type_0 import CellLabelType0
 from .cell_label_type_0_kind import CellLabelType0Kind
@@ -66,8 +67,18 @@ from .check_outcome import CheckOutcome
 from .clocks import Clocks
 from .confirmation_request import ConfirmationRequest
 from .consistency_proof import ConsistencyProof
+from .contact_form import ContactForm
+from .conversion import Conversion
+from .conversion_body import ConversionBody
+from .conversion_proposal_body import ConversionProposalBody
 from .data_category import DataCategory
 from .data_quality import DataQuality
+from .dataset_form import DatasetForm
+from .dataset_form_description import DatasetFormDescription
+from .dataset_form_keywords import DatasetFormKeywords
+from .dataset_form_population_coverage import DatasetFormPopulationCoverage
+from .dataset_form_provenance import DatasetFormProvenance
+from .dataset_form_title import DatasetFormTitle
 from .decided_by import DecidedBy
 from .decision_kind import DecisionKind
 from .decision_request import DecisionRequest
@@ -97,6 +108,8 @@ from .deny_reason_type_6 import DenyReasonType6
 from .deny_reason_type_6_code import DenyReasonType6Code
 from .differencing_reason import DifferencingReason
 from .differencing_risk import DifferencingRisk
+from .distribution_form import DistributionForm
+from .distribution_form_title import DistributionFormTitle
 from .ditto_config import DittoConfig
 from .dp_form import DpForm
 from .dp_level import DpLevel
@@ -113,6 +126,7 @@ from .dp_value_type_2 import DpValueType2
 from .dp_value_type_2_kind import DpValueType2Kind
 from .dp_value_type_3 import DpValueType3
 from .dp_value_type_3_kind import DpValueType3Kind
+from .entry_status import EntryStatus
 from .evaluation_view import EvaluationView
 from .evaluation_view_mean_test import EvaluationViewMeanTest
 from .evaluation_view_mean_validation import EvaluationViewMeanValidation
@@ -166,6 +180,7 @@ from .inputs_request_type_1 import InputsRequestType1
 from .inputs_request_type_2 import InputsRequestType2
 from .inputs_request_type_3 import InputsRequestType3
 from .invoice import Invoice
+from .label_statement_form import LabelStatementForm
 from .loss_kind_bce_with_logits import LossKindBceWithLogits
 from .loss_kind_cross_entropy import LossKindCrossEntropy
 from .loss_kind_focal import LossKindFocal
@@ -209,6 +224,7 @@ from .output_outcome_type_2_outcome import OutputOutcomeType2Outcome
 from .p_fed_me_config import PFedMeConfig
 from .per_fcl_config import PerFclConfig
 from .per_fed_avg_config import PerFedAvgConfig
+from .period_form import PeriodForm
 from .period_request import PeriodRequest
 from .permit_state_type_0 import PermitStateType0
 from .permit_state_type_0_status import PermitStateType0Status
@@ -232,8 +248,10 @@ from .proposed_grant_terms import ProposedGrantTerms
 from .public_decision import PublicDecision
 from .public_fee import PublicFee
 from .public_permit import PublicPermit
+from .publisher_form import PublisherForm
 from .purpose import Purpose
 from .q_fed_avg_config import QFedAvgConfig
+from .quality_label_form import QualityLabelForm
 from .query_form import QueryForm
 from .range_form import RangeForm
 from .reason import Reason
@@ -408,6 +426,7 @@ __all__ = (
     "BudgetUnit",
     "BudgetView",
     "CancelRequest",
+    "CatalogueRecordView",
     "CategoryAssessment",
     "CellLabelType0",
     "CellLabelType0Kind",
@@ -432,8 +451,18 @@ __all__ = (
     "Clocks",
     "ConfirmationRequest",
     "ConsistencyProof",
+    "ContactForm",
+    "Conversion",
+    "ConversionBody",
+    "ConversionProposalBody",
     "DataCategory",
     "DataQuality",
+    "DatasetForm",
+    "DatasetFormDescription",
+    "DatasetFormKeywords",
+    "DatasetFormPopulationCoverage",
+    "DatasetFormProvenance",
+    "DatasetFormTitle",
     "DecidedBy",
     "DecisionKind",
     "DecisionRequest",
@@ -463,6 +492,8 @@ __all__ = (
     "DenyReasonType6Code",
     "DifferencingReason",
     "DifferencingRisk",
+    "DistributionForm",
+    "DistributionFormTitle",
     "DittoConfig",
     "DpForm",
     "DpLevel",
@@ -479,6 +510,7 @@ __all__ = (
     "DpValueType2Kind",
     "DpValueType3",
     "DpValueType3Kind",
+    "EntryStatus",
     "EvaluationView",
     "EvaluationViewMeanTest",
     "EvaluationViewMeanValidation",
@@ -532,6 +564,7 @@ __all__ = (
     "InputsRequestType2",
     "InputsRequestType3",
     "Invoice",
+    "LabelStatementForm",
     "LossKindBceWithLogits",
     "LossKindCrossEntropy",
     "LossKindFocal",
@@ -574,6 +607,7 @@ __all__ = (
     "OutputOutcomeType2Outcome",
     "PerFclConfig",
     "PerFedAvgConfig",
+    "PeriodForm",
     "PeriodRequest",
     "PermitStateType0",
     "PermitStateType0Status",
@@ -598,8 +632,10 @@ __all__ = (
     "PublicDecision",
     "PublicFee",
     "PublicPermit",
+    "PublisherForm",
     "Purpose",
     "QFedAvgConfig",
+    "QualityLabelForm",
     "QueryForm",
     "RangeForm",
     "Reason",

@@ -14,6 +14,7 @@ import datetime
 
 if TYPE_CHECKING:
   from ..models.category_assessment import CategoryAssessment
+  from ..models.conversion import Conversion
   from ..models.declined_grant import DeclinedGrant
   from ..models.extension import Extension
   from ..models.fee_estimate import FeeEstimate
@@ -38,6 +39,7 @@ class Procedure:
         Attributes:
             completed_at (datetime.datetime | None | Unset): When the application was found complete: the decision clock
                 starts (Art. 68(4)).
+            conversion (Conversion | None | Unset):
             declined_grants (list[DeclinedGrant] | Unset): Declined proposals (four-eyes), newest last.
             extension (Extension | None | Unset):
             fee_estimate (FeeEstimate | None | Unset):
@@ -51,6 +53,7 @@ class Procedure:
      """
 
     completed_at: datetime.datetime | None | Unset = UNSET
+    conversion: Conversion | None | Unset = UNSET
     declined_grants: list[DeclinedGrant] | Unset = UNSET
     extension: Extension | None | Unset = UNSET
     fee_estimate: FeeEstimate | None | Unset = UNSET
@@ -69,6 +72,7 @@ class Procedure:
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.category_assessment import CategoryAssessment # noqa: PLC0415
+        from ..models.conversion import Conversion # noqa: PLC0415
         from ..models.declined_grant import DeclinedGrant # noqa: PLC0415
         from ..models.extension import Extension # noqa: PLC0415
         from ..models.fee_estimate import FeeEstimate # noqa: PLC0415
@@ -84,6 +88,14 @@ class Procedure:
             completed_at = self.completed_at.isoformat()
         else:
             completed_at = self.completed_at
+
+        conversion: dict[str, Any] | None | Unset
+        if isinstance(self.conversion, Unset):
+            conversion = UNSET
+        elif isinstance(self.conversion, Conversion):
+            conversion = self.conversion.to_dict()
+        else:
+            conversion = self.conversion
 
         declined_grants: list[dict[str, Any]] | Unset = UNSET
         if not isinstance(self.declined_grants, Unset):
@@ -175,6 +187,8 @@ class Procedure:
         })
         if completed_at is not UNSET:
             field_dict["completed_at"] = completed_at
+        if conversion is not UNSET:
+            field_dict["conversion"] = conversion
         if declined_grants is not UNSET:
             field_dict["declined_grants"] = declined_grants
         if extension is not UNSET:
@@ -203,6 +217,7 @@ class Procedure:
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         from ..models.category_assessment import CategoryAssessment # noqa: PLC0415
+        from ..models.conversion import Conversion # noqa: PLC0415
         from ..models.declined_grant import DeclinedGrant # noqa: PLC0415
         from ..models.extension import Extension # noqa: PLC0415
         from ..models.fee_estimate import FeeEstimate # noqa: PLC0415
@@ -230,6 +245,26 @@ class Procedure:
             return cast(datetime.datetime | None | Unset, data)
 
         completed_at = _parse_completed_at(d.pop("completed_at", UNSET))
+
+
+        def _parse_conversion(data: object) -> Conversion | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                conversion_type_0 = Conversion.from_dict(data)
+
+
+
+                return conversion_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(Conversion | None | Unset, data)
+
+        conversion = _parse_conversion(d.pop("conversion", UNSET))
 
 
         _declined_grants = d.pop("declined_grants", UNSET)
@@ -410,6 +445,7 @@ class Procedure:
 
         procedure = cls(
             completed_at=completed_at,
+            conversion=conversion,
             declined_grants=declined_grants,
             extension=extension,
             fee_estimate=fee_estimate,

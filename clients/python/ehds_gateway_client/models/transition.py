@@ -1,6 +1,7 @@
 from enum import StrEnum
 
 class Transition(StrEnum):
+    ACCEPT_CONVERSION = "accept_conversion"
     ACCEPT_FEE_ESTIMATE = "accept_fee_estimate"
     ANSWER_INFORMATION = "answer_information"
     APPROVE = "approve"
@@ -9,6 +10,7 @@ class Transition(StrEnum):
     DECLINE_GRANT = "decline_grant"
     EXTEND = "extend"
     LAPSE = "lapse"
+    PROPOSE_CONVERSION = "propose_conversion"
     PUBLISH = "publish"
     REJECT = "reject"
     REQUEST_INFORMATION = "request_information"

@@ -63,4 +63,7 @@ actions! {
     StatisticsRead => "statistics.read",
     StatisticsReview => "statistics.review",
     NodeStatistics => "node.statistics",
+    CatalogueCreate => "catalogue.create",
+    CatalogueUpdate => "catalogue.update",
+    CatalogueWithdraw => "catalogue.withdraw",
 }

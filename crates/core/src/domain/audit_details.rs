@@ -48,6 +48,15 @@ pub struct RefusalsSummarised<'a> {
     pub window_seconds: u64,
 }
 
+/// `catalogue.create`, `catalogue.update` and `catalogue.withdraw`: the dataset's revision
+/// and the holder's identifier of it (its whole description is kept with each revision).
+#[derive(Debug, Serialize)]
+pub struct CatalogueChanged<'a> {
+    pub revision: i64,
+    pub identifier: &'a str,
+    pub status: &'a str,
+}
+
 /// `application.create`.
 #[derive(Debug, Serialize)]
 pub struct ApplicationCreated<'a> {
@@ -498,6 +507,14 @@ mod tests {
     #[test]
     fn request_details_keep_their_stored_shape() {
         same(Listed { returned: 3 }, json!({ "returned": 3usize }));
+        same(
+            CatalogueChanged {
+                revision: 2,
+                identifier: "icu-2024",
+                status: "published",
+            },
+            json!({ "revision": 2, "identifier": "icu-2024", "status": "published" }),
+        );
         same(
             Refusal {
                 code: "forbidden",

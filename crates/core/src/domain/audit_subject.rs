@@ -3,7 +3,8 @@
 //! `GET /v1/audit/events?resource_type=` queries and every export depend on them.
 
 use super::{
-    ApplicationId, OptOutId, PermitId, StatisticsRunId, StatisticsTaskId, StudyId, TaskId,
+    ApplicationId, DatasetId, OptOutId, PermitId, StatisticsRunId, StatisticsTaskId, StudyId,
+    TaskId,
 };
 
 /// The record (or collection) an audit entry names.
@@ -24,6 +25,10 @@ pub enum AuditSubject {
     OptOut(OptOutId),
     /// The opt-out registry as a whole, under a bulk import.
     OptOutImport,
+    /// A dataset of the Art. 77 catalogue.
+    Dataset(DatasetId),
+    /// The catalogue as a collection (a publication refused before it had an id).
+    Catalogue,
     /// The audit trail itself (exports, verification, records of processing).
     AuditLog,
     /// Requests as such (the summary of refusals held back from the trail).
@@ -44,6 +49,7 @@ impl AuditSubject {
             Self::Task(_) | Self::Tasks => "task",
             Self::OptOut(_) => "opt_out",
             Self::OptOutImport => "opt_out_registry",
+            Self::Dataset(_) | Self::Catalogue => "catalogue_dataset",
             Self::AuditLog => "audit_log",
             Self::Requests => "request",
             Self::StatisticsRun(_) | Self::StatisticsRuns => "statistics_run",
@@ -62,7 +68,9 @@ impl AuditSubject {
             Self::OptOutImport => Some("import".into()),
             Self::StatisticsRun(id) => Some(id.to_string()),
             Self::StatisticsTask(id) => Some(id.to_string()),
+            Self::Dataset(id) => Some(id.to_string()),
             Self::Applications
+            | Self::Catalogue
             | Self::Permits
             | Self::Studies
             | Self::Tasks
@@ -96,6 +104,7 @@ mod tests {
                 Some("import".to_owned()),
             ),
             (AuditSubject::AuditLog, "audit_log", None),
+            (AuditSubject::Catalogue, "catalogue_dataset", None),
             (AuditSubject::Requests, "request", None),
         ];
         for (subject, kind, id) in cases {

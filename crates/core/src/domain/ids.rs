@@ -65,6 +65,10 @@ uuid_id!(
     StatisticsTaskId,
     "Identifier of one data holder's part of a statistics run."
 );
+uuid_id!(
+    DatasetId,
+    "Identifier of a dataset in the HDAB's catalogue (Art. 77)."
+);
 
 fn is_token_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':')

@@ -9,6 +9,7 @@ pub mod audit_action;
 pub mod audit_details;
 pub mod audit_subject;
 pub mod budget;
+pub mod catalogue;
 pub mod category;
 pub mod check;
 pub mod data_quality;
@@ -29,7 +30,7 @@ pub use budget::{BudgetUnit, Delta, Epsilon, PrivacyBudget};
 pub use category::DataCategory;
 pub use dp_requirement::DpRequirement;
 pub use ids::{
-    ApplicationId, MemberState, OptOutId, OrgId, PermitId, RoundId, StatisticsRunId,
+    ApplicationId, DatasetId, MemberState, OptOutId, OrgId, PermitId, RoundId, StatisticsRunId,
     StatisticsTaskId, StudyId, SubjectPseudonym, TaskId,
 };
 pub use permit::{Permit, PermitState, PermitTerms};

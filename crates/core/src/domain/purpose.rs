@@ -53,6 +53,18 @@ impl Purpose {
         }
     }
 
+    /// The point of Art. 53(1) the purpose comes from.
+    pub fn article_point(self) -> char {
+        match self {
+            Purpose::PublicOccupationalHealth => 'a',
+            Purpose::PolicyRegulatory => 'b',
+            Purpose::OfficialStatistics => 'c',
+            Purpose::EducationTeaching => 'd',
+            Purpose::ScientificResearch => 'e',
+            Purpose::CareImprovement => 'f',
+        }
+    }
+
     pub fn parse(s: &str) -> ParseResult<Self> {
         if let Some(p) = Self::ALL.into_iter().find(|p| p.as_str() == s) {
             return Ok(p);

@@ -4,6 +4,7 @@
 
 pub mod applications;
 pub mod audit;
+pub mod catalogue;
 pub mod node_tasks;
 pub mod optouts;
 pub mod permits;

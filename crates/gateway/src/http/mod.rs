@@ -4,6 +4,7 @@
 
 pub mod applications;
 pub mod audit;
+pub mod catalogue;
 pub mod dev_oidc;
 pub mod error;
 pub mod extract;
@@ -68,6 +69,9 @@ pub struct AppState {
     pub auth: Arc<Authenticator>,
     pub authz: Arc<Authorizer>,
     pub settings: Arc<Settings>,
+    /// The URL the gateway is reached at: `public_url`, else the address it is bound to (the
+    /// catalogue's IRIs are built on it).
+    pub base_url: String,
     pub dev: Option<Arc<DevIssuer>>,
     pub pseudonym_key: PseudonymKey,
     /// The opt-out sets of recent match requests (every holder of a round asks for the same).
@@ -130,7 +134,10 @@ fn visibility(resource: &Resource<'_>) -> Option<(Action, &'static str, String)>
         Resource::StatisticsRun(r) => {
             Some((Action::StatisticsRead, "statistics run", r.id.to_string()))
         }
-        Resource::Service | Resource::OptOutRegistry | Resource::AuditLog => None,
+        Resource::Service
+        | Resource::OptOutRegistry
+        | Resource::AuditLog
+        | Resource::CatalogueDataset(_) => None,
     }
 }
 
@@ -155,6 +162,7 @@ pub fn router(state: AppState) -> Router {
         .merge(applications::router())
         .merge(permits::router())
         .merge(optouts::router(settings.http.body_limit_bytes))
+        .merge(catalogue::router())
         .merge(audit::router())
         .merge(studies::router())
         .merge(statistics::router())
@@ -175,6 +183,7 @@ pub fn router(state: AppState) -> Router {
         .merge(metrics::router(state.clone()))
         .merge(openapi::router())
         .merge(register::router())
+        .merge(catalogue::public_router())
         .nest("/v1", v1)
         .nest_service(
             crate::console::BASE,

@@ -10,7 +10,7 @@ use utoipa::{
 use utoipa_swagger_ui::SwaggerUi;
 
 use super::{
-    applications, audit, error, health, metrics, node_tasks, optouts, permits, register,
+    applications, audit, catalogue, error, health, metrics, node_tasks, optouts, permits, register,
     statistics, studies, study_events, AppState,
 };
 use ehds_core::domain;
@@ -39,6 +39,8 @@ use ehds_core::domain;
         register::list, register::read, register::feed,
         statistics::create, statistics::list, statistics::read, statistics::review,
         statistics::statistics_tasks, statistics::statistics_result,
+        catalogue::publish, catalogue::new_version, catalogue::withdraw,
+        catalogue::read_catalogue, catalogue::read_dataset,
     ),
     components(schemas(
         error::Problem, domain::FieldError, domain::Purpose, domain::DataCategory,
@@ -50,6 +52,7 @@ use ehds_core::domain;
     tags(
         (name = "applications", description = "Data access applications (Art. 67-68)"),
         (name = "register", description = "The public register (Art. 57(1)(j), 58): no authentication"),
+        (name = "catalogue", description = "The Art. 77 dataset catalogue in HealthDCAT-AP: data holders publish; reading is public (JSON-LD or Turtle)"),
         (name = "permits", description = "Data permits and their lifecycle (Art. 63, 68)"),
         (name = "opt-outs", description = "The opt-out registry (Art. 71)"),
         (name = "audit", description = "Audit trail (GDPR Art. 30, EHDS Art. 73)"),

@@ -13,6 +13,7 @@ use translog::Hash;
 
 use ehds_core::domain::{
     audit::{AuditEntry, NewAuditEvent, Outcome},
+    catalogue::{CatalogueEntry, DatasetId},
     optout::{NewOptOutEvent, OptOutEvent},
     permit::PermitTerms,
     statistics::{Contribution, RunStatus, StatisticsRun, StatisticsTaskRecord},
@@ -106,6 +107,7 @@ pub trait Tx:
     ApplicationTx
     + PermitTx
     + OptOutTx
+    + CatalogueTx
     + StudyTx
     + RoundTx
     + SecaggTx
@@ -209,6 +211,31 @@ pub trait OptOutTx: Send {
     async fn put_optout_match(&mut self, subject_key: &str, match_value: &str) -> Result<()>;
     /// Every registry row up to `max_seq`, in order, with its subject's match value if kept.
     async fn optout_scope(&mut self, max_seq: i64) -> Result<Vec<(OptOutEvent, Option<String>)>>;
+}
+
+/// The Art. 77 dataset catalogue: each dataset's current description, and its revisions.
+#[async_trait]
+pub trait CatalogueTx: Send {
+    async fn insert_dataset(&mut self, entry: &CatalogueEntry) -> Result<()>;
+    async fn get_dataset(&mut self, id: DatasetId) -> Result<Option<CatalogueEntry>>;
+    /// Writes a changed entry (a new revision, or its withdrawal) if its stored revision is
+    /// still `expected_revision` and its publisher the same (`Conflict` otherwise).
+    async fn update_dataset(
+        &mut self,
+        entry: &CatalogueEntry,
+        expected_revision: i64,
+    ) -> Result<()>;
+    /// Keeps the entry's current description as its revision (first publication and every
+    /// new version).
+    async fn insert_dataset_revision(
+        &mut self,
+        entry: &CatalogueEntry,
+        by: &str,
+        now: Timestamp,
+    ) -> Result<()>;
+    /// Published datasets, oldest first (a harvester's pages stay stable as datasets are added).
+    async fn list_published_datasets(&mut self, page: Page) -> Result<Vec<CatalogueEntry>>;
+    async fn count_published_datasets(&mut self) -> Result<u64>;
 }
 
 /// Studies, their checkpoints and the data holders' evaluations of their models.

@@ -5,6 +5,7 @@
 //! driver both accept; column types differ only in the migrations.
 
 mod audit;
+mod catalogue;
 mod optouts;
 mod permits;
 mod rounds;
