@@ -275,6 +275,7 @@ fn application() -> ApplicationRequest {
         declares_no_prohibited_use: true,
         kind: Default::default(),
         statistics: None,
+        datasets: vec![],
     }
 }
 

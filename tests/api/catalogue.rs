@@ -373,3 +373,74 @@ async fn harvesters_page_through_the_catalogue(app: TestApp) {
     assert_eq!(bad.code(), "invalid_query");
 }
 both_backends!(harvesters_page_through_the_catalogue);
+
+async fn applications_name_published_datasets_of_their_holders(app: TestApp) {
+    let published = publish(&app, "hosp-1", &dataset("hosp-1")).await;
+    assert_eq!(published.status, 201, "{}", published.text);
+    let id = published.body["id"].as_str().unwrap().to_owned();
+    let elsewhere = publish(&app, "hosp-9", &dataset("hosp-9")).await;
+    let other = elsewhere.body["id"].as_str().unwrap().to_owned();
+    let withdrawn = publish(&app, "hosp-2", &dataset("hosp-2")).await;
+    let gone = withdrawn.body["id"].as_str().unwrap().to_owned();
+    let w = app
+        .send(
+            app.client
+                .delete(format!("{}/v1/catalogue/datasets/{gone}", app.base))
+                .bearer_auth(app.holder("hosp-2")),
+        )
+        .await;
+    assert_eq!(w.status, 200, "{}", w.text);
+
+    let mut body = application();
+    let unknown = "01a226de-2f60-77ff-aae7-a28f02dacc8a";
+    body["datasets"] = json!([id, other, gone, unknown, "not-an-id", id]);
+    let refused = app.apply(&body).await;
+    assert_eq!(refused.status, 422, "{}", refused.text);
+    let codes: Vec<(String, String)> = refused.body["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["field"].as_str().unwrap().to_owned(),
+                e["code"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert!(
+        codes.contains(&("datasets[4]".into(), "invalid_id".into())),
+        "{codes:?}"
+    );
+    assert!(
+        codes.contains(&("datasets[5]".into(), "duplicate_value".into())),
+        "{codes:?}"
+    );
+    // the form errors come first; with them fixed, the catalogue is consulted
+    body["datasets"] = json!([id, other, gone, unknown]);
+    let refused = app.apply(&body).await;
+    assert_eq!(refused.status, 422, "{}", refused.text);
+    let codes: Vec<&str> = refused.body["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        codes,
+        vec![
+            "dataset_holder_not_requested",
+            "dataset_withdrawn",
+            "dataset_not_found"
+        ],
+        "{}",
+        refused.text
+    );
+    let none = app.get("/v1/applications", &app.officer()).await;
+    assert_eq!(none.body, json!([]), "nothing stored");
+
+    body["datasets"] = json!([id]);
+    let created = app.apply(&body).await;
+    assert_eq!(created.status, 201, "{}", created.text);
+    assert_eq!(created.body["request"]["datasets"], json!([id]));
+}
+both_backends!(applications_name_published_datasets_of_their_holders);

@@ -45,6 +45,9 @@ class ApplicationRequest:
             purposes (list[str]): Art. 53(1) purpose identifiers.
             requested_period (PeriodRequest):
             title (str):
+            datasets (list[str] | Unset): Datasets of the HDAB's catalogue (Art. 77) the application is for: published ones,
+                each
+                of a holder the application names.
             kind (ApplicationKind | Unset): What is applied for.
             optout_exception (None | OptOutException | Unset):
             research_flags (list[ResearchFlag] | Unset):
@@ -61,6 +64,7 @@ class ApplicationRequest:
     purposes: list[str]
     requested_period: PeriodRequest
     title: str
+    datasets: list[str] | Unset = UNSET
     kind: ApplicationKind | Unset = UNSET
     optout_exception: None | OptOutException | Unset = UNSET
     research_flags: list[ResearchFlag] | Unset = UNSET
@@ -103,6 +107,12 @@ class ApplicationRequest:
         requested_period = self.requested_period.to_dict()
 
         title = self.title
+
+        datasets: list[str] | Unset = UNSET
+        if not isinstance(self.datasets, Unset):
+            datasets = self.datasets
+
+
 
         kind: str | Unset = UNSET
         if not isinstance(self.kind, Unset):
@@ -149,6 +159,8 @@ class ApplicationRequest:
             "requested_period": requested_period,
             "title": title,
         })
+        if datasets is not UNSET:
+            field_dict["datasets"] = datasets
         if kind is not UNSET:
             field_dict["kind"] = kind
         if optout_exception is not UNSET:
@@ -202,6 +214,9 @@ class ApplicationRequest:
 
 
         title = d.pop("title")
+
+        datasets = cast(list[str], d.pop("datasets", UNSET))
+
 
         _kind = d.pop("kind", UNSET)
         kind: ApplicationKind | Unset
@@ -276,6 +291,7 @@ class ApplicationRequest:
             purposes=purposes,
             requested_period=requested_period,
             title=title,
+            datasets=datasets,
             kind=kind,
             optout_exception=optout_exception,
             research_flags=research_flags,

@@ -15,6 +15,7 @@ from ..models.research_flag import ResearchFlag
 from ..models.user_kind import UserKind
 from ..types import UNSET, Unset
 from typing import cast
+from uuid import UUID
 import datetime
 
 if TYPE_CHECKING:
@@ -49,6 +50,7 @@ class NewApplication:
             purposes (list[Purpose]):
             research_flags (list[ResearchFlag]):
             title (str):
+            datasets (list[UUID] | Unset): The catalogue datasets (Art. 77) the application is for.
             kind (ApplicationKind | Unset): What is applied for.
             optout_exception (None | OptOutException | Unset):
             statistics (DeclaredStatistics | None | Unset):
@@ -68,6 +70,7 @@ class NewApplication:
     purposes: list[Purpose]
     research_flags: list[ResearchFlag]
     title: str
+    datasets: list[UUID] | Unset = UNSET
     kind: ApplicationKind | Unset = UNSET
     optout_exception: None | OptOutException | Unset = UNSET
     statistics: DeclaredStatistics | None | Unset = UNSET
@@ -125,6 +128,15 @@ class NewApplication:
 
         title = self.title
 
+        datasets: list[str] | Unset = UNSET
+        if not isinstance(self.datasets, Unset):
+            datasets = []
+            for datasets_item_data in self.datasets:
+                datasets_item = str(datasets_item_data)
+                datasets.append(datasets_item)
+
+
+
         kind: str | Unset = UNSET
         if not isinstance(self.kind, Unset):
             kind = self.kind.value
@@ -172,6 +184,8 @@ class NewApplication:
             "research_flags": research_flags,
             "title": title,
         })
+        if datasets is not UNSET:
+            field_dict["datasets"] = datasets
         if kind is not UNSET:
             field_dict["kind"] = kind
         if optout_exception is not UNSET:
@@ -250,6 +264,18 @@ class NewApplication:
 
         title = d.pop("title")
 
+        _datasets = d.pop("datasets", UNSET)
+        datasets: list[UUID] | Unset = UNSET
+        if _datasets is not UNSET:
+            datasets = []
+            for datasets_item_data in _datasets:
+                datasets_item = UUID(datasets_item_data)
+
+
+
+                datasets.append(datasets_item)
+
+
         _kind = d.pop("kind", UNSET)
         kind: ApplicationKind | Unset
         if isinstance(_kind,  Unset):
@@ -325,6 +351,7 @@ class NewApplication:
             purposes=purposes,
             research_flags=research_flags,
             title=title,
+            datasets=datasets,
             kind=kind,
             optout_exception=optout_exception,
             statistics=statistics,

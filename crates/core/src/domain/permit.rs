@@ -569,6 +569,7 @@ pub(crate) fn sample_permit_for(
         optout_exception: None,
         kind: Default::default(),
         statistics: None,
+        datasets: vec![],
     };
     Permit::issue(
         ApplicationId::new(),

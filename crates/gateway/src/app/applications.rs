@@ -23,6 +23,7 @@ use ehds_core::domain::{
         ApplicationCreated, ApplicationDeadlinePassed, ApplicationDecided, ApplicationStep,
         PermitIssued,
     },
+    catalogue::EntryStatus,
     statistics::DeclaredStatistics,
     time::Timestamp,
     Application, ApplicationId, ApplicationStatus, DpRequirement, FieldError, NewApplication,
@@ -93,6 +94,42 @@ impl From<TransitionError> for StepError {
     fn from(e: TransitionError) -> Self {
         Self::Transition(e)
     }
+}
+
+/// What is wrong with the catalogue datasets `request` names (Art. 77): each must be in the
+/// catalogue, published, and of a data holder the request names. Empty when nothing is.
+pub async fn unknown_datasets(
+    tx: &mut dyn Tx,
+    request: &NewApplication,
+) -> Result<Vec<FieldError>, StoreError> {
+    let mut errors = Vec::new();
+    for (i, id) in request.datasets.iter().enumerate() {
+        let field = format!("datasets[{i}]");
+        match tx.get_dataset(*id).await? {
+            None => errors.push(FieldError::new(
+                &field,
+                "dataset_not_found",
+                format!("dataset {id} is not in the catalogue"),
+            )),
+            Some(d) if d.status != EntryStatus::Published => errors.push(FieldError::new(
+                &field,
+                "dataset_withdrawn",
+                format!("dataset {id} was withdrawn from the catalogue"),
+            )),
+            Some(d) if !request.data_holders.contains(d.publisher()) => {
+                errors.push(FieldError::new(
+                    &field,
+                    "dataset_holder_not_requested",
+                    format!(
+                        "dataset {id} is held by `{}`, which `data_holders` does not name",
+                        d.publisher()
+                    ),
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(errors)
 }
 
 /// Stores a new application by `by`: submitted (received, Art. 67), or a draft only its

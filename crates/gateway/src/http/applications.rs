@@ -152,6 +152,10 @@ pub async fn create(
     let request =
         NewApplication::parse(req, &org, now).map_err(|e| ApiError::invalid(e).action(action))?;
     let mut tx = state.store.begin().await?;
+    let unlisted = applications::unknown_datasets(&mut *tx, &request).await?;
+    if !unlisted.is_empty() {
+        return Err(ApiError::invalid(unlisted).action(action));
+    }
     let app = applications::create(
         &mut *tx,
         &caller.requester(),

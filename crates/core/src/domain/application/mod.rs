@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 
 use super::statistics::{DeclaredStatistics, StatisticsRequest};
 use super::{
-    time::Timestamp, ApplicationId, BudgetUnit, DataCategory, Delta, Epsilon, Errors, FieldError,
-    MemberState, OrgId, PermitId, PrivacyBudget, Purpose,
+    time::Timestamp, ApplicationId, BudgetUnit, DataCategory, DatasetId, Delta, Epsilon, Errors,
+    FieldError, MemberState, OrgId, PermitId, PrivacyBudget, Purpose,
 };
 
 /// Art. 68(12): a permit lasts at most ten years.
@@ -115,6 +115,10 @@ pub struct ApplicationRequest {
     /// The statistical content of a data request (Art. 69(2)(d)); only for `data_request`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub statistics: Option<StatisticsRequest>,
+    /// Datasets of the HDAB's catalogue (Art. 77) the application is for: published ones, each
+    /// of a holder the application names.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub datasets: Vec<String>,
 }
 
 /// What is applied for.
@@ -164,6 +168,9 @@ pub struct NewApplication {
     /// The declared statistical content of a data request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub statistics: Option<DeclaredStatistics>,
+    /// The catalogue datasets (Art. 77) the application is for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub datasets: Vec<DatasetId>,
 }
 
 pub fn parse_list<T: Ord + Clone>(
@@ -387,6 +394,17 @@ impl NewApplication {
             }
             (ApplicationKind::DataAccess, None) => None,
         };
+        let mut datasets: Vec<DatasetId> = Vec::new();
+        for (i, raw) in req.datasets.iter().enumerate() {
+            let field = format!("datasets[{i}]");
+            if let Some(id) = e.take(field.clone(), DatasetId::parse(raw)) {
+                if datasets.contains(&id) {
+                    e.push(field, "duplicate_value", format!("`{raw}` is listed twice"));
+                } else {
+                    datasets.push(id);
+                }
+            }
+        }
         let mut research_flags = req.research_flags.clone();
         research_flags.sort();
         research_flags.dedup();
@@ -426,6 +444,7 @@ impl NewApplication {
             optout_exception: req.optout_exception,
             kind: req.kind,
             statistics,
+            datasets,
         })
     }
 }

@@ -947,6 +947,7 @@ mod tests {
                 optout_exception: None,
                 kind: Default::default(),
                 statistics: None,
+                datasets: vec![],
             },
             procedure: Procedure::default(),
         }
