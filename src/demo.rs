@@ -228,7 +228,10 @@ async fn data_request(c: &Callers, features: &Value) -> anyhow::Result<()> {
     };
     println!(
         "request   data request {} (Art. 69): {} by {} of 4 hospitals, output checked: {}",
-        submitted.id, run["statistic"], run["holders_answered"], run["status"]
+        submitted.id,
+        run["statistic"].as_str().unwrap_or("?"),
+        run["holders_answered"],
+        run["status"].as_str().unwrap_or("?")
     );
     let cells = run["answer"]["values"]["cells"]
         .as_array()
