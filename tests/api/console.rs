@@ -1109,3 +1109,116 @@ async fn the_procedure_runs_through_the_console(app: TestApp) {
     assert_eq!(unknown.status, 404);
 }
 both_backends!(the_procedure_runs_through_the_console);
+
+async fn an_officer_reviews_statistics_through_the_console(app: TestApp) {
+    let (_, permit) = app
+        .permit_with(&application(), &json!({"decision": "approve"}))
+        .await;
+    let pid = permit["id"].as_str().unwrap();
+    let query = json!({"statistic": "count", "group_by": [{"column": "sex", "levels": [0, 1]}]});
+    let run = app
+        .post(
+            &format!("/v1/permits/{pid}/statistics"),
+            &app.researcher(),
+            &json!({"purpose": "scientific_research", "feature_spec": example_features(),
+                    "query": query, "data_holders": ["hosp-1"]}),
+        )
+        .await;
+    assert_eq!(run.status, 201, "{}", run.text);
+    let id = run.body["id"].as_str().unwrap().to_owned();
+    // the holder's node answers: 3 women and 40 men, so the women's count is suppressed
+    let task = app
+        .get("/v1/node/statistics-tasks", &app.holder("hosp-1"))
+        .await
+        .body[0]
+        .clone();
+    let spec = ehds_core::domain::feature_spec::features::FeatureSpec::from_json(
+        &example_features().to_string(),
+    )
+    .unwrap();
+    let columns = ehds_core::domain::statistics::variables(&spec);
+    let sex = columns.iter().position(|c| c == "sex").unwrap();
+    let rows = (0..43)
+        .map(|i| {
+            let mut r = vec![f64::NAN; columns.len()];
+            r[sex] = if i < 3 { 0.0 } else { 1.0 };
+            r
+        })
+        .collect();
+    let q = ehds_stats::Query::parse(serde_json::from_value(query).unwrap(), &Default::default())
+        .unwrap();
+    let partial = ehds_stats::partial(&q, &ehds_stats::Table::new(columns, rows).unwrap()).unwrap();
+    let answered = app
+        .post(
+            &format!(
+                "/v1/node/statistics-tasks/{}/result",
+                task["task_id"].as_str().unwrap()
+            ),
+            &app.holder("hosp-1"),
+            &json!({"registry_version": task["registry_version"], "opted_out": 0,
+                    "incomplete": 0, "partial": partial}),
+        )
+        .await;
+    assert_eq!(answered.status, 204, "{}", answered.text);
+
+    let officer = app.officer();
+    let queue = page(&app, "/console/statistics", &officer).await;
+    assert_eq!(queue.status, 200, "{}", queue.text);
+    assert!(
+        queue.text.contains("Waiting for an output checker"),
+        "{}",
+        queue.text
+    );
+    let shown = page(&app, &format!("/console/statistics/{id}"), &officer).await;
+    assert!(shown.text.contains("threshold_count"), "{}", shown.text);
+    assert!(shown
+        .text
+        .contains(&format!("/console/statistics/{id}/review")));
+    // the researcher sees neither the verdict nor the form
+    let theirs = page(
+        &app,
+        &format!("/console/statistics/{id}"),
+        &app.researcher(),
+    )
+    .await;
+    assert_eq!(theirs.status, 200, "{}", theirs.text);
+    assert!(!theirs.text.contains("/review\""), "{}", theirs.text);
+    assert!(theirs.text.contains("Nothing is released yet"));
+    let blank = submit(
+        &app,
+        &format!("/console/statistics/{id}/review"),
+        &officer,
+        &[
+            ("csrf", CSRF),
+            ("decision", "release"),
+            ("justification", ""),
+        ],
+    )
+    .await;
+    assert_eq!(blank.status, 422, "{}", blank.text);
+    let released = submit(
+        &app,
+        &format!("/console/statistics/{id}/review"),
+        &officer,
+        &[
+            ("csrf", CSRF),
+            ("decision", "release"),
+            ("justification", "the small count stays suppressed"),
+        ],
+    )
+    .await;
+    assert_eq!(released.status, 303, "{}", released.text);
+    let answer = page(
+        &app,
+        &format!("/console/statistics/{id}"),
+        &app.researcher(),
+    )
+    .await;
+    assert!(answer.text.contains("id=\"answer\""), "{}", answer.text);
+    assert!(
+        answer.text.contains("secondary_suppression"),
+        "{}",
+        answer.text
+    );
+}
+both_backends!(an_officer_reviews_statistics_through_the_console);

@@ -492,6 +492,19 @@ pub async fn application_submit(
         "declares_no_prohibited_use".into(),
         json!(form.get("declares_no_prohibited_use").is_some()),
     );
+    if form.get("kind") == Some("data_request") {
+        body.insert("kind".into(), json!("data_request"));
+    }
+    if let Some(statistics) = form.get("statistics").filter(|s| !s.trim().is_empty()) {
+        // JSON; text that is not goes to the API as it is, which names the problem
+        body.insert(
+            "statistics".into(),
+            serde_json::from_str(statistics).unwrap_or_else(|_| json!(statistics)),
+        );
+    }
+    if form.get("datasets").is_some_and(|s| !s.trim().is_empty()) {
+        body.insert("datasets".into(), list(&form, "datasets"));
+    }
     let reply = match post(
         &console,
         &session,

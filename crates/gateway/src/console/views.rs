@@ -35,4 +35,9 @@ pub const TEMPLATES: &[(&str, &str)] = &[
         include_str!("templates/audit_verify.html"),
     ),
     ("records.html", include_str!("templates/records.html")),
+    ("statistics.html", include_str!("templates/statistics.html")),
+    (
+        "statistics_run.html",
+        include_str!("templates/statistics_run.html"),
+    ),
 ];
