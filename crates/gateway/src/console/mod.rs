@@ -314,6 +314,7 @@ pub fn router(state: AppState, api: Router) -> Router {
         .route("/studies/{id}/progress", get(pages::study_progress))
         .route("/studies/{id}/events", get(pages::study_events))
         .route("/studies/{id}/model", get(pages::model_download))
+        .route("/register", get(pages::register))
         .route("/statistics", get(pages::statistics))
         .route("/statistics/{id}", get(pages::statistics_run))
         .route("/statistics/{id}/review", post(pages::statistics_review))

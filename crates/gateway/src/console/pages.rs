@@ -1311,11 +1311,89 @@ async fn statistics_page(
     let run = reply.body;
     let mut c = context(session, "Statistics run");
     c.insert("table".into(), cell_rows(&run["answer"]["values"]));
+    let chart = answer_chart(&run["answer"]["values"]);
+    c.insert("chart_kind".into(), chart["kind"].clone());
+    if !chart.is_null() {
+        // drawn by console.js from the attribute, as the study and permit charts are
+        c.insert("chart".into(), json!(chart.to_string()));
+    }
     c.insert("checked_table".into(), cell_rows(&run["checked"]));
     c.insert("run".into(), run);
     c.insert("errors".into(), errors);
     c.insert("values".into(), values);
     page(status, "statistics_run.html", c)
+}
+
+/// What the answer's plot draws: the released survival curves (time against S(t), one series
+/// per cell), or one bar per cell of the released counts, means or noisy values. `null` when
+/// nothing released has a value to draw.
+fn answer_chart(release: &Value) -> Value {
+    let cells = release["cells"].as_array().cloned().unwrap_or_default();
+    let label = |cell: &Value| -> String {
+        let parts: Vec<String> = cell["labels"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|l| match l["kind"].as_str() {
+                Some("bin") => format!(
+                    "{} [{}, {})",
+                    l["column"].as_str().unwrap_or(""),
+                    l["lo"],
+                    l["hi"]
+                ),
+                _ => format!("{}={}", l["column"].as_str().unwrap_or(""), l["value"]),
+            })
+            .collect();
+        if parts.is_empty() {
+            "all".into()
+        } else {
+            parts.join(" ")
+        }
+    };
+    let curves: Vec<(String, Vec<Value>)> = cells
+        .iter()
+        .filter_map(|c| Some((label(c), c["value"]["points"].as_array()?.clone())))
+        .filter(|(_, p)| !p.is_empty())
+        .collect();
+    if !curves.is_empty() {
+        // one time axis: the grid is the query's, the same for every cell
+        let times: Vec<Value> = curves[0].1.iter().map(|p| p["time"].clone()).collect();
+        let series: Vec<Value> = curves
+            .iter()
+            .map(|(name, points)| {
+                json!({"label": name, "values": points.iter().map(|p| p["survival"].clone()).collect::<Vec<_>>()})
+            })
+            .collect();
+        return json!({"kind": "survival", "x": times, "series": series});
+    }
+    let value = |c: &Value| -> Value {
+        let v = &c["value"];
+        for key in ["mean", "n"] {
+            match &v[key] {
+                Value::Number(n) => return json!(n),
+                Value::Object(noisy) if noisy.contains_key("value") => {
+                    return noisy["value"].clone()
+                }
+                _ => {}
+            }
+        }
+        Value::Null
+    };
+    let bars: Vec<(String, Value)> = cells
+        .iter()
+        .map(|c| (label(c), value(c)))
+        .filter(|(_, v)| v.is_number())
+        .collect();
+    if bars.is_empty() {
+        return Value::Null;
+    }
+    json!({
+        "kind": "bars",
+        "labels": bars.iter().map(|(l, _)| l.clone()).collect::<Vec<_>>(),
+        "x": (0..bars.len()).collect::<Vec<_>>(),
+        "series": [{"label": if cells.iter().any(|c| c["value"]["mean"].is_number()) { "mean" } else { "count" },
+                    "values": bars.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>()}],
+    })
 }
 
 /// A release's cells as rows for a table: the grouping labels, the outcome with its reasons,
@@ -1420,4 +1498,72 @@ pub async fn statistics_review(
         form.values(),
     )
     .await
+}
+
+/// The public register (Art. 57(1)(j), 58) as a page anyone may read, without signing in:
+/// the same entries and small-cell-protected counts as `GET /v1/register`.
+pub async fn register(State(console): State<Console>, Query(p): Query<Paging>) -> Response {
+    let offset = p.offset.unwrap_or(0);
+    let state = &console.state;
+    let page_of = crate::store::Page {
+        limit: PAGE as i64,
+        offset: offset as i64,
+    };
+    let read = async {
+        let mut tx = state.store.begin().await?;
+        let entries = crate::app::register::entries(&mut *tx, page_of, chrono::Utc::now()).await?;
+        let summary = crate::app::register::summary(&mut *tx, state.small_cells()).await?;
+        tx.commit().await?;
+        Ok::<_, crate::store::StoreError>((entries, summary))
+    };
+    let (entries, summary) = match read.await {
+        Ok(v) => v,
+        Err(e) => {
+            tracing::error!(error = %e, "reading the public register");
+            return super::internal("the register could not be read");
+        }
+    };
+    let mut c = Map::new();
+    c.insert("title".into(), json!("Public register"));
+    c.insert("v".into(), json!(*super::assets::VERSION));
+    paging(&mut c, offset, entries.len());
+    c.insert("entries".into(), json!(entries));
+    c.insert("summary".into(), json!(summary));
+    page(StatusCode::OK, "register.html", c)
+}
+
+#[cfg(test)]
+mod chart_tests {
+    use super::*;
+
+    #[test]
+    fn released_cells_become_bars_and_suppressed_ones_are_left_out() {
+        let release = json!({"cells": [
+            {"labels": [{"kind": "level", "column": "sex", "value": 0.0}], "outcome": "suppressed",
+             "reasons": ["threshold_count"], "value": null},
+            {"labels": [{"kind": "level", "column": "sex", "value": 1.0}], "outcome": "released",
+             "value": {"kind": "count", "n": 42}},
+            {"labels": [{"kind": "bin", "column": "age", "lo": 40.0, "hi": 50.0}], "outcome": "released",
+             "value": {"kind": "count", "n": {"value": 17.0, "sd": 1.4, "half_width_95": 4.2, "coverage": 0.95}}}
+        ]});
+        let chart = answer_chart(&release);
+        assert_eq!(chart["kind"], "bars");
+        assert_eq!(chart["labels"], json!(["sex=1.0", "age [40.0, 50.0)"]));
+        assert_eq!(chart["series"][0]["values"], json!([42, 17.0]));
+        assert_eq!(answer_chart(&json!({"cells": []})), Value::Null);
+    }
+
+    #[test]
+    fn survival_curves_share_the_time_grid() {
+        let point = |t: f64, s: f64| json!({"time": t, "survival": s, "at_risk": 20});
+        let release = json!({"cells": [
+            {"labels": [], "outcome": "released",
+             "value": {"kind": "survival", "n": 40, "points": [point(0.0, 1.0), point(365.0, 0.8)]}}
+        ]});
+        let chart = answer_chart(&release);
+        assert_eq!(chart["kind"], "survival");
+        assert_eq!(chart["x"], json!([0.0, 365.0]));
+        assert_eq!(chart["series"][0]["label"], "all");
+        assert_eq!(chart["series"][0]["values"], json!([1.0, 0.8]));
+    }
 }

@@ -36,6 +36,7 @@ pub const TEMPLATES: &[(&str, &str)] = &[
     ),
     ("records.html", include_str!("templates/records.html")),
     ("statistics.html", include_str!("templates/statistics.html")),
+    ("register.html", include_str!("templates/register.html")),
     (
         "statistics_run.html",
         include_str!("templates/statistics_run.html"),

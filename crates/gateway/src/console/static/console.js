@@ -50,8 +50,46 @@
     };
   }
 
+  // A statistics answer: survival curves over the time grid, or one bar per released cell.
+  function answerChart(el, data) {
+    var palette = ["#1d4ed8", "#b45309", "#047857", "#7c3aed", "#b91c1c", "#0e7490"];
+    var survival = data.kind === "survival";
+    var series = [{ label: survival ? "Days" : "Cell" }];
+    var ys = [];
+    (data.series || []).forEach(function (s, i) {
+      var one = { label: s.label, stroke: palette[i % palette.length], width: 2 };
+      if (!survival) {
+        one.fill = "rgba(29,78,216,0.25)";
+        one.paths = window.uPlot.paths && window.uPlot.paths.bars ? window.uPlot.paths.bars({ size: [0.6, 64] }) : undefined;
+        one.points = { show: false };
+      }
+      series.push(one);
+      ys.push(clean(s.values));
+    });
+    var labels = data.labels || [];
+    return {
+      opts: {
+        width: width(el), height: 240, series: series,
+        scales: survival ? { x: { time: false }, y: { range: [0, 1] } } : { x: { time: false } },
+        axes: survival ? [{ label: "Days" }, { label: "S(t)" }] : [{
+          values: function (u, splits) { return splits.map(function (v) { return labels[v] || ""; }); },
+          incrs: [1]
+        }, {}]
+      },
+      data: [clean(data.x)].concat(ys)
+    };
+  }
+
   function draw(el) {
     if (el.getAttribute("data-drawn") === "1" || typeof window.uPlot !== "function") return;
+    if (el.hasAttribute("data-answer")) {
+      var answer;
+      try { answer = JSON.parse(el.getAttribute("data-answer")); } catch (e) { return; }
+      el.setAttribute("data-drawn", "1");
+      var a = answerChart(el, answer);
+      new window.uPlot(a.opts, a.data, el);
+      return;
+    }
     var raw = el.getAttribute("data-chart") || el.getAttribute("data-series");
     var data;
     try { data = JSON.parse(raw); } catch (e) { return; }
