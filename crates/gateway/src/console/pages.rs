@@ -1479,25 +1479,12 @@ pub async fn statistics_review(
     if reply.ok() {
         return see_other(&format!("{BASE}/statistics/{}", enc(&id)));
     }
-    let problem = reply.problem();
-    let mut errors = Map::new();
-    for e in problem["errors"].as_array().into_iter().flatten() {
-        if let Some(field) = e["field"].as_str() {
-            errors.insert(field.to_owned(), e["message"].clone());
-        }
+    let mut errors = reply.field_errors();
+    if errors.as_object().is_some_and(Map::is_empty) {
+        // a refusal of the step itself (the run moved on): shown above the form
+        errors["review"] = reply.problem()["detail"].clone();
     }
-    if errors.is_empty() {
-        errors.insert("review".into(), problem["detail"].clone());
-    }
-    statistics_page(
-        &console,
-        &session,
-        &id,
-        reply.status,
-        Value::Object(errors),
-        form.values(),
-    )
-    .await
+    statistics_page(&console, &session, &id, reply.status, errors, form.values()).await
 }
 
 /// The public register (Art. 57(1)(j), 58) as a page anyone may read, without signing in:
