@@ -542,3 +542,56 @@ async fn an_application_converts_to_a_data_request_with_the_applicants_agreement
     );
 }
 both_backends!(an_application_converts_to_a_data_request_with_the_applicants_agreement);
+
+async fn an_unanswered_data_request_raises_its_answer_deadline_once(app: TestApp) {
+    let state = app.state.clone().expect("the gateway runs in process");
+    let (id, _) = app
+        .permit_with(
+            &data_request(json!([by_sex()]), 1.0),
+            &json!({"decision": "approve"}),
+        )
+        .await;
+    let sweep = |days: i64| {
+        let state = state.clone();
+        async move {
+            let mut tx = state.store.begin().await.unwrap();
+            ehds_gateway::app::statistics::sweep(
+                &mut *tx,
+                &state.procedure.statistics,
+                ehds_core::domain::time::now() + chrono::Duration::days(days),
+            )
+            .await
+            .unwrap();
+            tx.commit().await.unwrap();
+        }
+    };
+    let raised_query = format!("action=application.deadline&resource_id={id}");
+    // nothing is due yet
+    sweep(0).await;
+    assert!(app.audit(&raised_query).await.is_empty());
+    // no holder answers: three months on, the answer deadline is raised, and the run, past
+    // its holders' deadline too, fails
+    let run = app
+        .get(
+            &format!("/v1/statistics?application_id={id}"),
+            &app.officer(),
+        )
+        .await;
+    assert_eq!(run.body[0]["status"], "computing", "{}", run.text);
+    sweep(95).await;
+    let entries = app.audit(&raised_query).await;
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(entries[0]["detail"]["deadline"], "answer");
+    assert_eq!(entries[0]["actor"]["sub"], "system");
+    sweep(96).await;
+    assert_eq!(app.audit(&raised_query).await.len(), 1, "raised once");
+    let failed = app
+        .get(
+            &format!("/v1/statistics?application_id={id}"),
+            &app.officer(),
+        )
+        .await;
+    assert_eq!(failed.body[0]["status"], "failed", "{}", failed.text);
+    assert_eq!(failed.body[0]["overdue"], true);
+}
+both_backends!(an_unanswered_data_request_raises_its_answer_deadline_once);

@@ -89,7 +89,8 @@ pub struct ApplicationStep<'a> {
 /// `application.deadline`: a deadline of the procedure passed.
 #[derive(Debug, Serialize)]
 pub struct ApplicationDeadlinePassed<'a> {
-    /// `decision`, `information`, `fee_response` or `publication`.
+    /// `decision`, `information`, `fee_response`, `publication`, or `answer` (a data
+    /// request's Art. 69(4) answer).
     pub deadline: &'a str,
     pub due_at: Timestamp,
     pub status: &'a str,

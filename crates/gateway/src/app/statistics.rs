@@ -13,12 +13,13 @@ use ehds_core::{
     domain::{
         audit::{Actor, AuditAction, AuditSubject, NewAuditEvent},
         audit_details::{
-            StatisticsCompleted, StatisticsContributed, StatisticsRequested, StatisticsReviewed,
+            ApplicationDeadlinePassed, StatisticsCompleted, StatisticsContributed,
+            StatisticsRequested, StatisticsReviewed,
         },
         check::{check, CheckRequest, DenyReason},
         statistics::{
             charge, parse_query, parse_spec, ChargeError, Contribution, NewRun, ReviewDecision,
-            ReviewPolicy, RunStateError, StatisticsRun, StatisticsTaskRecord,
+            ReviewPolicy, RunStateError, RunStatus, StatisticsRun, StatisticsTaskRecord,
         },
         time::Timestamp,
         Epsilon, Errors, FieldError, OrgId, Permit, PermitState, Purpose, StatisticsTaskId,
@@ -413,11 +414,62 @@ pub async fn sweep(
     settings: &StatisticsSettings,
     now: Timestamp,
 ) -> Result<usize, StoreError> {
+    // the answer deadline first: a run the holders' deadline then closes was still open
+    raise_answer_deadlines(tx, now).await?;
     let due = tx.computing_runs_past_deadline(now).await?;
     for id in &due {
         complete(tx, *id, settings, now).await?;
     }
     Ok(due.len())
+}
+
+/// Raises, once each, the Art. 69(4) answer deadline of every data request whose answer is
+/// still not released three months after its approval: an `application.deadline` entry
+/// (`deadline: answer`, webhook `application.deadline`) on the request, as for the procedure's
+/// own deadlines.
+async fn raise_answer_deadlines(tx: &mut dyn Tx, now: Timestamp) -> Result<(), StoreError> {
+    let open = crate::store::RunFilter {
+        statuses: vec![RunStatus::Computing, RunStatus::UnderReview],
+        ..Default::default()
+    };
+    let mut offset = 0;
+    loop {
+        let page = crate::store::Page { limit: 500, offset };
+        let runs = tx
+            .list_statistics_runs(&crate::store::Scope::All, &open, page)
+            .await?;
+        for StoredRun { run, .. } in &runs {
+            let (Some(application), Some(due)) = (run.application_id, run.answer_due) else {
+                continue;
+            };
+            if !run.overdue(now)
+                || !tx
+                    .raise_application_deadline(application, "answer", due, now)
+                    .await?
+            {
+                continue;
+            }
+            tx.append_audit(
+                NewAuditEvent::success(
+                    &Actor::system(),
+                    AuditAction::ApplicationDeadline,
+                    AuditSubject::Application(application),
+                )
+                .permit(run.permit_id)
+                .details(&ApplicationDeadlinePassed {
+                    deadline: "answer",
+                    due_at: due,
+                    status: run.status.as_str(),
+                }),
+            )
+            .await?;
+            metrics::counter!(crate::observability::APPLICATION_DEADLINES, "deadline" => "answer", "outcome" => "overdue").increment(1);
+        }
+        if runs.len() < 500 {
+            return Ok(());
+        }
+        offset += 500;
+    }
 }
 
 /// An officer's release or withholding of a flagged answer, with the justification.
