@@ -267,16 +267,12 @@ impl Agent {
         let spec = FeatureSpec::from_json(&task.feature_spec.to_string())?;
         let query = ehds_stats::Query::parse(task.query.clone(), &Default::default())?;
         let mut rows = self.config.source.read_for_study(&spec, &task.categories)?;
-        let opt_outs = OptOutQuery {
-            permit_id: task.permit_id,
-            categories: task
-                .categories
-                .iter()
-                .map(|c| c.as_str().to_owned())
-                .collect(),
-            policy: task.optout_policy,
-            registry_version: Some(task.registry_version),
-        };
+        let opt_outs = OptOutQuery::for_task(
+            task.permit_id,
+            &task.categories,
+            task.optout_policy,
+            task.registry_version,
+        );
         let excluded = Self::opted_out(&gateway, opt_outs, &rows, &mut self.match_values).await?;
         let exclusion = rows.exclude(&excluded);
         let table = super::statistics::table(&spec, &rows)?;
@@ -474,17 +470,12 @@ impl Agent {
                 .unwrap_or(Duration::ZERO);
         let gateway = self.gateway.with_retry(RetryPolicy::until(give_up));
         let mut rows = self.read_rows(task)?;
-        let query = OptOutQuery {
-            permit_id: task.permit_id,
-            categories: task
-                .study
-                .categories
-                .iter()
-                .map(|c| c.as_str().to_owned())
-                .collect(),
-            policy: task.study.optout_policy,
-            registry_version: Some(task.registry_version),
-        };
+        let query = OptOutQuery::for_task(
+            task.permit_id,
+            &task.study.categories,
+            task.study.optout_policy,
+            task.registry_version,
+        );
         let excluded = Self::opted_out(&gateway, query, &rows, &mut self.match_values).await?;
         let exclusion = rows.exclude(&excluded);
         let s = &task.study;

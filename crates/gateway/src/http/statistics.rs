@@ -13,7 +13,7 @@ use axum::{
 use serde::{Deserialize, Serialize};
 
 use super::{
-    applications::scope_for,
+    applications::{scope_for, ListParams},
     error::{ApiError, ApiResult, Problem},
     extract::{ApiJson, ApiPath, ApiQuery, Caller},
     permits::load_permit,
@@ -23,7 +23,7 @@ use crate::{
     app::statistics::{self, ResultError, ReviewError, RunError, RunRequest},
     authz::{Action, Resource},
     federation::Change,
-    store::{Page, RunFilter, StoredRun, Tx},
+    store::{RunFilter, StoredRun, Tx},
 };
 use ehds_core::{
     domain::{
@@ -252,13 +252,12 @@ pub async fn list(
     let action = Action::StatisticsList;
     state.authorize(&caller, action, &Resource::Service)?;
     let bad = |m: String| ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", m).action(action);
-    let limit = params.limit.unwrap_or(100);
-    let offset = params.offset.unwrap_or(0);
-    if !(1..=500).contains(&limit) || offset < 0 {
-        return Err(bad(
-            "limit must be within 1-500 and offset non-negative".into()
-        ));
+    let page = ListParams {
+        limit: params.limit,
+        offset: params.offset,
     }
+    .page()
+    .map_err(|e| e.action(action))?;
     let mut filter = RunFilter::default();
     if let Some(p) = &params.permit_id {
         filter.permit_id = Some(PermitId::parse(p).map_err(|(_, m)| bad(m))?);
@@ -278,7 +277,7 @@ pub async fn list(
     let mut tx = state.store.begin().await?;
     let mut visible = Vec::new();
     for StoredRun { run, .. } in tx
-        .list_statistics_runs(&scope_for(&caller), &filter, Page { limit, offset })
+        .list_statistics_runs(&scope_for(&caller), &filter, page)
         .await?
     {
         if state.allows(

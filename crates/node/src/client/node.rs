@@ -9,7 +9,10 @@ use rand::seq::SliceRandom as _;
 
 use super::{Call, ClientError, GatewayClient};
 use ehds_core::{
-    domain::{optout::salted_match, optout::FilterPolicy, PermitId, StatisticsTaskId, TaskId},
+    domain::{
+        optout::salted_match, optout::FilterPolicy, DataCategory, PermitId, StatisticsTaskId,
+        TaskId,
+    },
     oprf::{Blinded, OUTPUT_LEN},
     secure_aggregation::{NodeMessage, SecaggView},
     wire::{
@@ -28,6 +31,24 @@ pub struct OptOutQuery {
     pub categories: Vec<String>,
     pub policy: FilterPolicy,
     pub registry_version: Option<i64>,
+}
+
+impl OptOutQuery {
+    /// The check of a task under `permit_id` reading `categories`, pinned to the task's
+    /// registry version.
+    pub fn for_task(
+        permit_id: PermitId,
+        categories: &[DataCategory],
+        policy: FilterPolicy,
+        registry_version: i64,
+    ) -> Self {
+        Self {
+            permit_id,
+            categories: categories.iter().map(|c| c.as_str().to_owned()).collect(),
+            policy,
+            registry_version: Some(registry_version),
+        }
+    }
 }
 
 /// The unblinded match values of a holder's subjects, kept between checks under the registry
