@@ -180,7 +180,7 @@ async fn fresh_postgres(admin: &str) -> anyhow::Result<(String, String)> {
     let pool = sqlx::PgPool::connect(admin)
         .await
         .context("PostgreSQL must be running")?;
-    pool.execute(format!("create database {name}").as_str())
+    pool.execute(sqlx::AssertSqlSafe(format!("create database {name}")))
         .await?;
     pool.close().await;
     let (base, _) = admin.rsplit_once('/').context("database URL has a path")?;
@@ -190,8 +190,10 @@ async fn fresh_postgres(admin: &str) -> anyhow::Result<(String, String)> {
 async fn drop_postgres(admin: &str, name: &str) -> anyhow::Result<()> {
     use sqlx::Executor;
     let pool = sqlx::PgPool::connect(admin).await?;
-    pool.execute(format!("drop database if exists {name} with (force)").as_str())
-        .await?;
+    pool.execute(sqlx::AssertSqlSafe(format!(
+        "drop database if exists {name} with (force)"
+    )))
+    .await?;
     pool.close().await;
     Ok(())
 }

@@ -92,7 +92,7 @@ async fn database(backend: &str, dir: &std::path::Path) -> anyhow::Result<String
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
     let name = format!("ehds_bench_{}", uuid::Uuid::new_v4().simple());
     let pool = sqlx::PgPool::connect(&admin).await?;
-    pool.execute(format!("create database {name}").as_str())
+    pool.execute(sqlx::AssertSqlSafe(format!("create database {name}")))
         .await?;
     let (base, _) = admin.rsplit_once('/').expect("URL with a path");
     Ok(format!("{base}/{name}"))
@@ -156,7 +156,7 @@ async fn run(backend: &'static str, args: &Args) -> anyhow::Result<()> {
     let dev = DevIssuer::load_or_create(dir.path(), &base, &settings.auth.audience)?;
     let officer = dev.mint("olaf", &["hdab_officer".into()], Some("hdab-de"), 3600)?;
     let researcher = dev.mint("alice", &["researcher".into()], Some("uni-a"), 3600)?;
-    let client = reqwest::Client::new();
+    let client = ehds_http::builder().build().unwrap();
     let now = chrono::Utc::now();
     let created: Value = client
         .post(format!("{base}/v1/applications"))
@@ -235,7 +235,7 @@ async fn flood_child(url: String, flooders: usize) -> anyhow::Result<()> {
             .encode(json!({"alg": "ES256", "kid": format!("{}{w}", "K".repeat(6000))}).to_string());
         let token = format!("{header}.e30.AAAA");
         tasks.push(tokio::spawn(async move {
-            let client = reqwest::Client::new();
+            let client = ehds_http::builder().build().unwrap();
             while !stop.load(Ordering::Relaxed) {
                 let n = sent.fetch_add(1, Ordering::Relaxed);
                 let _ = client

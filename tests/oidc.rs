@@ -172,7 +172,7 @@ impl Provider {
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         Provider {
             issuer,
-            http: reqwest::Client::new(),
+            http: ehds_http::builder().build().unwrap(),
             _process: process,
         }
     }
@@ -265,7 +265,7 @@ impl Gateway {
         tokio::spawn(app.run_until_stopped(std::future::pending()));
         Gateway {
             base,
-            http: reqwest::Client::new(),
+            http: ehds_http::builder().build().unwrap(),
             _dir: dir,
         }
     }
@@ -702,7 +702,7 @@ async fn console_signs_in_with_authorization_code_and_pkce() {
     })
     .await;
     assert_eq!(gw.base, format!("http://127.0.0.1:{port}"));
-    let browser = reqwest::Client::builder()
+    let browser = ehds_http::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();

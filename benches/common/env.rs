@@ -30,7 +30,7 @@ pub async fn create_postgres_database() -> anyhow::Result<(String, String)> {
     let admin = postgres_admin_url();
     let name = format!("ehds_bench_{}", uuid::Uuid::new_v4().simple());
     let pool = admin_pool().await?;
-    pool.execute(format!("create database {name}").as_str())
+    pool.execute(sqlx::AssertSqlSafe(format!("create database {name}")))
         .await?;
     pool.close().await;
     let (base, _) = admin
@@ -42,8 +42,10 @@ pub async fn create_postgres_database() -> anyhow::Result<(String, String)> {
 pub async fn drop_postgres_database(name: &str) -> anyhow::Result<()> {
     use sqlx::Executor;
     let pool = admin_pool().await?;
-    pool.execute(format!("drop database if exists {name} with (force)").as_str())
-        .await?;
+    pool.execute(sqlx::AssertSqlSafe(format!(
+        "drop database if exists {name} with (force)"
+    )))
+    .await?;
     pool.close().await;
     Ok(())
 }

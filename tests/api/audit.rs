@@ -14,18 +14,18 @@ pub(crate) async fn tamper(app: &TestApp, statements: &[&str]) {
         Backend::Sqlite => {
             let pool = sqlx::SqlitePool::connect(&app.database_url).await.unwrap();
             let mut tx = pool.begin().await.unwrap();
-            for trigger in [
-                "audit_event_no_update",
-                "audit_event_no_delete",
-                "audit_event_tree_once",
+            for drop in [
+                "drop trigger audit_event_no_update",
+                "drop trigger audit_event_no_delete",
+                "drop trigger audit_event_tree_once",
             ] {
-                sqlx::query(&format!("drop trigger {trigger}"))
+                sqlx::query(drop).execute(&mut *tx).await.unwrap();
+            }
+            for s in statements {
+                sqlx::query(sqlx::AssertSqlSafe(*s))
                     .execute(&mut *tx)
                     .await
                     .unwrap();
-            }
-            for s in statements {
-                sqlx::query(s).execute(&mut *tx).await.unwrap();
             }
             tx.commit().await.unwrap();
         }
@@ -37,7 +37,10 @@ pub(crate) async fn tamper(app: &TestApp, statements: &[&str]) {
                 .await
                 .unwrap();
             for s in statements {
-                sqlx::query(s).execute(&mut *tx).await.unwrap();
+                sqlx::query(sqlx::AssertSqlSafe(*s))
+                    .execute(&mut *tx)
+                    .await
+                    .unwrap();
             }
             sqlx::query("alter table audit_event enable trigger user")
                 .execute(&mut *tx)

@@ -132,7 +132,7 @@ async fn production_mode_uses_the_external_issuer_and_has_no_local_key() {
         .unwrap();
     let base = prod.base_url().to_owned();
     tokio::spawn(prod.run_until_stopped(std::future::pending()));
-    let client = reqwest::Client::new();
+    let client = ehds_http::builder().build().unwrap();
 
     let ok = client
         .get(format!("{base}/v1/permits"))

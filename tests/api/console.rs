@@ -12,7 +12,7 @@ const CSRF: &str = "test-csrf-token-0123456789";
 
 /// A browser-like client that never follows redirects, so each answer can be asserted.
 fn browser() -> reqwest::Client {
-    reqwest::Client::builder()
+    ehds_http::builder()
         .redirect(Policy::none())
         .build()
         .unwrap()

@@ -78,7 +78,7 @@ mod throwaway_postgres {
         time::{Duration, Instant},
     };
 
-    const PROGRAMS: [&str; 3] = ["initdb", "postgres", "pg_isready"];
+    const PROGRAMS: [&str; 4] = ["initdb", "postgres", "pg_isready", "pg_ctl"];
 
     /// The directory holding `initdb`, `postgres` and `pg_isready`: on the `PATH`, or the
     /// newest of Debian's `/usr/lib/postgresql/<version>/bin`.
@@ -133,15 +133,16 @@ mod throwaway_postgres {
         Ok(l.local_addr().map_err(|e| e.to_string())?.port())
     }
 
-    pub fn start() -> Result<String, String> {
+    /// `initdb` of a new cluster under `root` (its `data` directory), owned by the server's
+    /// user; the programs' directory.
+    fn init(root: &Path) -> Result<PathBuf, String> {
         let bin = bin_dir()?;
-        let root = std::env::temp_dir().join(format!("ehds-test-pg-{}", std::process::id()));
         let data = root.join("data");
-        std::fs::create_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
+        std::fs::create_dir_all(root).map_err(|e| format!("{}: {e}", root.display()))?;
         if is_root() {
             let owned = Command::new("chown")
                 .args(["-R", "postgres:postgres"])
-                .arg(&root)
+                .arg(root)
                 .status()
                 .map_err(|e| format!("chown: {e}"))?;
             if !owned.success() {
@@ -170,6 +171,85 @@ mod throwaway_postgres {
                 String::from_utf8_lossy(&init.stderr)
             ));
         }
+        Ok(bin)
+    }
+
+    /// A cluster of one test's own, which the test stops and starts under a running gateway.
+    /// Stopped and removed when dropped.
+    #[allow(dead_code)]
+    pub struct OwnCluster {
+        bin: PathBuf,
+        root: PathBuf,
+        port: u16,
+    }
+
+    #[allow(dead_code)]
+    impl OwnCluster {
+        pub fn start() -> Result<Self, String> {
+            let root =
+                std::env::temp_dir().join(format!("ehds-own-pg-{}", uuid::Uuid::new_v4().simple()));
+            let bin = init(&root)?;
+            let this = Self {
+                bin,
+                root,
+                port: free_port()?,
+            };
+            this.resume()?;
+            Ok(this)
+        }
+
+        pub fn url(&self) -> String {
+            format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+        }
+
+        /// `pg_ctl stop -m fast`: every connection is terminated, as in a restart or failover.
+        pub fn stop(&self) -> Result<(), String> {
+            self.pg_ctl(&["stop", "-m", "fast"])
+        }
+
+        pub fn resume(&self) -> Result<(), String> {
+            let options = format!(
+                "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off \
+                 -c synchronous_commit=off -c full_page_writes=off -c max_connections=100",
+                self.port,
+                self.root.display()
+            );
+            let log = self.root.join("server.log");
+            self.pg_ctl(&["start", "-o", &options, "-l", &log.to_string_lossy()])
+        }
+
+        fn pg_ctl(&self, args: &[&str]) -> Result<(), String> {
+            let out = as_server_user(&self.bin.join("pg_ctl"))
+                .arg("-D")
+                .arg(self.root.join("data"))
+                .args(["-w", "-t", "60"])
+                .args(args)
+                .stdin(Stdio::null())
+                .output()
+                .map_err(|e| format!("pg_ctl: {e}"))?;
+            if out.status.success() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "pg_ctl {args:?}: {}{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                ))
+            }
+        }
+    }
+
+    impl Drop for OwnCluster {
+        fn drop(&mut self) {
+            let _ = self.pg_ctl(&["stop", "-m", "immediate"]);
+            let _ = std::fs::remove_dir_all(&self.root);
+        }
+    }
+
+    pub fn start() -> Result<String, String> {
+        let root = std::env::temp_dir().join(format!("ehds-test-pg-{}", std::process::id()));
+        let data = root.join("data");
+        let bin = init(&root)?;
         let port = free_port()?;
         // the watchdog: start the server, wait while the test process lives, then stop it
         let script = r#"
@@ -211,6 +291,10 @@ mod throwaway_postgres {
     }
 }
 
+// for the system tests that restart the database under a running gateway
+#[allow(unused_imports)]
+pub use throwaway_postgres::OwnCluster;
+
 pub async fn fresh_postgres_database() -> String {
     use sqlx::Executor;
     let admin = postgres_admin_url();
@@ -220,7 +304,7 @@ pub async fn fresh_postgres_database() -> String {
         .connect(&admin)
         .await
         .expect("PostgreSQL must be running for the test suite (see README)");
-    pool.execute(format!("create database {name}").as_str())
+    pool.execute(sqlx::AssertSqlSafe(format!("create database {name}")))
         .await
         .expect("create test database");
     pool.close().await;
@@ -283,7 +367,7 @@ impl TestApp {
         );
         TestApp {
             base,
-            client: reqwest::Client::new(),
+            client: ehds_http::builder().build().unwrap(),
             dev,
             database_url,
             backend,

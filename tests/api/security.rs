@@ -34,10 +34,10 @@ async fn audit_size(app: &TestApp) -> (i64, i64) {
         }
         Backend::Postgres => {
             let pool = sqlx::PgPool::connect(&app.database_url).await.unwrap();
-            let (n, bytes): (i64, Option<i64>) = sqlx::query_as(
-                &q.replace("coalesce(sum(", "cast(coalesce(sum(")
+            let (n, bytes): (i64, Option<i64>) = sqlx::query_as(sqlx::AssertSqlSafe(
+                q.replace("coalesce(sum(", "cast(coalesce(sum(")
                     .replace("+ 200), 0)", "+ 200), 0) as bigint)"),
-            )
+            ))
             .fetch_one(&pool)
             .await
             .unwrap();
@@ -511,7 +511,7 @@ async fn a_flood_without_credentials_stays_within_the_audit_bound(backend: Backe
     let until = Instant::now() + Duration::from_secs(3);
     let mut floods = Vec::new();
     for worker in 0..4 {
-        let client = reqwest::Client::new();
+        let client = ehds_http::builder().build().unwrap();
         let url = format!("{}/v1/permits", app.base);
         let token = forged_token(&format!("{kid}{worker}"));
         floods.push(tokio::spawn(async move {
@@ -587,7 +587,7 @@ async fn throttled_answers_are_held_and_close_the_connection() {
         s.http.throttled_held_max = 1;
     })
     .await;
-    let client = reqwest::Client::new();
+    let client = ehds_http::builder().build().unwrap();
     let url = format!("{}/v1/permits", app.base);
     let forged = forged_token("k");
     for _ in 0..3 {
@@ -619,7 +619,9 @@ async fn throttled_answers_are_held_and_close_the_connection() {
     });
     tokio::time::sleep(hold / 4).await;
     let started = Instant::now();
-    let r = reqwest::Client::new()
+    let r = ehds_http::builder()
+        .build()
+        .unwrap()
         .get(&url)
         .bearer_auth(&forged)
         .send()

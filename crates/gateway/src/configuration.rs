@@ -203,6 +203,10 @@ pub struct AuditSettings {
 pub struct FederationSettings {
     /// How often the round loop looks at deadlines when nothing wakes it earlier.
     pub tick_millis: u64,
+    /// How long a replica's lease on a study's round loop (and on the sweeps and webhook
+    /// deliveries) lasts without renewal: after a replica dies, another takes its work over
+    /// within this time.
+    pub lease_seconds: u64,
     /// Largest model update a node may upload (decoded safetensors bytes).
     pub max_update_bytes: usize,
     /// Longest a node's `GET /v1/node/tasks?wait=` may hold the request open.
@@ -328,6 +332,7 @@ impl Default for Settings {
             expiry_sweep_seconds: 60,
             federation: FederationSettings {
                 tick_millis: 250,
+                lease_seconds: 10,
                 max_update_bytes: 64 * 1024 * 1024,
                 long_poll_max_seconds: 20,
                 max_round_attempts: 3,

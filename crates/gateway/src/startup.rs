@@ -147,6 +147,8 @@ impl Application {
             log_signer,
             metrics_access,
         };
+        // every replica at its start, lease or not: a restarted gateway records what time did
+        // while it was down before it serves, even while its predecessor's lease runs out
         crate::app::sweeps::sweep(state.store.as_ref(), &state.procedure)
             .await
             .context("Failed to record expired permits and passed deadlines")?;
@@ -185,18 +187,19 @@ impl Application {
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
-        let store = self.state.store.clone();
-        let rules = self.state.procedure.clone();
+        let sweep_state = self.state.clone();
         let period = Duration::from_secs(self.state.settings.expiry_sweep_seconds.max(1));
         let sweeper = tokio::spawn(async move {
             let mut tick = tokio::time::interval(period);
             loop {
                 tick.tick().await;
-                if let Err(e) = crate::app::sweeps::sweep(store.as_ref(), &rules).await {
+                if let Err(e) = sweep_once(&sweep_state).await {
                     tracing::error!(error = %e, "expiry and deadline sweep failed");
                 }
             }
         });
+        let fleet = self.state.federation.fleet.clone();
+        let signals = fleet.spawn();
         let summary_state = self.state.clone();
         let summariser = tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_secs(60));
@@ -213,6 +216,7 @@ impl Application {
         let rounds = tokio::spawn(self.state.federation.clone().run());
         let webhooks = crate::webhooks::spawn(
             self.state.store.clone(),
+            fleet.clone(),
             &self.state.settings.webhooks,
             self.webhooks,
         )?;
@@ -225,11 +229,35 @@ impl Application {
         summariser.abort();
         rounds.abort();
         webhooks.iter().for_each(|w| w.abort());
+        signals.iter().for_each(|s| s.abort());
+        // the other replicas take this one's studies, sweeps and deliveries over at once
+        match fleet.release_all().await {
+            Ok(n) if n > 0 => tracing::info!(leases = n, "handed this replica's leases back"),
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "could not hand the leases back; they run out on their own")
+            }
+        }
         if let Err(e) = http::record_refusal_summary(&summary_state_at_stop).await {
             tracing::error!(error = %e, "failed to record the summary of refusals");
         }
         served.context("server error")
     }
+}
+
+/// Runs the periodic sweeps if this replica holds their lease: one replica of a fleet sweeps,
+/// and keeps the lease for two periods so that the others do not take turns.
+async fn sweep_once(state: &AppState) -> anyhow::Result<()> {
+    let period = Duration::from_secs(state.settings.expiry_sweep_seconds.max(1));
+    if state
+        .federation
+        .fleet
+        .hold_for("sweeps", period * 2)
+        .await?
+    {
+        crate::app::sweeps::sweep(state.store.as_ref(), &state.procedure).await?;
+    }
+    Ok(())
 }
 
 /// Seals study noise keys stored in clear by versions before the vault existed, in one

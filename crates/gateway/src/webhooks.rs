@@ -219,10 +219,11 @@ pub async fn prepare(
 /// Runs one dispatcher per endpoint (from [`prepare`]) until the process stops.
 pub fn spawn(
     store: Arc<dyn Store>,
+    fleet: Arc<crate::federation::fleet::Fleet>,
     settings: &WebhookSettings,
     endpoints: Vec<Endpoint>,
 ) -> anyhow::Result<Vec<tokio::task::JoinHandle<()>>> {
-    let client = reqwest::Client::builder()
+    let client = ehds_http::builder()
         .timeout(Duration::from_secs(settings.timeout_seconds.max(1)))
         .redirect(reqwest::redirect::Policy::none())
         .build()?;
@@ -231,6 +232,7 @@ pub fn spawn(
         .map(|endpoint| {
             let dispatcher = Dispatcher {
                 store: store.clone(),
+                fleet: fleet.clone(),
                 client: client.clone(),
                 endpoint,
                 settings: settings.clone(),
@@ -245,6 +247,8 @@ const BATCH: i64 = 100;
 
 struct Dispatcher {
     store: Arc<dyn Store>,
+    /// One replica of a fleet delivers an endpoint's events, so each goes out once.
+    fleet: Arc<crate::federation::fleet::Fleet>,
     client: reqwest::Client,
     endpoint: Endpoint,
     settings: WebhookSettings,
@@ -253,8 +257,14 @@ struct Dispatcher {
 impl Dispatcher {
     async fn run(self) {
         let idle = Duration::from_millis(self.settings.poll_millis.max(10));
+        let lease = format!("webhook:{}", self.endpoint.name);
         loop {
-            match self.serve_batch().await {
+            let served = match self.fleet.hold(&lease).await {
+                Ok(true) => self.serve_batch().await,
+                Ok(false) => Ok(false),
+                Err(e) => Err(e.into()),
+            };
+            match served {
                 Ok(true) => continue,
                 Ok(false) => {}
                 Err(e) => {

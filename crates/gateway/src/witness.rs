@@ -45,7 +45,7 @@ impl Witness {
             token,
             verifier,
             dir,
-            client: reqwest::Client::builder()
+            client: ehds_http::builder()
                 .timeout(std::time::Duration::from_secs(30))
                 .build()?,
         })

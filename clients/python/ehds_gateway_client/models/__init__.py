@@ -291,60 +291,60 @@ from .statistics_run_request_feature_spec import StatisticsRunRequestFeatureSpec
 from .statistics_run_view import StatisticsRunView
 from .statistics_task import StatisticsTask
 from .statistics_task_feature_spec import StatisticsTaskFeatureSpec
-from .strategy_config_apfl import StrategyConfigApfl
-from .strategy_config_apfl_name import StrategyConfigApflName
-from .strategy_config_ditto import StrategyConfigDitto
-from .strategy_config_ditto_name import StrategyConfigDittoName
 from .strategy_config_fedadagrad import StrategyConfigFedadagrad
 from .strategy_config_fedadagrad_name import StrategyConfigFedadagradName
 from .strategy_config_fedadam import StrategyConfigFedadam
 from .strategy_config_fedadam_name import StrategyConfigFedadamName
-from .strategy_config_fedavg import StrategyConfigFedavg
-from .strategy_config_fedavg_name import StrategyConfigFedavgName
-from .strategy_config_feddecorr import StrategyConfigFeddecorr
-from .strategy_config_feddecorr_name import StrategyConfigFeddecorrName
-from .strategy_config_feddyn import StrategyConfigFeddyn
-from .strategy_config_feddyn_name import StrategyConfigFeddynName
-from .strategy_config_fedexp import StrategyConfigFedexp
-from .strategy_config_fedexp_name import StrategyConfigFedexpName
-from .strategy_config_fedlc import StrategyConfigFedlc
-from .strategy_config_fedlc_name import StrategyConfigFedlcName
-from .strategy_config_fedlesam import StrategyConfigFedlesam
-from .strategy_config_fedlesam_name import StrategyConfigFedlesamName
-from .strategy_config_fedmap import StrategyConfigFedmap
-from .strategy_config_fedmap_name import StrategyConfigFedmapName
-from .strategy_config_fedmode import StrategyConfigFedmode
-from .strategy_config_fedmode_name import StrategyConfigFedmodeName
-from .strategy_config_fednova import StrategyConfigFednova
-from .strategy_config_fednova_name import StrategyConfigFednovaName
-from .strategy_config_fedper import StrategyConfigFedper
-from .strategy_config_fedper_name import StrategyConfigFedperName
-from .strategy_config_fedprox import StrategyConfigFedprox
-from .strategy_config_fedprox_name import StrategyConfigFedproxName
-from .strategy_config_fedsam import StrategyConfigFedsam
-from .strategy_config_fedsam_name import StrategyConfigFedsamName
-from .strategy_config_fedspeed import StrategyConfigFedspeed
-from .strategy_config_fedspeed_name import StrategyConfigFedspeedName
 from .strategy_config_fedyogi import StrategyConfigFedyogi
 from .strategy_config_fedyogi_name import StrategyConfigFedyogiName
-from .strategy_config_fenda_fl import StrategyConfigFendaFl
-from .strategy_config_fenda_fl_name import StrategyConfigFendaFlName
-from .strategy_config_hpfl import StrategyConfigHpfl
-from .strategy_config_hpfl_name import StrategyConfigHpflName
-from .strategy_config_moon import StrategyConfigMoon
-from .strategy_config_moon_name import StrategyConfigMoonName
-from .strategy_config_per_fedavg import StrategyConfigPerFedavg
-from .strategy_config_per_fedavg_name import StrategyConfigPerFedavgName
-from .strategy_config_perfcl import StrategyConfigPerfcl
-from .strategy_config_perfcl_name import StrategyConfigPerfclName
-from .strategy_config_pfedme import StrategyConfigPfedme
-from .strategy_config_pfedme_name import StrategyConfigPfedmeName
-from .strategy_config_qfedavg import StrategyConfigQfedavg
-from .strategy_config_qfedavg_name import StrategyConfigQfedavgName
-from .strategy_config_scaffold import StrategyConfigScaffold
-from .strategy_config_scaffold_name import StrategyConfigScaffoldName
-from .strategy_config_silo import StrategyConfigSilo
-from .strategy_config_silo_name import StrategyConfigSiloName
+from .strategy_config_type_0 import StrategyConfigType0
+from .strategy_config_type_0_name import StrategyConfigType0Name
+from .strategy_config_type_1 import StrategyConfigType1
+from .strategy_config_type_10 import StrategyConfigType10
+from .strategy_config_type_10_name import StrategyConfigType10Name
+from .strategy_config_type_11 import StrategyConfigType11
+from .strategy_config_type_11_name import StrategyConfigType11Name
+from .strategy_config_type_12 import StrategyConfigType12
+from .strategy_config_type_12_name import StrategyConfigType12Name
+from .strategy_config_type_13 import StrategyConfigType13
+from .strategy_config_type_13_name import StrategyConfigType13Name
+from .strategy_config_type_14 import StrategyConfigType14
+from .strategy_config_type_14_name import StrategyConfigType14Name
+from .strategy_config_type_15 import StrategyConfigType15
+from .strategy_config_type_15_name import StrategyConfigType15Name
+from .strategy_config_type_16 import StrategyConfigType16
+from .strategy_config_type_16_name import StrategyConfigType16Name
+from .strategy_config_type_17 import StrategyConfigType17
+from .strategy_config_type_17_name import StrategyConfigType17Name
+from .strategy_config_type_18 import StrategyConfigType18
+from .strategy_config_type_18_name import StrategyConfigType18Name
+from .strategy_config_type_19 import StrategyConfigType19
+from .strategy_config_type_19_name import StrategyConfigType19Name
+from .strategy_config_type_1_name import StrategyConfigType1Name
+from .strategy_config_type_2 import StrategyConfigType2
+from .strategy_config_type_20 import StrategyConfigType20
+from .strategy_config_type_20_name import StrategyConfigType20Name
+from .strategy_config_type_21 import StrategyConfigType21
+from .strategy_config_type_21_name import StrategyConfigType21Name
+from .strategy_config_type_22 import StrategyConfigType22
+from .strategy_config_type_22_name import StrategyConfigType22Name
+from .strategy_config_type_23 import StrategyConfigType23
+from .strategy_config_type_23_name import StrategyConfigType23Name
+from .strategy_config_type_24 import StrategyConfigType24
+from .strategy_config_type_24_name import StrategyConfigType24Name
+from .strategy_config_type_25 import StrategyConfigType25
+from .strategy_config_type_25_name import StrategyConfigType25Name
+from .strategy_config_type_26 import StrategyConfigType26
+from .strategy_config_type_26_name import StrategyConfigType26Name
+from .strategy_config_type_2_name import StrategyConfigType2Name
+from .strategy_config_type_6 import StrategyConfigType6
+from .strategy_config_type_6_name import StrategyConfigType6Name
+from .strategy_config_type_7 import StrategyConfigType7
+from .strategy_config_type_7_name import StrategyConfigType7Name
+from .strategy_config_type_8 import StrategyConfigType8
+from .strategy_config_type_8_name import StrategyConfigType8Name
+from .strategy_config_type_9 import StrategyConfigType9
+from .strategy_config_type_9_name import StrategyConfigType9Name
 from .study_progress import StudyProgress
 from .study_reason_type_0 import StudyReasonType0
 from .study_reason_type_0_code import StudyReasonType0Code
@@ -675,60 +675,60 @@ __all__ = (
     "StatisticsRunView",
     "StatisticsTask",
     "StatisticsTaskFeatureSpec",
-    "StrategyConfigApfl",
-    "StrategyConfigApflName",
-    "StrategyConfigDitto",
-    "StrategyConfigDittoName",
     "StrategyConfigFedadagrad",
     "StrategyConfigFedadagradName",
     "StrategyConfigFedadam",
     "StrategyConfigFedadamName",
-    "StrategyConfigFedavg",
-    "StrategyConfigFedavgName",
-    "StrategyConfigFeddecorr",
-    "StrategyConfigFeddecorrName",
-    "StrategyConfigFeddyn",
-    "StrategyConfigFeddynName",
-    "StrategyConfigFedexp",
-    "StrategyConfigFedexpName",
-    "StrategyConfigFedlc",
-    "StrategyConfigFedlcName",
-    "StrategyConfigFedlesam",
-    "StrategyConfigFedlesamName",
-    "StrategyConfigFedmap",
-    "StrategyConfigFedmapName",
-    "StrategyConfigFedmode",
-    "StrategyConfigFedmodeName",
-    "StrategyConfigFednova",
-    "StrategyConfigFednovaName",
-    "StrategyConfigFedper",
-    "StrategyConfigFedperName",
-    "StrategyConfigFedprox",
-    "StrategyConfigFedproxName",
-    "StrategyConfigFedsam",
-    "StrategyConfigFedsamName",
-    "StrategyConfigFedspeed",
-    "StrategyConfigFedspeedName",
     "StrategyConfigFedyogi",
     "StrategyConfigFedyogiName",
-    "StrategyConfigFendaFl",
-    "StrategyConfigFendaFlName",
-    "StrategyConfigHpfl",
-    "StrategyConfigHpflName",
-    "StrategyConfigMoon",
-    "StrategyConfigMoonName",
-    "StrategyConfigPerfcl",
-    "StrategyConfigPerfclName",
-    "StrategyConfigPerFedavg",
-    "StrategyConfigPerFedavgName",
-    "StrategyConfigPfedme",
-    "StrategyConfigPfedmeName",
-    "StrategyConfigQfedavg",
-    "StrategyConfigQfedavgName",
-    "StrategyConfigScaffold",
-    "StrategyConfigScaffoldName",
-    "StrategyConfigSilo",
-    "StrategyConfigSiloName",
+    "StrategyConfigType0",
+    "StrategyConfigType0Name",
+    "StrategyConfigType1",
+    "StrategyConfigType10",
+    "StrategyConfigType10Name",
+    "StrategyConfigType11",
+    "StrategyConfigType11Name",
+    "StrategyConfigType12",
+    "StrategyConfigType12Name",
+    "StrategyConfigType13",
+    "StrategyConfigType13Name",
+    "StrategyConfigType14",
+    "StrategyConfigType14Name",
+    "StrategyConfigType15",
+    "StrategyConfigType15Name",
+    "StrategyConfigType16",
+    "StrategyConfigType16Name",
+    "StrategyConfigType17",
+    "StrategyConfigType17Name",
+    "StrategyConfigType18",
+    "StrategyConfigType18Name",
+    "StrategyConfigType19",
+    "StrategyConfigType19Name",
+    "StrategyConfigType1Name",
+    "StrategyConfigType2",
+    "StrategyConfigType20",
+    "StrategyConfigType20Name",
+    "StrategyConfigType21",
+    "StrategyConfigType21Name",
+    "StrategyConfigType22",
+    "StrategyConfigType22Name",
+    "StrategyConfigType23",
+    "StrategyConfigType23Name",
+    "StrategyConfigType24",
+    "StrategyConfigType24Name",
+    "StrategyConfigType25",
+    "StrategyConfigType25Name",
+    "StrategyConfigType26",
+    "StrategyConfigType26Name",
+    "StrategyConfigType2Name",
+    "StrategyConfigType6",
+    "StrategyConfigType6Name",
+    "StrategyConfigType7",
+    "StrategyConfigType7Name",
+    "StrategyConfigType8",
+    "StrategyConfigType8Name",
+    "StrategyConfigType9",
+    "StrategyConfigType9Name",
     "StudyProgress",
     "StudyReasonType0",
     "StudyReasonType0Code",

@@ -36,33 +36,33 @@ if TYPE_CHECKING:
   from ..models.optimizer_request import OptimizerRequest
   from ..models.output_check_request import OutputCheckRequest
   from ..models.secure_aggregation_request import SecureAggregationRequest
-  from ..models.strategy_config_apfl import StrategyConfigApfl
-  from ..models.strategy_config_ditto import StrategyConfigDitto
   from ..models.strategy_config_fedadagrad import StrategyConfigFedadagrad
   from ..models.strategy_config_fedadam import StrategyConfigFedadam
-  from ..models.strategy_config_fedavg import StrategyConfigFedavg
-  from ..models.strategy_config_feddecorr import StrategyConfigFeddecorr
-  from ..models.strategy_config_feddyn import StrategyConfigFeddyn
-  from ..models.strategy_config_fedexp import StrategyConfigFedexp
-  from ..models.strategy_config_fedlc import StrategyConfigFedlc
-  from ..models.strategy_config_fedlesam import StrategyConfigFedlesam
-  from ..models.strategy_config_fedmap import StrategyConfigFedmap
-  from ..models.strategy_config_fedmode import StrategyConfigFedmode
-  from ..models.strategy_config_fednova import StrategyConfigFednova
-  from ..models.strategy_config_fedper import StrategyConfigFedper
-  from ..models.strategy_config_fedprox import StrategyConfigFedprox
-  from ..models.strategy_config_fedsam import StrategyConfigFedsam
-  from ..models.strategy_config_fedspeed import StrategyConfigFedspeed
   from ..models.strategy_config_fedyogi import StrategyConfigFedyogi
-  from ..models.strategy_config_fenda_fl import StrategyConfigFendaFl
-  from ..models.strategy_config_hpfl import StrategyConfigHpfl
-  from ..models.strategy_config_moon import StrategyConfigMoon
-  from ..models.strategy_config_per_fedavg import StrategyConfigPerFedavg
-  from ..models.strategy_config_perfcl import StrategyConfigPerfcl
-  from ..models.strategy_config_pfedme import StrategyConfigPfedme
-  from ..models.strategy_config_qfedavg import StrategyConfigQfedavg
-  from ..models.strategy_config_scaffold import StrategyConfigScaffold
-  from ..models.strategy_config_silo import StrategyConfigSilo
+  from ..models.strategy_config_type_0 import StrategyConfigType0
+  from ..models.strategy_config_type_1 import StrategyConfigType1
+  from ..models.strategy_config_type_10 import StrategyConfigType10
+  from ..models.strategy_config_type_11 import StrategyConfigType11
+  from ..models.strategy_config_type_12 import StrategyConfigType12
+  from ..models.strategy_config_type_13 import StrategyConfigType13
+  from ..models.strategy_config_type_14 import StrategyConfigType14
+  from ..models.strategy_config_type_15 import StrategyConfigType15
+  from ..models.strategy_config_type_16 import StrategyConfigType16
+  from ..models.strategy_config_type_17 import StrategyConfigType17
+  from ..models.strategy_config_type_18 import StrategyConfigType18
+  from ..models.strategy_config_type_19 import StrategyConfigType19
+  from ..models.strategy_config_type_2 import StrategyConfigType2
+  from ..models.strategy_config_type_20 import StrategyConfigType20
+  from ..models.strategy_config_type_21 import StrategyConfigType21
+  from ..models.strategy_config_type_22 import StrategyConfigType22
+  from ..models.strategy_config_type_23 import StrategyConfigType23
+  from ..models.strategy_config_type_24 import StrategyConfigType24
+  from ..models.strategy_config_type_25 import StrategyConfigType25
+  from ..models.strategy_config_type_26 import StrategyConfigType26
+  from ..models.strategy_config_type_6 import StrategyConfigType6
+  from ..models.strategy_config_type_7 import StrategyConfigType7
+  from ..models.strategy_config_type_8 import StrategyConfigType8
+  from ..models.strategy_config_type_9 import StrategyConfigType9
   from ..models.study_request_feature_spec import StudyRequestFeatureSpec
   from ..models.study_task_type_1 import StudyTaskType1
   from ..models.study_task_type_2 import StudyTaskType2
@@ -92,14 +92,13 @@ class StudyRequest:
             purpose (str): The Art. 53(1) purpose this study serves.
             round_deadline_seconds (int):
             rounds (int):
-            strategy (StrategyConfigApfl | StrategyConfigDitto | StrategyConfigFedadagrad | StrategyConfigFedadam |
-                StrategyConfigFedavg | StrategyConfigFeddecorr | StrategyConfigFeddyn | StrategyConfigFedexp |
-                StrategyConfigFedlc | StrategyConfigFedlesam | StrategyConfigFedmap | StrategyConfigFedmode |
-                StrategyConfigFednova | StrategyConfigFedper | StrategyConfigFedprox | StrategyConfigFedsam |
-                StrategyConfigFedspeed | StrategyConfigFedyogi | StrategyConfigFendaFl | StrategyConfigHpfl | StrategyConfigMoon
-                | StrategyConfigPerfcl | StrategyConfigPerFedavg | StrategyConfigPfedme | StrategyConfigQfedavg |
-                StrategyConfigScaffold | StrategyConfigSilo): The method a study runs, with its settings. Serialised as the
-                request names it:
+            strategy (StrategyConfigFedadagrad | StrategyConfigFedadam | StrategyConfigFedyogi | StrategyConfigType0 |
+                StrategyConfigType1 | StrategyConfigType10 | StrategyConfigType11 | StrategyConfigType12 | StrategyConfigType13
+                | StrategyConfigType14 | StrategyConfigType15 | StrategyConfigType16 | StrategyConfigType17 |
+                StrategyConfigType18 | StrategyConfigType19 | StrategyConfigType2 | StrategyConfigType20 | StrategyConfigType21
+                | StrategyConfigType22 | StrategyConfigType23 | StrategyConfigType24 | StrategyConfigType25 |
+                StrategyConfigType26 | StrategyConfigType6 | StrategyConfigType7 | StrategyConfigType8 | StrategyConfigType9):
+                The method a study runs, with its settings. Serialised as the request names it:
                 `{"name": "<method>", <setting>: <value>, ...}`; settings left out take the
                 method's defaults.
             title (str):
@@ -135,7 +134,7 @@ class StudyRequest:
     purpose: str
     round_deadline_seconds: int
     rounds: int
-    strategy: StrategyConfigApfl | StrategyConfigDitto | StrategyConfigFedadagrad | StrategyConfigFedadam | StrategyConfigFedavg | StrategyConfigFeddecorr | StrategyConfigFeddyn | StrategyConfigFedexp | StrategyConfigFedlc | StrategyConfigFedlesam | StrategyConfigFedmap | StrategyConfigFedmode | StrategyConfigFednova | StrategyConfigFedper | StrategyConfigFedprox | StrategyConfigFedsam | StrategyConfigFedspeed | StrategyConfigFedyogi | StrategyConfigFendaFl | StrategyConfigHpfl | StrategyConfigMoon | StrategyConfigPerfcl | StrategyConfigPerFedavg | StrategyConfigPfedme | StrategyConfigQfedavg | StrategyConfigScaffold | StrategyConfigSilo
+    strategy: StrategyConfigFedadagrad | StrategyConfigFedadam | StrategyConfigFedyogi | StrategyConfigType0 | StrategyConfigType1 | StrategyConfigType10 | StrategyConfigType11 | StrategyConfigType12 | StrategyConfigType13 | StrategyConfigType14 | StrategyConfigType15 | StrategyConfigType16 | StrategyConfigType17 | StrategyConfigType18 | StrategyConfigType19 | StrategyConfigType2 | StrategyConfigType20 | StrategyConfigType21 | StrategyConfigType22 | StrategyConfigType23 | StrategyConfigType24 | StrategyConfigType25 | StrategyConfigType26 | StrategyConfigType6 | StrategyConfigType7 | StrategyConfigType8 | StrategyConfigType9
     title: str
     aggregation: AggregationType0 | AggregationType1 | AggregationType2 | AggregationType3 | AggregationType4 | AggregationType5 | AggregationType6 | None | Unset = UNSET
     local_epochs: int | None | Unset = UNSET
@@ -175,33 +174,33 @@ class StudyRequest:
         from ..models.optimizer_request import OptimizerRequest # noqa: PLC0415
         from ..models.output_check_request import OutputCheckRequest # noqa: PLC0415
         from ..models.secure_aggregation_request import SecureAggregationRequest # noqa: PLC0415
-        from ..models.strategy_config_apfl import StrategyConfigApfl # noqa: PLC0415
-        from ..models.strategy_config_ditto import StrategyConfigDitto # noqa: PLC0415
         from ..models.strategy_config_fedadagrad import StrategyConfigFedadagrad # noqa: PLC0415
         from ..models.strategy_config_fedadam import StrategyConfigFedadam # noqa: PLC0415
-        from ..models.strategy_config_fedavg import StrategyConfigFedavg # noqa: PLC0415
-        from ..models.strategy_config_feddecorr import StrategyConfigFeddecorr # noqa: PLC0415
-        from ..models.strategy_config_feddyn import StrategyConfigFeddyn # noqa: PLC0415
-        from ..models.strategy_config_fedexp import StrategyConfigFedexp # noqa: PLC0415
-        from ..models.strategy_config_fedlc import StrategyConfigFedlc # noqa: PLC0415
-        from ..models.strategy_config_fedlesam import StrategyConfigFedlesam # noqa: PLC0415
-        from ..models.strategy_config_fedmap import StrategyConfigFedmap # noqa: PLC0415
-        from ..models.strategy_config_fedmode import StrategyConfigFedmode # noqa: PLC0415
-        from ..models.strategy_config_fednova import StrategyConfigFednova # noqa: PLC0415
-        from ..models.strategy_config_fedper import StrategyConfigFedper # noqa: PLC0415
-        from ..models.strategy_config_fedprox import StrategyConfigFedprox # noqa: PLC0415
-        from ..models.strategy_config_fedsam import StrategyConfigFedsam # noqa: PLC0415
-        from ..models.strategy_config_fedspeed import StrategyConfigFedspeed # noqa: PLC0415
         from ..models.strategy_config_fedyogi import StrategyConfigFedyogi # noqa: PLC0415
-        from ..models.strategy_config_fenda_fl import StrategyConfigFendaFl # noqa: PLC0415
-        from ..models.strategy_config_hpfl import StrategyConfigHpfl # noqa: PLC0415
-        from ..models.strategy_config_moon import StrategyConfigMoon # noqa: PLC0415
-        from ..models.strategy_config_per_fedavg import StrategyConfigPerFedavg # noqa: PLC0415
-        from ..models.strategy_config_perfcl import StrategyConfigPerfcl # noqa: PLC0415
-        from ..models.strategy_config_pfedme import StrategyConfigPfedme # noqa: PLC0415
-        from ..models.strategy_config_qfedavg import StrategyConfigQfedavg # noqa: PLC0415
-        from ..models.strategy_config_scaffold import StrategyConfigScaffold # noqa: PLC0415
-        from ..models.strategy_config_silo import StrategyConfigSilo # noqa: PLC0415
+        from ..models.strategy_config_type_0 import StrategyConfigType0 # noqa: PLC0415
+        from ..models.strategy_config_type_1 import StrategyConfigType1 # noqa: PLC0415
+        from ..models.strategy_config_type_10 import StrategyConfigType10 # noqa: PLC0415
+        from ..models.strategy_config_type_11 import StrategyConfigType11 # noqa: PLC0415
+        from ..models.strategy_config_type_12 import StrategyConfigType12 # noqa: PLC0415
+        from ..models.strategy_config_type_13 import StrategyConfigType13 # noqa: PLC0415
+        from ..models.strategy_config_type_14 import StrategyConfigType14 # noqa: PLC0415
+        from ..models.strategy_config_type_15 import StrategyConfigType15 # noqa: PLC0415
+        from ..models.strategy_config_type_16 import StrategyConfigType16 # noqa: PLC0415
+        from ..models.strategy_config_type_17 import StrategyConfigType17 # noqa: PLC0415
+        from ..models.strategy_config_type_18 import StrategyConfigType18 # noqa: PLC0415
+        from ..models.strategy_config_type_19 import StrategyConfigType19 # noqa: PLC0415
+        from ..models.strategy_config_type_2 import StrategyConfigType2 # noqa: PLC0415
+        from ..models.strategy_config_type_20 import StrategyConfigType20 # noqa: PLC0415
+        from ..models.strategy_config_type_21 import StrategyConfigType21 # noqa: PLC0415
+        from ..models.strategy_config_type_22 import StrategyConfigType22 # noqa: PLC0415
+        from ..models.strategy_config_type_23 import StrategyConfigType23 # noqa: PLC0415
+        from ..models.strategy_config_type_24 import StrategyConfigType24 # noqa: PLC0415
+        from ..models.strategy_config_type_25 import StrategyConfigType25 # noqa: PLC0415
+        from ..models.strategy_config_type_26 import StrategyConfigType26 # noqa: PLC0415
+        from ..models.strategy_config_type_6 import StrategyConfigType6 # noqa: PLC0415
+        from ..models.strategy_config_type_7 import StrategyConfigType7 # noqa: PLC0415
+        from ..models.strategy_config_type_8 import StrategyConfigType8 # noqa: PLC0415
+        from ..models.strategy_config_type_9 import StrategyConfigType9 # noqa: PLC0415
         from ..models.study_request_feature_spec import StudyRequestFeatureSpec # noqa: PLC0415
         from ..models.study_task_type_1 import StudyTaskType1 # noqa: PLC0415
         from ..models.study_task_type_2 import StudyTaskType2 # noqa: PLC0415
@@ -234,11 +233,11 @@ class StudyRequest:
         rounds = self.rounds
 
         strategy: dict[str, Any]
-        if isinstance(self.strategy, StrategyConfigFedavg):
+        if isinstance(self.strategy, StrategyConfigType0):
             strategy = self.strategy.to_dict()
-        elif isinstance(self.strategy, StrategyConfigFedprox):
+        elif isinstance(self.strategy, StrategyConfigType1):
             strategy = self.strategy.to_dict()
-        elif isinstance(self.strategy, StrategyConfigScaffold):
+        elif isinstance(self.strategy, StrategyConfigType2):
             strategy = self.strategy.to_dict()
         elif isinstance(self.strategy, StrategyConfigFedadam):
             strategy = self.strategy.to_dict()
@@ -246,45 +245,45 @@ class StudyRequest:
             strategy = self.strategy.to_dict()
         elif isinstance(self.strategy, StrategyConfigFedadagrad):
             strategy = self.strategy.to_dict()
-        elif isinstance(self.strategy, StrategyConfigFednova):
+        elif isinstance(self.strategy, StrategyConfigType6):
             strategy = self.strategy.to_dict()
-        elif isinstance(self.strategy, StrategyConfigFeddyn):
+        elif isinstance(self.strategy, StrategyConfigType7):
             strategy = self.strategy.to_dict()
-        elif isinstance(self.strategy, StrategyConfigFedexp):
+        elif isinstance(self.strategy, StrategyConfigType8):
             strategy = self.strategy.to_dict()
-        elif isinstance(self.strategy, StrategyConfigQfedavg):
+        elif isinstance(self.strategy, StrategyConfigType9):
             strategy = self.strategy.to_dict()
-        elif isinstance(self.strategy, StrategyConfigFedmode):
+        elif isinstance(self.strategy, StrategyConfigType10):
             strategy = self.strategy.to_dict()
-        elif isinstance(self.strategy, StrategyConfigFedsam):
+        elif isinstance(self.strategy, StrategyConfigType11):
             strategy = self.strategy.to_dict()
-        elif isinstance(self.strategy, StrategyConfigFedlesam):
+        elif isinstance(self.strategy, StrategyConfigType12):
             strategy = self.strategy.to_dict()
-        elif isinstance(self.strategy, StrategyConfigFedspeed):
+        elif isinstance(self.strategy, StrategyConfigType13):
             strategy = self.strategy.to_dict()
-        elif isinstance(self.strategy, StrategyConfigFedlc):
+        elif isinstance(self.strategy, StrategyConfigType14):
             strategy = self.strategy.to_dict()
-        elif isinstance(self.strategy, StrategyConfigFeddecorr):
+        elif isinstance(self.strategy, StrategyConfigType15):
             strategy = self.strategy.to_dict()
-        elif isinstance(self.strategy, StrategyConfigMoon):
+        elif isinstance(self.strategy, StrategyConfigType16):
             strategy = self.strategy.to_dict()
-        elif isinstance(self.strategy, StrategyConfigDitto):
+        elif isinstance(self.strategy, StrategyConfigType17):
             strategy = self.strategy.to_dict()
-        elif isinstance(self.strategy, StrategyConfigFedper):
+        elif isinstance(self.strategy, StrategyConfigType18):
             strategy = self.strategy.to_dict()
-        elif isinstance(self.strategy, StrategyConfigFendaFl):
+        elif isinstance(self.strategy, StrategyConfigType19):
             strategy = self.strategy.to_dict()
-        elif isinstance(self.strategy, StrategyConfigApfl):
+        elif isinstance(self.strategy, StrategyConfigType20):
             strategy = self.strategy.to_dict()
-        elif isinstance(self.strategy, StrategyConfigPerfcl):
+        elif isinstance(self.strategy, StrategyConfigType21):
             strategy = self.strategy.to_dict()
-        elif isinstance(self.strategy, StrategyConfigHpfl):
+        elif isinstance(self.strategy, StrategyConfigType22):
             strategy = self.strategy.to_dict()
-        elif isinstance(self.strategy, StrategyConfigPerFedavg):
+        elif isinstance(self.strategy, StrategyConfigType23):
             strategy = self.strategy.to_dict()
-        elif isinstance(self.strategy, StrategyConfigPfedme):
+        elif isinstance(self.strategy, StrategyConfigType24):
             strategy = self.strategy.to_dict()
-        elif isinstance(self.strategy, StrategyConfigFedmap):
+        elif isinstance(self.strategy, StrategyConfigType25):
             strategy = self.strategy.to_dict()
         else:
             strategy = self.strategy.to_dict()
@@ -484,33 +483,33 @@ class StudyRequest:
         from ..models.optimizer_request import OptimizerRequest # noqa: PLC0415
         from ..models.output_check_request import OutputCheckRequest # noqa: PLC0415
         from ..models.secure_aggregation_request import SecureAggregationRequest # noqa: PLC0415
-        from ..models.strategy_config_apfl import StrategyConfigApfl # noqa: PLC0415
-        from ..models.strategy_config_ditto import StrategyConfigDitto # noqa: PLC0415
         from ..models.strategy_config_fedadagrad import StrategyConfigFedadagrad # noqa: PLC0415
         from ..models.strategy_config_fedadam import StrategyConfigFedadam # noqa: PLC0415
-        from ..models.strategy_config_fedavg import StrategyConfigFedavg # noqa: PLC0415
-        from ..models.strategy_config_feddecorr import StrategyConfigFeddecorr # noqa: PLC0415
-        from ..models.strategy_config_feddyn import StrategyConfigFeddyn # noqa: PLC0415
-        from ..models.strategy_config_fedexp import StrategyConfigFedexp # noqa: PLC0415
-        from ..models.strategy_config_fedlc import StrategyConfigFedlc # noqa: PLC0415
-        from ..models.strategy_config_fedlesam import StrategyConfigFedlesam # noqa: PLC0415
-        from ..models.strategy_config_fedmap import StrategyConfigFedmap # noqa: PLC0415
-        from ..models.strategy_config_fedmode import StrategyConfigFedmode # noqa: PLC0415
-        from ..models.strategy_config_fednova import StrategyConfigFednova # noqa: PLC0415
-        from ..models.strategy_config_fedper import StrategyConfigFedper # noqa: PLC0415
-        from ..models.strategy_config_fedprox import StrategyConfigFedprox # noqa: PLC0415
-        from ..models.strategy_config_fedsam import StrategyConfigFedsam # noqa: PLC0415
-        from ..models.strategy_config_fedspeed import StrategyConfigFedspeed # noqa: PLC0415
         from ..models.strategy_config_fedyogi import StrategyConfigFedyogi # noqa: PLC0415
-        from ..models.strategy_config_fenda_fl import StrategyConfigFendaFl # noqa: PLC0415
-        from ..models.strategy_config_hpfl import StrategyConfigHpfl # noqa: PLC0415
-        from ..models.strategy_config_moon import StrategyConfigMoon # noqa: PLC0415
-        from ..models.strategy_config_per_fedavg import StrategyConfigPerFedavg # noqa: PLC0415
-        from ..models.strategy_config_perfcl import StrategyConfigPerfcl # noqa: PLC0415
-        from ..models.strategy_config_pfedme import StrategyConfigPfedme # noqa: PLC0415
-        from ..models.strategy_config_qfedavg import StrategyConfigQfedavg # noqa: PLC0415
-        from ..models.strategy_config_scaffold import StrategyConfigScaffold # noqa: PLC0415
-        from ..models.strategy_config_silo import StrategyConfigSilo # noqa: PLC0415
+        from ..models.strategy_config_type_0 import StrategyConfigType0 # noqa: PLC0415
+        from ..models.strategy_config_type_1 import StrategyConfigType1 # noqa: PLC0415
+        from ..models.strategy_config_type_10 import StrategyConfigType10 # noqa: PLC0415
+        from ..models.strategy_config_type_11 import StrategyConfigType11 # noqa: PLC0415
+        from ..models.strategy_config_type_12 import StrategyConfigType12 # noqa: PLC0415
+        from ..models.strategy_config_type_13 import StrategyConfigType13 # noqa: PLC0415
+        from ..models.strategy_config_type_14 import StrategyConfigType14 # noqa: PLC0415
+        from ..models.strategy_config_type_15 import StrategyConfigType15 # noqa: PLC0415
+        from ..models.strategy_config_type_16 import StrategyConfigType16 # noqa: PLC0415
+        from ..models.strategy_config_type_17 import StrategyConfigType17 # noqa: PLC0415
+        from ..models.strategy_config_type_18 import StrategyConfigType18 # noqa: PLC0415
+        from ..models.strategy_config_type_19 import StrategyConfigType19 # noqa: PLC0415
+        from ..models.strategy_config_type_2 import StrategyConfigType2 # noqa: PLC0415
+        from ..models.strategy_config_type_20 import StrategyConfigType20 # noqa: PLC0415
+        from ..models.strategy_config_type_21 import StrategyConfigType21 # noqa: PLC0415
+        from ..models.strategy_config_type_22 import StrategyConfigType22 # noqa: PLC0415
+        from ..models.strategy_config_type_23 import StrategyConfigType23 # noqa: PLC0415
+        from ..models.strategy_config_type_24 import StrategyConfigType24 # noqa: PLC0415
+        from ..models.strategy_config_type_25 import StrategyConfigType25 # noqa: PLC0415
+        from ..models.strategy_config_type_26 import StrategyConfigType26 # noqa: PLC0415
+        from ..models.strategy_config_type_6 import StrategyConfigType6 # noqa: PLC0415
+        from ..models.strategy_config_type_7 import StrategyConfigType7 # noqa: PLC0415
+        from ..models.strategy_config_type_8 import StrategyConfigType8 # noqa: PLC0415
+        from ..models.strategy_config_type_9 import StrategyConfigType9 # noqa: PLC0415
         from ..models.study_request_feature_spec import StudyRequestFeatureSpec # noqa: PLC0415
         from ..models.study_task_type_1 import StudyTaskType1 # noqa: PLC0415
         from ..models.study_task_type_2 import StudyTaskType2 # noqa: PLC0415
@@ -553,11 +552,11 @@ class StudyRequest:
 
         rounds = d.pop("rounds")
 
-        def _parse_strategy(data: object) -> StrategyConfigApfl | StrategyConfigDitto | StrategyConfigFedadagrad | StrategyConfigFedadam | StrategyConfigFedavg | StrategyConfigFeddecorr | StrategyConfigFeddyn | StrategyConfigFedexp | StrategyConfigFedlc | StrategyConfigFedlesam | StrategyConfigFedmap | StrategyConfigFedmode | StrategyConfigFednova | StrategyConfigFedper | StrategyConfigFedprox | StrategyConfigFedsam | StrategyConfigFedspeed | StrategyConfigFedyogi | StrategyConfigFendaFl | StrategyConfigHpfl | StrategyConfigMoon | StrategyConfigPerfcl | StrategyConfigPerFedavg | StrategyConfigPfedme | StrategyConfigQfedavg | StrategyConfigScaffold | StrategyConfigSilo:
+        def _parse_strategy(data: object) -> StrategyConfigFedadagrad | StrategyConfigFedadam | StrategyConfigFedyogi | StrategyConfigType0 | StrategyConfigType1 | StrategyConfigType10 | StrategyConfigType11 | StrategyConfigType12 | StrategyConfigType13 | StrategyConfigType14 | StrategyConfigType15 | StrategyConfigType16 | StrategyConfigType17 | StrategyConfigType18 | StrategyConfigType19 | StrategyConfigType2 | StrategyConfigType20 | StrategyConfigType21 | StrategyConfigType22 | StrategyConfigType23 | StrategyConfigType24 | StrategyConfigType25 | StrategyConfigType26 | StrategyConfigType6 | StrategyConfigType7 | StrategyConfigType8 | StrategyConfigType9:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                componentsschemas_strategy_config_type_0 = StrategyConfigFedavg.from_dict(data)
+                componentsschemas_strategy_config_type_0 = StrategyConfigType0.from_dict(data)
 
 
 
@@ -567,7 +566,7 @@ class StudyRequest:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                componentsschemas_strategy_config_type_1 = StrategyConfigFedprox.from_dict(data)
+                componentsschemas_strategy_config_type_1 = StrategyConfigType1.from_dict(data)
 
 
 
@@ -577,7 +576,7 @@ class StudyRequest:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                componentsschemas_strategy_config_type_2 = StrategyConfigScaffold.from_dict(data)
+                componentsschemas_strategy_config_type_2 = StrategyConfigType2.from_dict(data)
 
 
 
@@ -617,7 +616,7 @@ class StudyRequest:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                componentsschemas_strategy_config_type_6 = StrategyConfigFednova.from_dict(data)
+                componentsschemas_strategy_config_type_6 = StrategyConfigType6.from_dict(data)
 
 
 
@@ -627,7 +626,7 @@ class StudyRequest:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                componentsschemas_strategy_config_type_7 = StrategyConfigFeddyn.from_dict(data)
+                componentsschemas_strategy_config_type_7 = StrategyConfigType7.from_dict(data)
 
 
 
@@ -637,7 +636,7 @@ class StudyRequest:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                componentsschemas_strategy_config_type_8 = StrategyConfigFedexp.from_dict(data)
+                componentsschemas_strategy_config_type_8 = StrategyConfigType8.from_dict(data)
 
 
 
@@ -647,7 +646,7 @@ class StudyRequest:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                componentsschemas_strategy_config_type_9 = StrategyConfigQfedavg.from_dict(data)
+                componentsschemas_strategy_config_type_9 = StrategyConfigType9.from_dict(data)
 
 
 
@@ -657,7 +656,7 @@ class StudyRequest:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                componentsschemas_strategy_config_type_10 = StrategyConfigFedmode.from_dict(data)
+                componentsschemas_strategy_config_type_10 = StrategyConfigType10.from_dict(data)
 
 
 
@@ -667,7 +666,7 @@ class StudyRequest:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                componentsschemas_strategy_config_type_11 = StrategyConfigFedsam.from_dict(data)
+                componentsschemas_strategy_config_type_11 = StrategyConfigType11.from_dict(data)
 
 
 
@@ -677,7 +676,7 @@ class StudyRequest:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                componentsschemas_strategy_config_type_12 = StrategyConfigFedlesam.from_dict(data)
+                componentsschemas_strategy_config_type_12 = StrategyConfigType12.from_dict(data)
 
 
 
@@ -687,7 +686,7 @@ class StudyRequest:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                componentsschemas_strategy_config_type_13 = StrategyConfigFedspeed.from_dict(data)
+                componentsschemas_strategy_config_type_13 = StrategyConfigType13.from_dict(data)
 
 
 
@@ -697,7 +696,7 @@ class StudyRequest:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                componentsschemas_strategy_config_type_14 = StrategyConfigFedlc.from_dict(data)
+                componentsschemas_strategy_config_type_14 = StrategyConfigType14.from_dict(data)
 
 
 
@@ -707,7 +706,7 @@ class StudyRequest:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                componentsschemas_strategy_config_type_15 = StrategyConfigFeddecorr.from_dict(data)
+                componentsschemas_strategy_config_type_15 = StrategyConfigType15.from_dict(data)
 
 
 
@@ -717,7 +716,7 @@ class StudyRequest:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                componentsschemas_strategy_config_type_16 = StrategyConfigMoon.from_dict(data)
+                componentsschemas_strategy_config_type_16 = StrategyConfigType16.from_dict(data)
 
 
 
@@ -727,7 +726,7 @@ class StudyRequest:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                componentsschemas_strategy_config_type_17 = StrategyConfigDitto.from_dict(data)
+                componentsschemas_strategy_config_type_17 = StrategyConfigType17.from_dict(data)
 
 
 
@@ -737,7 +736,7 @@ class StudyRequest:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                componentsschemas_strategy_config_type_18 = StrategyConfigFedper.from_dict(data)
+                componentsschemas_strategy_config_type_18 = StrategyConfigType18.from_dict(data)
 
 
 
@@ -747,7 +746,7 @@ class StudyRequest:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                componentsschemas_strategy_config_type_19 = StrategyConfigFendaFl.from_dict(data)
+                componentsschemas_strategy_config_type_19 = StrategyConfigType19.from_dict(data)
 
 
 
@@ -757,7 +756,7 @@ class StudyRequest:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                componentsschemas_strategy_config_type_20 = StrategyConfigApfl.from_dict(data)
+                componentsschemas_strategy_config_type_20 = StrategyConfigType20.from_dict(data)
 
 
 
@@ -767,7 +766,7 @@ class StudyRequest:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                componentsschemas_strategy_config_type_21 = StrategyConfigPerfcl.from_dict(data)
+                componentsschemas_strategy_config_type_21 = StrategyConfigType21.from_dict(data)
 
 
 
@@ -777,7 +776,7 @@ class StudyRequest:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                componentsschemas_strategy_config_type_22 = StrategyConfigHpfl.from_dict(data)
+                componentsschemas_strategy_config_type_22 = StrategyConfigType22.from_dict(data)
 
 
 
@@ -787,7 +786,7 @@ class StudyRequest:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                componentsschemas_strategy_config_type_23 = StrategyConfigPerFedavg.from_dict(data)
+                componentsschemas_strategy_config_type_23 = StrategyConfigType23.from_dict(data)
 
 
 
@@ -797,7 +796,7 @@ class StudyRequest:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                componentsschemas_strategy_config_type_24 = StrategyConfigPfedme.from_dict(data)
+                componentsschemas_strategy_config_type_24 = StrategyConfigType24.from_dict(data)
 
 
 
@@ -807,7 +806,7 @@ class StudyRequest:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                componentsschemas_strategy_config_type_25 = StrategyConfigFedmap.from_dict(data)
+                componentsschemas_strategy_config_type_25 = StrategyConfigType25.from_dict(data)
 
 
 
@@ -816,7 +815,7 @@ class StudyRequest:
                 pass
             if not isinstance(data, dict):
                 raise TypeError()
-            componentsschemas_strategy_config_type_26 = StrategyConfigSilo.from_dict(data)
+            componentsschemas_strategy_config_type_26 = StrategyConfigType26.from_dict(data)
 
 
 

@@ -134,7 +134,7 @@ pub struct Authenticator {
     organisation_claim: String,
     refresh_min: Duration,
     max_age: Duration,
-    http: openidconnect::reqwest::Client,
+    http: ehds_http::OidcClient,
     cache: RwLock<KeyCache>,
     refreshing: Mutex<()>,
 }
@@ -165,11 +165,8 @@ impl Authenticator {
             "at least one JWS algorithm must be allowed"
         );
         IssuerUrl::new(issuer.clone())?;
-        let http = openidconnect::reqwest::ClientBuilder::new()
-            // Following redirects would let a discovery document point anywhere (SSRF).
-            .redirect(openidconnect::reqwest::redirect::Policy::none())
-            .timeout(Duration::from_secs(10))
-            .build()?;
+        // Never follows redirects: a discovery document could otherwise point anywhere (SSRF).
+        let http = ehds_http::OidcClient::new(Duration::from_secs(10))?;
         Ok(Self {
             issuer,
             audience: settings.audience.clone(),
@@ -187,6 +184,26 @@ impl Authenticator {
             }),
             refreshing: Mutex::new(()),
         })
+    }
+
+    /// An authenticator that trusts `keys` and never asks the issuer for others: tokens are
+    /// checked exactly as [`Self::authenticate`] checks them, without discovery over the
+    /// network (the parser fuzz targets, tests).
+    pub fn with_keys(
+        settings: &AuthSettings,
+        issuer: String,
+        keys: JwkSet,
+    ) -> anyhow::Result<Self> {
+        let mut auth = Self::new(settings, issuer)?;
+        let now = Instant::now();
+        auth.refresh_min = Duration::MAX;
+        auth.max_age = Duration::MAX;
+        auth.cache = RwLock::new(KeyCache {
+            keys,
+            fetched_at: Some(now),
+            tried_at: Some(now),
+        });
+        Ok(auth)
     }
 
     pub fn issuer(&self) -> &str {

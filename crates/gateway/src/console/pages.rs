@@ -371,15 +371,17 @@ fn vocabulary() -> Value {
 
 /// The federated methods a study may name, read from the API's own schema of the strategy.
 static STRATEGIES: LazyLock<Vec<String>> = LazyLock::new(|| {
-    let spec = serde_json::to_value(crate::http::openapi::spec()).unwrap_or_default();
+    let spec = crate::http::openapi::spec();
     spec["components"]["schemas"]["StrategyConfig"]["oneOf"]
         .as_array()
         .into_iter()
         .flatten()
         .filter_map(|variant| {
-            variant["allOf"]
-                .as_array()?
-                .iter()
+            // a variant with settings of its own is one object; one without, a reference and
+            // the tag
+            let parts = variant["allOf"].as_array().cloned().unwrap_or_default();
+            std::iter::once(variant)
+                .chain(parts.iter())
                 .find_map(|part| part["properties"]["name"]["enum"][0].as_str())
                 .map(str::to_owned)
         })

@@ -398,13 +398,10 @@ pub async fn logout(
     response
 }
 
-fn oidc_http() -> Result<openidconnect::reqwest::Client, Response> {
-    openidconnect::reqwest::ClientBuilder::new()
-        // The issuer's endpoints answer directly; following redirects would let a discovery
-        // document send the gateway anywhere.
-        .redirect(openidconnect::reqwest::redirect::Policy::none())
-        .timeout(std::time::Duration::from_secs(10))
-        .build()
+fn oidc_http() -> Result<ehds_http::OidcClient, Response> {
+    // The issuer's endpoints answer directly; the client follows no redirects, which would let
+    // a discovery document send the gateway anywhere.
+    ehds_http::OidcClient::new(std::time::Duration::from_secs(10))
         .map_err(|e| super::internal(&format!("building the OpenID Connect client: {e}")))
 }
 

@@ -4,12 +4,11 @@
 //! aggregation (`ehds_core::secure_aggregation`) are the vocabulary shared with the nodes.
 
 pub mod engine;
+pub mod fleet;
 pub mod parameter_files;
 pub mod rounds;
 
 use std::{sync::Arc, time::Duration};
-
-use tokio::sync::Notify;
 
 use crate::{
     authz::Authorizer,
@@ -21,6 +20,8 @@ use ehds_core::domain::{
     audit_details::StudyFailed,
     time, StudyId,
 };
+use fleet::Fleet;
+pub use fleet::Signal;
 use rounds::Step;
 
 /// A committed change the round loop or the nodes' long polls wait for ([`Federation::changed`]).
@@ -45,13 +46,10 @@ pub struct Federation {
     pub settings: FederationSettings,
     /// Seals the study noise keys kept in the database.
     pub vault: Arc<crate::secret::KeyVault>,
-    /// Woken whenever tasks appear or close, so long-polling nodes answer at once.
-    pub tasks_changed: Arc<Notify>,
-    /// Woken when something the round loop waits for happens ([`Change`]).
-    pub wake: Arc<Notify>,
-    /// Woken when the round loop moves a secure aggregation on (a stage closed, the round
-    /// aggregated or failed), so that holders waiting on `GET …/secagg?wait=` answer at once.
-    pub secagg_changed: Arc<Notify>,
+    /// The other replicas on the database: the signals that wake this process's waiters
+    /// (the round loop, the nodes' long polls, secure-aggregation stages, event streams)
+    /// and the leases on work done once.
+    pub fleet: Arc<Fleet>,
     /// The parameter file of each recent round, built once for all its holders.
     pub parameter_files: parameter_files::ParameterFiles,
 }
@@ -64,13 +62,14 @@ impl Federation {
         vault: Arc<crate::secret::KeyVault>,
     ) -> Self {
         Self {
+            fleet: Arc::new(Fleet::new(
+                store.clone(),
+                Duration::from_secs(settings.lease_seconds),
+            )),
             store,
             authz,
             settings,
             vault,
-            tasks_changed: Arc::new(Notify::new()),
-            wake: Arc::new(Notify::new()),
-            secagg_changed: Arc::new(Notify::new()),
             parameter_files: Default::default(),
         }
     }
@@ -83,15 +82,22 @@ impl Federation {
             // the loop opens a submitted study's first round; a cancelled study's tasks closed,
             // so the nodes' long polls answer at once
             Change::Study => {
-                self.wake.notify_one();
-                self.tasks_changed.notify_waiters();
+                self.signal(Signal::RoundLoop);
+                self.signal(Signal::Tasks);
             }
             // governance runs first in every step: a revoked or suspended permit stops or pauses
             // its studies and discards the round in flight, a reinstated one resumes them
-            Change::Permit | Change::NodeResult | Change::SecaggMessage => self.wake.notify_one(),
+            Change::Permit | Change::NodeResult | Change::SecaggMessage => {
+                self.signal(Signal::RoundLoop)
+            }
             // a node's loop asks for statistics tasks when its long poll for tasks answers
-            Change::Statistics => self.tasks_changed.notify_waiters(),
+            Change::Statistics => self.signal(Signal::Tasks),
         }
+    }
+
+    /// Wakes the waiters for `signal` in this replica and the others.
+    pub fn signal(&self, signal: Signal) {
+        self.fleet.signal(signal);
     }
 
     /// Drives every live study until none can progress; returns how many transitions ran.
@@ -102,7 +108,10 @@ impl Federation {
         };
         let mut steps = 0;
         for id in ids {
-            steps += self.drive(id).await;
+            // the replica holding the study's lease drives it; the others only wake it
+            if self.fleet.hold(&study_lease(id)).await? {
+                steps += self.drive(id).await;
+            }
         }
         Ok(steps)
     }
@@ -111,6 +120,13 @@ impl Federation {
         let mut steps = 0;
         loop {
             match rounds::advance(self, id).await {
+                // renewed before the next step: a replica that stalled past its lease stops
+                // driving the study another replica took over
+                Ok(Step::Progressed)
+                    if !matches!(self.fleet.hold(&study_lease(id)).await, Ok(true)) =>
+                {
+                    return steps + 1
+                }
                 Ok(Step::Progressed) => steps += 1,
                 Ok(Step::Waiting | Step::Done) => return steps,
                 Err(e) if matches!(e.downcast_ref::<StoreError>(), Some(StoreError::Conflict)) => {
@@ -163,7 +179,7 @@ impl Federation {
         event.outcome = Outcome::Failure;
         tx.append_audit(event).await?;
         tx.commit().await?;
-        self.tasks_changed.notify_waiters();
+        self.signal(Signal::Tasks);
         Ok(())
     }
 
@@ -174,12 +190,15 @@ impl Federation {
             if let Err(e) = self.drive_all().await {
                 tracing::error!(error = ?e, "round loop failed");
             }
-            // `wake` is signalled with notify_one, which keeps a permit when nobody waits, so
-            // a wake-up that arrives while the loop is busy is not lost.
             tokio::select! {
-                _ = self.wake.notified() => {},
+                _ = self.fleet.waiters.round_loop.notified() => {},
                 _ = tokio::time::sleep(tick) => {},
             }
         }
     }
+}
+
+/// The lease on a study's round loop.
+fn study_lease(id: StudyId) -> String {
+    format!("study:{id}")
 }

@@ -68,7 +68,9 @@ pub fn router() -> Router<AppState> {
 #[serde(deny_unknown_fields)]
 pub struct ListParams {
     /// At most this many items (1-500, default 100).
+    #[param(minimum = 1, maximum = 500)]
     pub limit: Option<i64>,
+    #[param(minimum = 0)]
     pub offset: Option<i64>,
 }
 
@@ -189,7 +191,9 @@ fn caller_organisation(caller: &Caller, action: Action) -> ApiResult<OrgId> {
 #[serde(deny_unknown_fields)]
 pub struct ApplicationListParams {
     /// At most this many items (1-500, default 100).
+    #[param(minimum = 1, maximum = 500)]
     pub limit: Option<i64>,
+    #[param(minimum = 0)]
     pub offset: Option<i64>,
     /// Only applications in these states (comma-separated, e.g. `submitted,assessing`).
     pub status: Option<String>,
@@ -213,14 +217,19 @@ pub async fn list(
     .page()?;
     let now = time::now();
     let mut filter = ApplicationFilter::default();
-    for s in params.status.iter().flat_map(|s| s.split(',')) {
-        let status = ApplicationStatus::parse(s.trim()).ok_or_else(|| {
+    for s in params
+        .status
+        .iter()
+        .flat_map(|s| s.split(','))
+        .filter(|s| !s.is_empty())
+    {
+        let status = ApplicationStatus::parse(s).ok_or_else(|| {
             ApiError::new(
                 StatusCode::BAD_REQUEST,
                 "invalid_query",
                 format!(
                     "unknown status `{}`: one of {}",
-                    s.trim(),
+                    s,
                     ApplicationStatus::ALL.map(|s| s.as_str()).join(", ")
                 ),
             )

@@ -68,13 +68,17 @@ pub struct EventQuery {
     /// Return entries after this sequence number (paging).
     pub after_seq: Option<i64>,
     /// 1-10000, default 1000.
+    #[param(minimum = 1, maximum = 10000)]
     pub limit: Option<i64>,
     pub format: Option<ExportFormat>,
 }
 
 /// Export audit entries.
 #[utoipa::path(get, path = "/v1/audit/events", tag = "audit", params(EventQuery), security(("bearer" = [])),
-    responses((status = 200, body = Vec<AuditEntry>), (status = 400, body = Problem), (status = 403, body = Problem)))]
+    responses((status = 200, description = "The entries in the `format` asked for", content(
+            (Vec<AuditEntry> = "application/json"), (String = "application/x-ndjson"),
+            (String = "text/csv"), (serde_json::Value = "application/fhir+json"))),
+        (status = 400, body = Problem), (status = 403, body = Problem)))]
 pub async fn events(
     State(state): State<AppState>,
     caller: Caller,

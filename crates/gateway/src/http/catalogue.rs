@@ -234,8 +234,10 @@ pub async fn withdraw(
 #[into_params(parameter_in = Query)]
 pub struct CatalogueParams {
     /// The page (default 1).
+    #[param(minimum = 1)]
     pub page: Option<u64>,
     /// Datasets a page (1-200, default 50).
+    #[param(minimum = 1, maximum = 200)]
     pub per_page: Option<u64>,
 }
 
@@ -308,7 +310,8 @@ pub async fn read_catalogue(
 ) -> ApiResult<Response> {
     let page = params.page.unwrap_or(1);
     let per_page = params.per_page.unwrap_or(DEFAULT_PER_PAGE);
-    if page == 0 || !(1..=MAX_PER_PAGE).contains(&per_page) || page > i64::MAX as u64 / per_page {
+    // pages are int64 in the contract, like every integer of the API
+    if !(1..=i64::MAX as u64).contains(&page) || !(1..=MAX_PER_PAGE).contains(&per_page) {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
             "invalid_query",
@@ -320,7 +323,11 @@ pub async fn read_catalogue(
         &mut *tx,
         Page {
             limit: per_page as i64,
-            offset: ((page - 1) * per_page) as i64,
+            // a page past any catalogue that can exist is empty, like every page past the end
+            offset: (page - 1)
+                .checked_mul(per_page)
+                .and_then(|o| i64::try_from(o).ok())
+                .unwrap_or(i64::MAX),
         },
     )
     .await?;

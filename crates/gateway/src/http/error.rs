@@ -7,7 +7,10 @@ use axum::{
 };
 use serde_json::{json, Map, Value};
 
-use crate::{auth::AuthError, store::StoreError};
+use crate::{
+    auth::AuthError,
+    store::{StoreError, Unavailable},
+};
 use ehds_core::domain::{
     audit::{AuditAction, AuditSubject},
     permit::TransitionError,
@@ -126,8 +129,12 @@ impl ApiError {
     }
 
     pub fn internal(e: impl Into<anyhow::Error>) -> Self {
+        let e = e.into();
+        if let Some(state) = Unavailable::in_chain(&e) {
+            return Self::unavailable(state, e);
+        }
         Self {
-            source: Some(e.into()),
+            source: Some(e),
             ..Self::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "internal_error",
@@ -194,6 +201,22 @@ impl From<StoreError> for ApiError {
 impl From<anyhow::Error> for ApiError {
     fn from(e: anyhow::Error) -> Self {
         Self::internal(e)
+    }
+}
+
+impl ApiError {
+    /// 503 for a database that cannot take the request now (down, full, read-only), with
+    /// `Retry-After`; the cause is still logged.
+    fn unavailable(state: Unavailable, source: anyhow::Error) -> Self {
+        Self {
+            source: Some(source),
+            ..Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                state.code(),
+                state.detail(),
+            )
+        }
+        .with_header(header::RETRY_AFTER, HeaderValue::from_static("5"))
     }
 }
 

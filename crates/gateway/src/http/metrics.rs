@@ -91,7 +91,9 @@ pub fn router(state: AppState) -> Router<AppState> {
 
 /// Prometheus metrics: request latencies, audit appends, rounds, node activity (this process)
 /// and the governance state (privacy budgets, permit expiry, opt-out registry, database pool).
-#[utoipa::path(get, path = "/metrics", tag = "operations", security(("metrics_token" = [])),
+#[utoipa::path(get, path = "/metrics", tag = "operations",
+    // open in development mode, the metrics token otherwise (`metrics.bearer_token_file`)
+    security((), ("metrics_token" = [])),
     responses(
         (status = 200, description = "Prometheus text format 0.0.4", content_type = "text/plain"),
         (status = 401, body = super::error::Problem, description = "Missing or wrong metrics token"),

@@ -62,6 +62,7 @@ pub struct FetchParams {
     /// Seconds to wait for a task when none is ready (long poll; capped by the gateway).
     pub wait: Option<u64>,
     /// At most this many tasks (1-100, default 10).
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
 }
 
@@ -94,7 +95,7 @@ pub async fn fetch(
     let (state, caller, holder) = (&state, &caller, &holder);
     let tasks = long_poll(
         state,
-        &state.federation.tasks_changed,
+        &state.federation.fleet.waiters.tasks,
         params.wait,
         move || open_tasks(state, caller, holder, limit),
         |tasks| !tasks.is_empty(),
@@ -117,9 +118,16 @@ pub(super) async fn long_poll<T, Found>(
 where
     Found: std::future::Future<Output = ApiResult<T>>,
 {
-    let wait = wait
-        .unwrap_or(0)
-        .min(state.settings.federation.long_poll_max_seconds);
+    let wait = wait.unwrap_or(0);
+    // every integer of the contract is an int64
+    if wait > i64::MAX as u64 {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+            "wait is a number of seconds within the int64 range",
+        ));
+    }
+    let wait = wait.min(state.settings.federation.long_poll_max_seconds);
     let until = tokio::time::Instant::now() + Duration::from_secs(wait);
     loop {
         let notified = changed.notified();
@@ -362,7 +370,7 @@ pub async fn secagg_view(
     let (state, caller) = (&state, &caller);
     let view = long_poll(
         state,
-        &state.federation.secagg_changed,
+        &state.federation.fleet.waiters.secagg,
         params.wait,
         move || async move {
             let mut tx = state.store.begin().await?;

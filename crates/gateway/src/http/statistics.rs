@@ -231,12 +231,16 @@ pub(crate) fn run_refusal(e: RunError, tag: impl Fn(ApiError) -> ApiError) -> Ap
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct RunListParams {
+    #[param(format = Uuid)]
     pub permit_id: Option<String>,
+    #[param(format = Uuid)]
     pub application_id: Option<String>,
     /// Comma-separated states.
     pub status: Option<String>,
     /// At most this many items (1-500, default 100).
+    #[param(minimum = 1, maximum = 500)]
     pub limit: Option<i64>,
+    #[param(minimum = 0)]
     pub offset: Option<i64>,
 }
 
@@ -411,6 +415,7 @@ pub struct StatisticsFetchParams {
     /// Seconds to wait for a task when none is ready (long poll; capped by the gateway).
     pub wait: Option<u64>,
     /// At most this many tasks (1-100, default 10).
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
 }
 
@@ -445,7 +450,7 @@ pub async fn statistics_tasks(
     let (state_ref, holder_ref) = (&state, &holder);
     let tasks = super::node_tasks::long_poll(
         &state,
-        &state.federation.tasks_changed,
+        &state.federation.fleet.waiters.tasks,
         params.wait,
         move || async move {
             let mut tx = state_ref.store.begin().await?;

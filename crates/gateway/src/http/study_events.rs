@@ -116,7 +116,7 @@ impl Follower {
                 return None;
             }
             if !self.first_look {
-                let changed = self.state.federation.tasks_changed.notified();
+                let changed = self.state.federation.fleet.waiters.tasks.notified();
                 let wait = (tokio::time::Instant::now() + POLL).min(self.until);
                 tokio::select! {
                     _ = changed => {},

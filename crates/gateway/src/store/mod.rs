@@ -41,6 +41,80 @@ pub enum StoreError {
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
+/// The database's state, not the request, stopped the work: the client should retry later, and
+/// the transaction rolled back whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unavailable {
+    /// Unreachable, restarting, shutting down, or out of connections.
+    Unreachable,
+    /// Out of disk space.
+    Full,
+    /// Refuses writes: a read-only file system or data directory, or a standby server.
+    ReadOnly,
+}
+
+impl Unavailable {
+    /// What `e` says of the database, if it is one of these states.
+    pub fn of(e: &sqlx::Error) -> Option<Self> {
+        match e {
+            sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::WorkerCrashed => Some(Self::Unreachable),
+            sqlx::Error::Database(db) => {
+                let code = db.code()?;
+                if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
+                    // primary result codes (https://www.sqlite.org/rescode.html); the extended
+                    // code carries the primary one in its low byte
+                    return match code.parse::<i32>().ok()? & 0xff {
+                        13 => Some(Self::Full),             // SQLITE_FULL
+                        8 => Some(Self::ReadOnly),          // SQLITE_READONLY
+                        10 | 14 => Some(Self::Unreachable), // SQLITE_IOERR, SQLITE_CANTOPEN
+                        _ => None,
+                    };
+                }
+                // PostgreSQL SQLSTATE classes
+                match code.as_ref() {
+                    "53100" => Some(Self::Full),        // disk_full
+                    "25006" => Some(Self::ReadOnly),    // read_only_sql_transaction
+                    "53300" => Some(Self::Unreachable), // too_many_connections
+                    c if c.starts_with("08") || c.starts_with("57P") => Some(Self::Unreachable),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// The first state of the database found along `e`'s chain of causes.
+    pub fn in_chain(e: &anyhow::Error) -> Option<Self> {
+        e.chain().find_map(|e| {
+            if let Some(StoreError::Database(db)) = e.downcast_ref::<StoreError>() {
+                return Self::of(db);
+            }
+            e.downcast_ref::<sqlx::Error>().and_then(Self::of)
+        })
+    }
+
+    /// The stable problem code of the 503 answered.
+    pub fn code(self) -> &'static str {
+        match self {
+            Self::Unreachable => "database_unavailable",
+            Self::Full => "storage_full",
+            Self::ReadOnly => "storage_read_only",
+        }
+    }
+
+    pub fn detail(self) -> &'static str {
+        match self {
+            Self::Unreachable => "the database cannot be reached right now; nothing was changed, retry later",
+            Self::Full => "the gateway's storage is full; nothing was changed, retry once the operator has freed space",
+            Self::ReadOnly => "the gateway's storage refuses writes; nothing was changed, retry once the operator has made it writable",
+        }
+    }
+}
+
 /// Which rows a caller may list: the SQL pre-filter that the policy check then confirms per row.
 #[derive(Debug, Clone)]
 pub enum Scope {
@@ -97,6 +171,20 @@ pub trait Store: Send + Sync + 'static {
     /// Connections of the pool, for `/metrics`.
     fn pool_usage(&self) -> crate::observability::PoolUsage;
     fn backend(&self) -> &'static str;
+    /// Sends `payload` to every gateway process on this database that [`Store::subscribe`]d,
+    /// this one included. A no-op where the backend serves one process (SQLite).
+    async fn publish(&self, payload: &str) -> Result<()>;
+    /// Payloads other processes [`Store::publish`]; `None` where the backend serves one
+    /// process.
+    async fn subscribe(&self) -> Result<Option<Box<dyn Subscription>>>;
+}
+
+/// What other gateway processes on the database [`Store::publish`].
+#[async_trait]
+pub trait Subscription: Send {
+    /// The next payload, or `None` when the connection was lost and is listening again, so
+    /// payloads may have been missed in between.
+    async fn next(&mut self) -> Result<Option<String>>;
 }
 
 /// A transaction: every aggregate's storage operations (the traits below), the write order and
@@ -114,6 +202,7 @@ pub trait Tx:
     + StatisticsTx
     + AuditTx
     + WebhookTx
+    + LeaseTx
     + Send
 {
     /// Takes the database's write order for the rest of the transaction now, before any read
@@ -439,6 +528,22 @@ pub trait WebhookTx: Send {
     async fn webhook_cursor(&mut self, endpoint: &str) -> Result<Option<i64>>;
     /// Moves `endpoint`'s cursor to `seq` (never back: a slower replica cannot rewind it).
     async fn advance_webhook_cursor(&mut self, endpoint: &str, seq: i64) -> Result<()>;
+}
+
+/// Leases on work that one replica of a fleet does at a time (`federation::fleet`).
+#[async_trait]
+pub trait LeaseTx: Send {
+    /// Takes or renews lease `name` for `owner` until `until`: granted when nobody holds it,
+    /// `owner` already does, or the holder's lease ran out by `now`.
+    async fn take_lease(
+        &mut self,
+        name: &str,
+        owner: &str,
+        now: Timestamp,
+        until: Timestamp,
+    ) -> Result<bool>;
+    /// Gives up every lease `owner` holds (a replica stopping); how many there were.
+    async fn release_leases(&mut self, owner: &str) -> Result<u64>;
 }
 
 /// Whether an audit row's `recorded_at` is stored in the one form the gateway writes. The hash

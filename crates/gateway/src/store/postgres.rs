@@ -4,9 +4,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use async_trait::async_trait;
-use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
 
-use super::{tree::TreeEdge, Result, Store, Tx};
+use super::{tree::TreeEdge, Result, Store, Subscription, Tx};
 
 /// Key of the transaction-scoped advisory lock that orders audit and registry appends: the
 /// chain needs every writer to see the previous head, and registry versions must be committed
@@ -50,6 +50,11 @@ pub struct PgTx {
 }
 
 impl PgTx {
+    async fn commit_transaction(self) -> Result<()> {
+        self.tx.commit().await?;
+        Ok(())
+    }
+
     async fn order_writes(&mut self) -> Result<()> {
         if !self.ordered {
             sqlx::query("select pg_advisory_xact_lock($1)")
@@ -85,6 +90,40 @@ impl Store for PgStore {
     }
     fn backend(&self) -> &'static str {
         "postgres"
+    }
+    async fn publish(&self, payload: &str) -> Result<()> {
+        sqlx::query("select pg_notify($1, $2)")
+            .bind(FLEET_CHANNEL)
+            .bind(payload)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+    async fn subscribe(&self) -> Result<Option<Box<dyn Subscription>>> {
+        // holds one of the pool's connections for as long as the process runs
+        let mut listener = PgListener::connect_with(&self.pool).await?;
+        listener.listen(FLEET_CHANNEL).await?;
+        Ok(Some(Box::new(PgSubscription { listener })))
+    }
+}
+
+/// The NOTIFY channel the gateway processes on one database signal each other on.
+const FLEET_CHANNEL: &str = "ehds_fleet";
+
+struct PgSubscription {
+    listener: PgListener,
+}
+
+#[async_trait]
+impl Subscription for PgSubscription {
+    // `try_recv` answers `None` once when the connection was lost, and connects and listens
+    // again on the next call.
+    async fn next(&mut self) -> Result<Option<String>> {
+        Ok(self
+            .listener
+            .try_recv()
+            .await?
+            .map(|n| n.payload().to_owned()))
     }
 }
 

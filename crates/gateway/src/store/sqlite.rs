@@ -8,8 +8,12 @@ use std::{str::FromStr, sync::Arc, time::Duration};
 
 use anyhow::Context;
 use async_trait::async_trait;
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+use sqlx::{
+    pool::PoolConnection,
+    sqlite::{
+        SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+    },
+    Sqlite,
 };
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
@@ -96,7 +100,7 @@ fn restrict_database_files(path: &std::path::Path) -> anyhow::Result<()> {
 }
 
 pub struct SqliteTx {
-    tx: sqlx::Transaction<'static, sqlx::Sqlite>,
+    tx: OpenTransaction,
     _writer: OwnedMutexGuard<()>,
     observed: crate::observability::TxEvents,
     edge: TreeEdge,
@@ -106,6 +110,71 @@ impl SqliteTx {
     async fn order_writes(&mut self) -> Result<()> {
         Ok(())
     }
+
+    async fn commit_transaction(mut self) -> Result<()> {
+        sqlx::query("COMMIT").execute(&mut *self.tx).await?;
+        self.tx.open = false;
+        Ok(())
+    }
+}
+
+/// A pooled connection inside a transaction begun and ended with plain `BEGIN IMMEDIATE` and
+/// `COMMIT` rather than through `sqlx::Transaction`. SQLite ends a transaction by itself on
+/// some errors (SQLITE_FULL, SQLITE_IOERR, SQLITE_BUSY, SQLITE_NOMEM: a full disk at commit);
+/// sqlx's rollback then fails with "no transaction is active" and leaves its count of open
+/// transactions raised on the connection, which goes back to the pool and refuses every later
+/// `BEGIN` with "attempted to call begin_with at non-zero transaction depth". Here a transaction
+/// dropped open (a refusal, an error, a failed commit) is rolled back before its connection
+/// returns to the pool, and a rollback SQLite already did is no error.
+struct OpenTransaction {
+    connection: Option<PoolConnection<Sqlite>>,
+    open: bool,
+}
+
+impl OpenTransaction {
+    async fn begin(pool: &SqlitePool) -> Result<Self> {
+        let mut connection = pool.acquire().await?;
+        // IMMEDIATE: the write lock is taken here, where SQLite waits for it (busy timeout),
+        // not at the first write after a read, where it fails at once
+        sqlx::query("BEGIN IMMEDIATE")
+            .execute(&mut *connection)
+            .await?;
+        Ok(Self {
+            connection: Some(connection),
+            open: true,
+        })
+    }
+}
+
+impl std::ops::Deref for OpenTransaction {
+    type Target = sqlx::SqliteConnection;
+    fn deref(&self) -> &Self::Target {
+        self.connection.as_ref().expect("taken only on drop")
+    }
+}
+
+impl std::ops::DerefMut for OpenTransaction {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        self.connection.as_mut().expect("taken only on drop")
+    }
+}
+
+impl Drop for OpenTransaction {
+    fn drop(&mut self) {
+        let Some(mut connection) = self.connection.take().filter(|_| self.open) else {
+            return;
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move {
+                    // "no transaction is active" when SQLite rolled back already
+                    let _ = sqlx::query("ROLLBACK").execute(&mut *connection).await;
+                });
+            }
+            // no runtime to roll back on: closing the connection rolls back
+            Err(_) => connection.close_on_drop(),
+        }
+    }
 }
 
 #[async_trait]
@@ -113,9 +182,7 @@ impl Store for SqliteStore {
     async fn begin(&self) -> Result<Box<dyn Tx>> {
         let guard = self.writer.clone().lock_owned().await;
         Ok(Box::new(SqliteTx {
-            // IMMEDIATE: the write lock is taken here, where SQLite waits for it (busy
-            // timeout), not at the first write after a read, where it fails at once
-            tx: self.pool.begin_with("BEGIN IMMEDIATE").await?,
+            tx: OpenTransaction::begin(&self.pool).await?,
             _writer: guard,
             observed: Default::default(),
             edge: self.edge.clone(),
@@ -134,6 +201,13 @@ impl Store for SqliteStore {
     }
     fn backend(&self) -> &'static str {
         "sqlite"
+    }
+    // One process owns an SQLite database (it holds the writer lock), so nobody else listens.
+    async fn publish(&self, _payload: &str) -> Result<()> {
+        Ok(())
+    }
+    async fn subscribe(&self) -> Result<Option<Box<dyn super::Subscription>>> {
+        Ok(None)
     }
 }
 

@@ -178,7 +178,7 @@ impl GatewayClient {
     pub fn builder(base: &str) -> GatewayClientBuilder {
         GatewayClientBuilder {
             base: base.to_owned(),
-            http: reqwest::Client::builder(),
+            http: ehds_http::builder(),
         }
     }
 

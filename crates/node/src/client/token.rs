@@ -217,7 +217,7 @@ pub struct ClientLogin {
 /// OAuth 2.0 client credentials at the token endpoint the issuer publishes in its OpenID Connect
 /// discovery document.
 pub struct ClientCredentials {
-    http: openidconnect::reqwest::Client,
+    http: ehds_http::OidcClient,
     login: ClientLogin,
     cache: Cache,
 }
@@ -225,11 +225,8 @@ pub struct ClientCredentials {
 impl ClientCredentials {
     pub fn new(login: ClientLogin) -> anyhow::Result<Self> {
         openidconnect::IssuerUrl::new(login.issuer.clone()).context("the issuer is not a URL")?;
-        let http = openidconnect::reqwest::ClientBuilder::new()
-            // Following redirects would let a discovery document send the secret anywhere.
-            .redirect(openidconnect::reqwest::redirect::Policy::none())
-            .timeout(Duration::from_secs(30))
-            .build()?;
+        // Never follows redirects: a discovery document could otherwise send the secret anywhere.
+        let http = ehds_http::OidcClient::new(Duration::from_secs(30))?;
         Ok(Self {
             http,
             login,

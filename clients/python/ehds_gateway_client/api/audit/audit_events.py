@@ -8,7 +8,6 @@ from ...client import AuthenticatedClient, Client
 from ...types import Response, UNSET
 from ... import errors
 
-from ...models.audit_entry import AuditEntry
 from ...models.export_format import ExportFormat
 from ...models.outcome import Outcome
 from ...models.problem import Problem
@@ -90,17 +89,9 @@ def _get_kwargs(
 
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | list[AuditEntry] | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Any | Problem | None:
     if response.status_code == 200:
-        response_200 = []
-        _response_200 = response.json()
-        for response_200_item_data in (_response_200):
-            response_200_item = AuditEntry.from_dict(response_200_item_data)
-
-
-
-            response_200.append(response_200_item)
-
+        response_200 = response.json()
         return response_200
 
     if response.status_code == 400:
@@ -110,6 +101,13 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
 
         return response_400
 
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+
+
+        return response_401
+
     if response.status_code == 403:
         response_403 = Problem.from_dict(response.json())
 
@@ -117,13 +115,55 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
 
         return response_403
 
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+
+
+        return response_404
+
+    if response.status_code == 408:
+        response_408 = Problem.from_dict(response.json())
+
+
+
+        return response_408
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+
+
+        return response_429
+
+    if response.status_code == 431:
+        response_431 = Problem.from_dict(response.json())
+
+
+
+        return response_431
+
+    if response.status_code == 500:
+        response_500 = Problem.from_dict(response.json())
+
+
+
+        return response_500
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+
+
+        return response_503
+
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
     else:
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Problem | list[AuditEntry]]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Any | Problem]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -147,7 +187,7 @@ def sync_detailed(
     limit: int | Unset = UNSET,
     format_: ExportFormat | Unset = UNSET,
 
-) -> Response[Problem | list[AuditEntry]]:
+) -> Response[Any | Problem]:
     """ Export audit entries.
 
     Args:
@@ -168,7 +208,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Problem | list[AuditEntry]]
+        Response[Any | Problem]
      """
 
 
@@ -208,7 +248,7 @@ def sync(
     limit: int | Unset = UNSET,
     format_: ExportFormat | Unset = UNSET,
 
-) -> Problem | list[AuditEntry] | None:
+) -> Any | Problem | None:
     """ Export audit entries.
 
     Args:
@@ -229,7 +269,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Problem | list[AuditEntry]
+        Any | Problem
      """
 
 
@@ -264,7 +304,7 @@ async def asyncio_detailed(
     limit: int | Unset = UNSET,
     format_: ExportFormat | Unset = UNSET,
 
-) -> Response[Problem | list[AuditEntry]]:
+) -> Response[Any | Problem]:
     """ Export audit entries.
 
     Args:
@@ -285,7 +325,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Problem | list[AuditEntry]]
+        Response[Any | Problem]
      """
 
 
@@ -325,7 +365,7 @@ async def asyncio(
     limit: int | Unset = UNSET,
     format_: ExportFormat | Unset = UNSET,
 
-) -> Problem | list[AuditEntry] | None:
+) -> Any | Problem | None:
     """ Export audit entries.
 
     Args:
@@ -346,7 +386,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Problem | list[AuditEntry]
+        Any | Problem
      """
 
 

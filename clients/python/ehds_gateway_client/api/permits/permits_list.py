@@ -9,6 +9,7 @@ from ...types import Response, UNSET
 from ... import errors
 
 from ...models.permit_view import PermitView
+from ...models.problem import Problem
 from ...types import UNSET, Unset
 from typing import cast
 
@@ -45,7 +46,7 @@ def _get_kwargs(
 
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> list[PermitView] | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | list[PermitView] | None:
     if response.status_code == 200:
         response_200 = []
         _response_200 = response.json()
@@ -58,13 +59,76 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
 
         return response_200
 
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+
+
+        return response_404
+
+    if response.status_code == 408:
+        response_408 = Problem.from_dict(response.json())
+
+
+
+        return response_408
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+
+
+        return response_429
+
+    if response.status_code == 431:
+        response_431 = Problem.from_dict(response.json())
+
+
+
+        return response_431
+
+    if response.status_code == 500:
+        response_500 = Problem.from_dict(response.json())
+
+
+
+        return response_500
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+
+
+        return response_503
+
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
     else:
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[list[PermitView]]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Problem | list[PermitView]]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -79,7 +143,7 @@ def sync_detailed(
     limit: int | Unset = UNSET,
     offset: int | Unset = UNSET,
 
-) -> Response[list[PermitView]]:
+) -> Response[Problem | list[PermitView]]:
     """ List the permits the caller may see.
 
     Args:
@@ -91,7 +155,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[list[PermitView]]
+        Response[Problem | list[PermitView]]
      """
 
 
@@ -113,7 +177,7 @@ def sync(
     limit: int | Unset = UNSET,
     offset: int | Unset = UNSET,
 
-) -> list[PermitView] | None:
+) -> Problem | list[PermitView] | None:
     """ List the permits the caller may see.
 
     Args:
@@ -125,7 +189,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        list[PermitView]
+        Problem | list[PermitView]
      """
 
 
@@ -142,7 +206,7 @@ async def asyncio_detailed(
     limit: int | Unset = UNSET,
     offset: int | Unset = UNSET,
 
-) -> Response[list[PermitView]]:
+) -> Response[Problem | list[PermitView]]:
     """ List the permits the caller may see.
 
     Args:
@@ -154,7 +218,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[list[PermitView]]
+        Response[Problem | list[PermitView]]
      """
 
 
@@ -176,7 +240,7 @@ async def asyncio(
     limit: int | Unset = UNSET,
     offset: int | Unset = UNSET,
 
-) -> list[PermitView] | None:
+) -> Problem | list[PermitView] | None:
     """ List the permits the caller may see.
 
     Args:
@@ -188,7 +252,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        list[PermitView]
+        Problem | list[PermitView]
      """
 
 

@@ -12,13 +12,14 @@ from ...models.problem import Problem
 from ...models.statistics_run_view import StatisticsRunView
 from ...types import UNSET, Unset
 from typing import cast
+from uuid import UUID
 
 
 
 def _get_kwargs(
     *,
-    permit_id: str | Unset = UNSET,
-    application_id: str | Unset = UNSET,
+    permit_id: UUID | Unset = UNSET,
+    application_id: UUID | Unset = UNSET,
     status: str | Unset = UNSET,
     limit: int | Unset = UNSET,
     offset: int | Unset = UNSET,
@@ -30,9 +31,15 @@ def _get_kwargs(
 
     params: dict[str, Any] = {}
 
-    params["permit_id"] = permit_id
+    json_permit_id: str | Unset = UNSET
+    if not isinstance(permit_id, Unset):
+        json_permit_id = str(permit_id)
+    params["permit_id"] = json_permit_id
 
-    params["application_id"] = application_id
+    json_application_id: str | Unset = UNSET
+    if not isinstance(application_id, Unset):
+        json_application_id = str(application_id)
+    params["application_id"] = json_application_id
 
     params["status"] = status
 
@@ -75,6 +82,62 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
 
         return response_400
 
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+
+
+        return response_404
+
+    if response.status_code == 408:
+        response_408 = Problem.from_dict(response.json())
+
+
+
+        return response_408
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+
+
+        return response_429
+
+    if response.status_code == 431:
+        response_431 = Problem.from_dict(response.json())
+
+
+
+        return response_431
+
+    if response.status_code == 500:
+        response_500 = Problem.from_dict(response.json())
+
+
+
+        return response_500
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+
+
+        return response_503
+
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
     else:
@@ -93,8 +156,8 @@ def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Res
 def sync_detailed(
     *,
     client: AuthenticatedClient,
-    permit_id: str | Unset = UNSET,
-    application_id: str | Unset = UNSET,
+    permit_id: UUID | Unset = UNSET,
+    application_id: UUID | Unset = UNSET,
     status: str | Unset = UNSET,
     limit: int | Unset = UNSET,
     offset: int | Unset = UNSET,
@@ -103,8 +166,8 @@ def sync_detailed(
     """ List the statistics runs the caller may see, newest first.
 
     Args:
-        permit_id (str | Unset):
-        application_id (str | Unset):
+        permit_id (UUID | Unset):
+        application_id (UUID | Unset):
         status (str | Unset):
         limit (int | Unset):
         offset (int | Unset):
@@ -136,8 +199,8 @@ offset=offset,
 def sync(
     *,
     client: AuthenticatedClient,
-    permit_id: str | Unset = UNSET,
-    application_id: str | Unset = UNSET,
+    permit_id: UUID | Unset = UNSET,
+    application_id: UUID | Unset = UNSET,
     status: str | Unset = UNSET,
     limit: int | Unset = UNSET,
     offset: int | Unset = UNSET,
@@ -146,8 +209,8 @@ def sync(
     """ List the statistics runs the caller may see, newest first.
 
     Args:
-        permit_id (str | Unset):
-        application_id (str | Unset):
+        permit_id (UUID | Unset):
+        application_id (UUID | Unset):
         status (str | Unset):
         limit (int | Unset):
         offset (int | Unset):
@@ -174,8 +237,8 @@ offset=offset,
 async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
-    permit_id: str | Unset = UNSET,
-    application_id: str | Unset = UNSET,
+    permit_id: UUID | Unset = UNSET,
+    application_id: UUID | Unset = UNSET,
     status: str | Unset = UNSET,
     limit: int | Unset = UNSET,
     offset: int | Unset = UNSET,
@@ -184,8 +247,8 @@ async def asyncio_detailed(
     """ List the statistics runs the caller may see, newest first.
 
     Args:
-        permit_id (str | Unset):
-        application_id (str | Unset):
+        permit_id (UUID | Unset):
+        application_id (UUID | Unset):
         status (str | Unset):
         limit (int | Unset):
         offset (int | Unset):
@@ -217,8 +280,8 @@ offset=offset,
 async def asyncio(
     *,
     client: AuthenticatedClient,
-    permit_id: str | Unset = UNSET,
-    application_id: str | Unset = UNSET,
+    permit_id: UUID | Unset = UNSET,
+    application_id: UUID | Unset = UNSET,
     status: str | Unset = UNSET,
     limit: int | Unset = UNSET,
     offset: int | Unset = UNSET,
@@ -227,8 +290,8 @@ async def asyncio(
     """ List the statistics runs the caller may see, newest first.
 
     Args:
-        permit_id (str | Unset):
-        application_id (str | Unset):
+        permit_id (UUID | Unset):
+        application_id (UUID | Unset):
         status (str | Unset):
         limit (int | Unset):
         offset (int | Unset):

@@ -92,7 +92,10 @@ pub fn code_set(codes: &[RawCode]) -> Result<CodeSet, String> {
     }
     let mut out = Vec::with_capacity(codes.len());
     for c in codes {
-        if c.code.is_empty() || c.code == "*" || c.code[..c.code.len() - 1].contains('*') {
+        // `*` only as the last character; what precedes it is cut at a character boundary
+        // (a byte index before the end once panicked on a code ending in `é`).
+        let body = c.code.strip_suffix('*').unwrap_or(&c.code);
+        if body.is_empty() || body.contains('*') {
             return Err(format!(
                 "`{}` is not a code or a prefix pattern ending in `*`",
                 c.code
@@ -454,6 +457,23 @@ mod tests {
             code: "I*0".into(),
         }];
         assert!(code_set(&bad).is_err());
+    }
+
+    /// Found by fuzzing: a code whose last character is not ASCII.
+    #[test]
+    fn codes_ending_in_a_multibyte_character() {
+        let set = |code: &str| {
+            code_set(&[RawCode {
+                system: "s".into(),
+                code: code.into(),
+            }])
+        };
+        assert!(set("9\u{fffd}").unwrap().matches(Some("s"), "9\u{fffd}"));
+        assert!(set("Ä*").unwrap().matches(Some("s"), "Äb"));
+        assert!(set("*é").is_err());
+        for bad in ["", "*", "**", "a*b*"] {
+            assert!(set(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -947,13 +947,16 @@ fn feature(f: RawFeature, has_index: bool) -> Result<Feature, SpecError> {
 fn series(raw: RawSeries, has_index: bool) -> Result<SeriesSpec, SpecError> {
     needs_index("time_series", has_index, "a time series")?;
     let bin_minutes = raw.bin_minutes.unwrap_or(60);
-    if raw.hours == 0 || bin_minutes == 0 || !(raw.hours * 60).is_multiple_of(bin_minutes) {
+    // In u64: `hours * 60` overflows u32 from 71,582,789 hours, and a wrapped product let a
+    // series of millions of bins past the limit below.
+    let minutes = u64::from(raw.hours) * 60;
+    if minutes == 0 || bin_minutes == 0 || !minutes.is_multiple_of(u64::from(bin_minutes)) {
         return Err(invalid(
             "time_series",
             "`hours` and `bin_minutes` must be positive and the bins must tile the hours",
         ));
     }
-    let steps = raw.hours * 60 / bin_minutes;
+    let steps = minutes / u64::from(bin_minutes);
     if steps > 10_000 || raw.channels.is_empty() {
         return Err(invalid(
             "time_series",

@@ -4,6 +4,7 @@
 
 use super::{accountant, discard, fail_round, system_event, Federation, Step};
 use crate::federation::engine::{self, Combination};
+use crate::federation::Signal;
 use crate::store::Tx;
 use anyhow::Context;
 use ehds_core::domain::{
@@ -270,7 +271,7 @@ pub(super) async fn aggregate(
     )
     .await?;
     tx.commit().await?;
-    fed.tasks_changed.notify_waiters();
+    fed.signal(Signal::Tasks);
     Ok(Step::Progressed)
 }
 

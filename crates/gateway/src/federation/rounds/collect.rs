@@ -2,6 +2,7 @@
 //! secure-aggregation stages under secure aggregation, and a round that fails its quorum.
 
 use super::{aggregate, system_event, Federation, Step};
+use crate::federation::Signal;
 use crate::{app::secagg_relay as relay, store::Tx};
 use anyhow::Context;
 use ehds_core::domain::{
@@ -25,7 +26,7 @@ pub(super) async fn collect(
     if study.spec.secure_aggregation.is_some() {
         let step = collect_secure(fed, tx, study, permit, round, now).await?;
         if matches!(step, Step::Progressed) {
-            fed.secagg_changed.notify_waiters();
+            fed.signal(Signal::Secagg);
         }
         return Ok(step);
     }

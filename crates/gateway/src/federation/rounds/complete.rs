@@ -1,6 +1,7 @@
 //! After the last round: every holder evaluates the final model; then the study completes.
 
 use super::{governance, refuse, system_event, Federation, Step};
+use crate::federation::Signal;
 use crate::store::Tx;
 use anyhow::Context;
 use ehds_core::domain::{
@@ -60,7 +61,7 @@ pub(super) async fn evaluate_and_complete(
         )
         .await?;
         tx.commit().await?;
-        fed.tasks_changed.notify_waiters();
+        fed.signal(Signal::Tasks);
         return Ok(Step::Progressed);
     }
     let pending = evaluations

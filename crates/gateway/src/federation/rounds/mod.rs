@@ -23,6 +23,7 @@ mod complete;
 mod start;
 
 use super::Federation;
+use crate::federation::Signal;
 use crate::store::Tx;
 use aggregate::aggregate;
 use anyhow::Context;
@@ -108,7 +109,7 @@ pub async fn advance(fed: &Federation, id: StudyId) -> anyhow::Result<Step> {
         }))
         .await?;
         tx.commit().await?;
-        fed.tasks_changed.notify_waiters();
+        fed.signal(Signal::Tasks);
         return Ok(Step::Progressed);
     }
     if study.status() == StudyStatus::Suspended {

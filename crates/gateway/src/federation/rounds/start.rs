@@ -2,6 +2,7 @@
 //! task goes out; a refusal stops the study.
 
 use super::{accountant, system_event, Federation, RoundReason, RoundRefusal, Step};
+use crate::federation::Signal;
 use crate::{
     auth::{Principal, Role},
     authz::{Action, Resource},
@@ -90,7 +91,7 @@ pub(super) async fn refuse(
     event.outcome = Outcome::Denied;
     tx.append_audit(event).await?;
     tx.commit().await?;
-    fed.tasks_changed.notify_waiters();
+    fed.signal(Signal::Tasks);
     Ok(Step::Progressed)
 }
 
@@ -233,6 +234,6 @@ pub(super) async fn start_round(
     )
     .await?;
     tx.commit().await?;
-    fed.tasks_changed.notify_waiters();
+    fed.signal(Signal::Tasks);
     Ok(Step::Progressed)
 }

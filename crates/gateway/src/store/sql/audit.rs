@@ -162,7 +162,7 @@ impl AuditTx for DbTx {
 }
 
 /// The `AuditFilter`'s conditions, each appended as ` and …` to a `where` clause.
-fn audit_conditions(q: &mut QueryBuilder<'_, Db>, f: &AuditFilter) {
+fn audit_conditions(q: &mut QueryBuilder<Db>, f: &AuditFilter) {
     if let Some(v) = f.from {
         q.push(" and recorded_at >= ").push_bind(v);
     }

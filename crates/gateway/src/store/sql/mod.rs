@@ -6,6 +6,7 @@
 
 mod audit;
 mod catalogue;
+mod leases;
 mod optouts;
 mod permits;
 mod rounds;
@@ -33,9 +34,10 @@ impl Tx for DbTx {
     }
 
     async fn commit(self: Box<Self>) -> Result<()> {
-        let this = *self;
-        this.tx.commit().await?;
-        this.observed.emit();
+        let mut this = *self;
+        let observed = std::mem::take(&mut this.observed);
+        this.commit_transaction().await?;
+        observed.emit();
         Ok(())
     }
 }

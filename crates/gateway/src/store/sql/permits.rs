@@ -16,9 +16,6 @@ use crate::store::{
     ApplicationFilter, ApplicationTx, Page, PermitTx, PermitVersion, Result, Scope, StoreError,
 };
 
-/// The states whose deadline a sweep watches: open ones, and decisions not yet public.
-const WATCHED: &str = "status not in ('draft', 'withdrawn', 'lapsed')";
-
 #[async_trait]
 impl ApplicationTx for DbTx {
     async fn insert_application(
@@ -131,13 +128,15 @@ impl ApplicationTx for DbTx {
     }
 
     async fn list_applications_due(&mut self, now: Timestamp) -> Result<Vec<Application>> {
-        let found = sqlx::query(&format!(
-            "select * from application where {WATCHED} and ((due_at <= $1 and not exists \
+        // The states whose deadline a sweep watches: open ones, and decisions not yet public.
+        let found = sqlx::query(
+            "select * from application where status not in ('draft', 'withdrawn', 'lapsed') \
+             and ((due_at <= $1 and not exists \
              (select 1 from application_deadline d where d.application_id = \
              application.application_id and d.due_at = application.due_at)) or (due_at is null \
              and status in ('assessing', 'fee_pending', 'awaiting_confirmation'))) \
-             order by due_at, application_id limit 1000"
-        ))
+             order by due_at, application_id limit 1000",
+        )
         .bind(now)
         .fetch_all(&mut *self.tx)
         .await?;

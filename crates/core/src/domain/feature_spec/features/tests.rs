@@ -218,6 +218,29 @@ fn time_series_and_labels() {
     assert!(FeatureSpec::from_json(&both).is_err());
 }
 
+/// `hours * 60` past u32: the product once wrapped to 44, so 44-minute bins
+/// "tiled" it as one bin, and the series then had 97,612,894 steps.
+#[test]
+fn time_series_hours_beyond_u32_minutes_are_refused() {
+    let spec = |hours: u64, bin: u32| {
+        format!(
+            r#"{{"name": "t",
+            "cohort": {{"unit": "encounter", "index": "admission", "category": "ehr_data"}},
+            "features": [{{"name": "age", "category": "ehr_data", "source": {{"patient": "age"}},
+                          "transform": {{"kind": "number"}}}}],
+            "time_series": {{"hours": {hours}, "bin_minutes": {bin}, "channels": [
+                {{"name": "hr", "category": "ehr_data", "unit": "/min",
+                 "observation": {{"system": "http://loinc.org", "code": "8867-4"}}}}]}},
+            "label": {{"name": "y", "category": "ehr_data",
+                      "source": {{"condition": {{"system": "s", "code": "c"}}}}}}}}"#
+        )
+    };
+    assert_eq!(refused_at(&spec(71_582_789, 44)), "time_series");
+    assert_eq!(refused_at(&spec(u64::from(u32::MAX), 60)), "time_series");
+    let s = FeatureSpec::from_json(&spec(166, 1)).unwrap();
+    assert_eq!(s.series.unwrap().steps(), 9_960);
+}
+
 /// The field a refused specification names.
 fn refused_at(text: &str) -> String {
     match FeatureSpec::from_json(text) {

@@ -1,7 +1,0 @@
-from enum import StrEnum
-
-class StrategyConfigApflName(StrEnum):
-    APFL = "apfl"
-
-    def __str__(self) -> str:
-        return str(self.value)

@@ -1,7 +1,0 @@
-from enum import StrEnum
-
-class StrategyConfigFeddynName(StrEnum):
-    FEDDYN = "feddyn"
-
-    def __str__(self) -> str:
-        return str(self.value)

@@ -1,7 +1,0 @@
-from enum import StrEnum
-
-class StrategyConfigFedsamName(StrEnum):
-    FEDSAM = "fedsam"
-
-    def __str__(self) -> str:
-        return str(self.value)

@@ -1,7 +1,0 @@
-from enum import StrEnum
-
-class StrategyConfigSiloName(StrEnum):
-    SILO = "silo"
-
-    def __str__(self) -> str:
-        return str(self.value)

@@ -1,0 +1,7 @@
+from enum import StrEnum
+
+class StrategyConfigType2Name(StrEnum):
+    SCAFFOLD = "scaffold"
+
+    def __str__(self) -> str:
+        return str(self.value)
