@@ -23,6 +23,9 @@
 //! * `EHDS_BENCH_SECONDS`: time bound per measurement (default 10);
 //! * `EHDS_BENCH_WARMUP`: warm-up requests per endpoint (default 200);
 //! * `EHDS_BENCH_BACKENDS`: `sqlite,postgres` (default both);
+//! * `EHDS_BENCH_COMMIT`: `group,each` (default both): the store's commit mode, group commit or
+//!   one flush per transaction (the store before group commit), each on a fresh gateway, so
+//!   one run gives their ratio;
 //! * `TEST_POSTGRES_URL`: administrative PostgreSQL URL (default
 //!   `postgres://postgres@127.0.0.1:5432/postgres`); a database is created per run and dropped.
 //!
@@ -52,7 +55,7 @@ use ehds_gateway::{
     authz::{Action, Authorizer, Resource},
     configuration::Settings,
     startup::Application,
-    store::{AuditFilter, Store},
+    store::{AuditFilter, CommitMode, Store},
 };
 use ehds_node::client::GatewayClient;
 use serde_json::{json, Value};
@@ -64,6 +67,7 @@ struct Config {
     limit: Duration,
     warmup: usize,
     backends: Vec<Backend>,
+    commits: Vec<CommitMode>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -109,7 +113,17 @@ impl Config {
                 _ => None,
             })
             .collect();
+        let commits = std::env::var("EHDS_BENCH_COMMIT")
+            .unwrap_or_else(|_| "group,each".into())
+            .split(',')
+            .filter_map(|m| match m.trim() {
+                "group" => Some(CommitMode::Group),
+                "each" => Some(CommitMode::Each),
+                _ => None,
+            })
+            .collect();
         Self {
+            commits,
             requests: env_usize("EHDS_BENCH_REQUESTS", 2000).max(1),
             limit: Duration::from_secs(env_usize("EHDS_BENCH_SECONDS", 10).max(1) as u64),
             warmup: env_usize("EHDS_BENCH_WARMUP", 200),
@@ -218,20 +232,20 @@ fn print_header() {
         "p50 ms", "p90 ms", "p99 ms", "max ms", "ops/s", "self", "pg", "other",
     ];
     println!(
-        "| {:<8} | {:<44} | {:>4} | {:>5} | {:>3} | {:>8} | {:>8} | {:>8} | {:>8} | {:>9} | {:>5} | {:>5} | {:>5} |",
-        "backend", "operation", "conc", "ok", "err", cols[0], cols[1], cols[2], cols[3], cols[4],
+        "| {:<14} | {:<44} | {:>4} | {:>5} | {:>3} | {:>8} | {:>8} | {:>8} | {:>8} | {:>9} | {:>5} | {:>5} | {:>5} |",
+        "backend/commit", "operation", "conc", "ok", "err", cols[0], cols[1], cols[2], cols[3], cols[4],
         cols[5], cols[6], cols[7]
     );
     println!(
-        "|{:-<10}|{:-<46}|{:->6}|{:->7}|{:->5}|{:->10}|{:->10}|{:->10}|{:->10}|{:->11}|{:->7}|{:->7}|{:->7}|",
+        "|{:-<16}|{:-<46}|{:->6}|{:->7}|{:->5}|{:->10}|{:->10}|{:->10}|{:->10}|{:->11}|{:->7}|{:->7}|{:->7}|",
         "", "", "", "", "", "", "", "", "", "", "", "", ""
     );
 }
 
-fn report(backend: Backend, operation: &str, concurrency: usize, s: &Stats, cfg: &Config) {
+fn report(setup: &str, operation: &str, concurrency: usize, s: &Stats, cfg: &Config) {
     println!(
-        "| {:<8} | {:<44} | {:>4} | {:>5} | {:>3} | {:>8} | {:>8} | {:>8} | {:>8} | {:>9.0} | {:>5.2} | {:>5.2} | {:>5.2} |",
-        backend.name(),
+        "| {:<14} | {:<44} | {:>4} | {:>5} | {:>3} | {:>8} | {:>8} | {:>8} | {:>8} | {:>9.0} | {:>5.2} | {:>5.2} | {:>5.2} |",
+        setup,
         operation,
         concurrency,
         s.ok,
@@ -294,13 +308,20 @@ fn application_body() -> anyhow::Result<ApplicationRequest> {
     }))?)
 }
 
-async fn start_gateway(data_dir: &Path, database_url: String) -> anyhow::Result<Gateway> {
-    let settings = Settings {
+async fn start_gateway(
+    data_dir: &Path,
+    database_url: String,
+    commit: CommitMode,
+) -> anyhow::Result<Gateway> {
+    let mut settings = Settings {
         listen: "127.0.0.1:0".parse()?,
         data_dir: data_dir.to_path_buf(),
         database_url: Some(database_url),
         ..Settings::default()
     };
+    settings.audit.commit = commit;
+    // one data holder sends every check: its quota would cap what is measured
+    settings.http.per_principal_per_second = 0;
     let audience = settings.auth.audience.clone();
     let app = Application::build(settings, true).await?;
     let base = app.base_url().to_owned();
@@ -530,7 +551,7 @@ async fn verify_chain(store: &dyn Store) -> anyhow::Result<(u64, bool)> {
     Ok((r.entries_checked, r.valid))
 }
 
-async fn bench_backend(backend: Backend, cfg: &Config) -> anyhow::Result<()> {
+async fn bench_backend(backend: Backend, commit: CommitMode, cfg: &Config) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let (url, pg_name) = match backend {
         Backend::Sqlite => (
@@ -545,7 +566,7 @@ async fn bench_backend(backend: Backend, cfg: &Config) -> anyhow::Result<()> {
             (url, Some(name))
         }
     };
-    let result = run_backend(backend, cfg, dir.path(), url).await;
+    let result = run_backend(backend, commit, cfg, dir.path(), url).await;
     if let Some(name) = pg_name {
         if let Err(e) = drop_postgres_database(&name).await {
             eprintln!("could not drop database {name}: {e:#}");
@@ -556,11 +577,21 @@ async fn bench_backend(backend: Backend, cfg: &Config) -> anyhow::Result<()> {
 
 async fn run_backend(
     backend: Backend,
+    commit: CommitMode,
     cfg: &Config,
     data_dir: &Path,
     url: String,
 ) -> anyhow::Result<()> {
-    let g = start_gateway(data_dir, url).await?;
+    let g = start_gateway(data_dir, url, commit).await?;
+    let setup = format!(
+        "{}/{}",
+        backend.name(),
+        match commit {
+            CommitMode::Group => "group",
+            CommitMode::Each => "each",
+        }
+    );
+    let setup = setup.as_str();
 
     // Warm-up: opens the connection pools (HTTP and database), fetches the signing keys once,
     // and fills caches. Not counted.
@@ -584,24 +615,24 @@ async fn run_backend(
     let (n, limit) = (cfg.requests, cfg.limit);
     for c in CONCURRENCY {
         let s = measure(c, n, limit, healthz_op(&g)).await;
-        report(backend, "GET /healthz (HTTP only, no db)", c, &s, cfg);
+        report(setup, "GET /healthz (HTTP only, no db)", c, &s, cfg);
     }
     for c in CONCURRENCY {
         let s = measure(c, n, limit, check_op(&g)).await;
-        report(backend, "POST /v1/permits/{id}/check", c, &s, cfg);
+        report(setup, "POST /v1/permits/{id}/check", c, &s, cfg);
     }
     for c in CONCURRENCY {
         let s = measure(c, n, limit, auth_op(&g)).await;
-        report(backend, "token verification (in-process)", c, &s, cfg);
+        report(setup, "token verification (in-process)", c, &s, cfg);
     }
     for c in CONCURRENCY {
         let s = measure(c, n, limit, policy_op(&g).await?).await;
-        report(backend, "policy decision, Cedar (in-process)", c, &s, cfg);
+        report(setup, "policy decision, Cedar (in-process)", c, &s, cfg);
     }
     for work in [StoreWork::Read, StoreWork::Append, StoreWork::ReadAppend] {
         for c in CONCURRENCY {
             let s = measure(c, n, limit, store_op(&g, work)).await;
-            report(backend, work.label(), c, &s, cfg);
+            report(setup, work.label(), c, &s, cfg);
         }
     }
 
@@ -644,9 +675,11 @@ async fn main() -> anyhow::Result<()> {
     let started = Instant::now();
     let mut failed = false;
     for backend in cfg.backends.iter().copied() {
-        if let Err(e) = bench_backend(backend, &cfg).await {
-            println!("| {:<8} | FAILED: {e:#}", backend.name());
-            failed = true;
+        for commit in cfg.commits.iter().copied() {
+            if let Err(e) = bench_backend(backend, commit, &cfg).await {
+                println!("| {:<14} | FAILED: {e:#} ({commit:?})", backend.name());
+                failed = true;
+            }
         }
     }
     println!();

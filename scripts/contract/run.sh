@@ -48,6 +48,9 @@ export EHDS_DATA_DIR="$WORK/data" EHDS_DATABASE_URL="$DATABASE_URL" EHDS_LISTEN=
 # (to check that each is refused with 401): the per-source limit would answer them 429.
 export EHDS_HTTP__UNAUTHENTICATED_PER_SOURCE_PER_MINUTE=1000000
 export EHDS_HTTP__UNAUTHENTICATED_AUDITED_PER_MINUTE=1000000
+# One token per role sends the whole run as fast as the gateway answers: the per-caller quota
+# would answer much of it 429 (documented, but it would hide what the operations themselves do).
+export EHDS_HTTP__PER_PRINCIPAL_PER_SECOND=0
 # Long polls answer within a second, not the production 20 s.
 export EHDS_FEDERATION__LONG_POLL_MAX_SECONDS=1
 "$GATEWAY" serve --dev >"$WORK/gateway.log" 2>&1 &

@@ -93,8 +93,12 @@ async fn oversized_heads_are_refused_with_a_problem(app: TestApp) {
         .bearer_auth(forged_token(&"K".repeat(300_000)))
         .send()
         .await;
+    // (the gateway may close the connection before the client has sent it all)
     match r {
-        Ok(r) => assert_eq!(r.status(), 431),
+        Ok(r) => {
+            assert_eq!(r.status(), 431);
+            assert_eq!(r.headers()["content-type"], "application/problem+json");
+        }
         Err(e) => assert!(e.is_request() || e.is_connect() || e.is_body(), "{e}"),
     }
     // Neither reached the audit trail with its padding.
@@ -103,6 +107,84 @@ async fn oversized_heads_are_refused_with_a_problem(app: TestApp) {
     }
 }
 both_backends!(oversized_heads_are_refused_with_a_problem);
+
+/// Sends `head` on a connection of its own and reads the answer to its end.
+fn raw_exchange(app: &TestApp, head: &str) -> (String, serde_json::Value) {
+    let address = app.base.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    stream.write_all(head.as_bytes()).unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap();
+    (
+        head.to_ascii_lowercase(),
+        serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {answer}")),
+    )
+}
+
+/// Heads that the HTTP parser refuses before the router sees them (more than 100 fields, a
+/// malformed field line) are answered with problem documents too, and the connection closed.
+async fn heads_the_parser_refuses_are_problem_documents(app: TestApp) {
+    let fields: String = (0..120).map(|i| format!("x-field-{i}: v\r\n")).collect();
+    let (head, problem) = raw_exchange(
+        &app,
+        &format!("GET /v1/permits HTTP/1.1\r\nhost: gateway\r\n{fields}\r\n"),
+    );
+    assert!(head.starts_with("http/1.1 431 "), "{head}");
+    assert!(
+        head.contains("content-type: application/problem+json"),
+        "{head}"
+    );
+    assert!(head.contains("connection: close"), "{head}");
+    assert_eq!(
+        (problem["status"].as_u64(), problem["code"].as_str()),
+        (Some(431), Some("header_too_large"))
+    );
+
+    let (head, problem) = raw_exchange(
+        &app,
+        "GET /v1/permits HTTP/1.1\r\nhost: gateway\r\nno colon here\r\n\r\n",
+    );
+    assert!(head.starts_with("http/1.1 400 "), "{head}");
+    assert_eq!(problem["code"], "malformed_request");
+    // the gateway still answers
+    assert_eq!(app.get("/v1/permits", &app.officer()).await.status, 200);
+}
+both_backends!(heads_the_parser_refuses_are_problem_documents);
+
+/// One caller over its quota is answered 429 with `Retry-After`, while other callers are not
+/// held back; the 429s are counted for the minute's summary entry, not audited one by one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_over_its_quota_is_answered_429_and_others_are_not() {
+    let app = spawn_with(Backend::Sqlite, |s| {
+        s.http.per_principal_per_second = 1;
+        s.http.per_principal_burst = 4;
+    })
+    .await;
+    let officer = app.officer();
+    for _ in 0..4 {
+        assert_eq!(app.get("/v1/permits", &officer).await.status, 200);
+    }
+    let r = app.get("/v1/permits", &officer).await;
+    assert_eq!((r.status.as_u16(), r.code()), (429, "too_many_requests"));
+    assert_eq!(r.headers["content-type"], "application/problem+json");
+    let wait: u64 = r.headers["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=2).contains(&wait), "{wait}");
+    // another caller is not held back by the officer's quota
+    let researcher = app.get("/v1/permits", &app.researcher()).await;
+    assert_eq!(researcher.status, 200);
+    // after the wait the officer's quota has refilled
+    tokio::time::sleep(Duration::from_secs(wait)).await;
+    assert_eq!(app.get("/v1/permits", &officer).await.status, 200);
+    let individually = app.audit("outcome=denied").await;
+    assert!(
+        individually.iter().all(|e| e["http_status"] != 429),
+        "{individually:?}"
+    );
+}
 
 async fn request_ids_are_kept_only_when_well_formed(app: TestApp) {
     let send = |id: String| {

@@ -195,6 +195,10 @@ pub struct AuditSettings {
     /// `PRIVATE+KEY+<origin>+<id>+<base64>`. Defaults to `audit-log.key` in `data_dir`,
     /// created on first start.
     pub log_key_file: Option<PathBuf>,
+    /// How audited transactions reach the disk: `group` (default) flushes the transactions
+    /// that commit together once, `each` flushes every transaction on its own.
+    #[serde(default)]
+    pub commit: crate::store::CommitMode,
 }
 
 /// The round loop and the node protocol.
@@ -271,6 +275,11 @@ pub struct HttpSettings {
     /// 429s held at once; beyond it they are sent without the hold, so held answers never tie
     /// up more than this many of the `max_connections` slots.
     pub throttled_held_max: usize,
+    /// Requests one authenticated caller (one token subject) may make per second, sustained;
+    /// beyond it (and its burst) the caller is answered 429 with `Retry-After`. 0: no limit.
+    pub per_principal_per_second: u32,
+    /// Requests one caller may make at once above that pace.
+    pub per_principal_burst: u32,
     /// Header naming the client address when the gateway runs behind a trusted reverse proxy
     /// (e.g. `x-forwarded-for`, whose last hop is used); unset, the peer address is used.
     pub client_ip_header: Option<String>,
@@ -315,6 +324,8 @@ impl Default for Settings {
                 unauthenticated_audited_per_minute: 120,
                 throttled_hold_ms: 1000,
                 throttled_held_max: 256,
+                per_principal_per_second: 200,
+                per_principal_burst: 2000,
                 client_ip_header: None,
             },
             hdab: HdabSettings {

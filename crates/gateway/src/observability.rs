@@ -35,6 +35,8 @@ pub const PERMIT_SUSPENDED: &str = "ehds_permit_suspended";
 pub const OPTOUT_REGISTRY_VERSION: &str = "ehds_optout_registry_version";
 pub const DB_POOL_CONNECTIONS: &str = "ehds_db_pool_connections";
 pub const DB_POOL_MAX: &str = "ehds_db_pool_max_connections";
+pub const STORE_FLUSHES: &str = "ehds_store_flushes_total";
+pub const STORE_FLUSHED_TRANSACTIONS: &str = "ehds_store_flushed_transactions_total";
 
 /// Latency buckets (seconds): a cached read takes about a millisecond, a long poll up to its
 /// maximum wait.
@@ -94,11 +96,25 @@ fn describe_process_metrics() {
         STATISTICS_RUNS,
         "Statistics runs (Art. 69) pooled and checked, by outcome (released, under_review, withheld, failed)."
     );
+    describe_counter!(
+        STORE_FLUSHES,
+        "SQLite commits to disk; with group commit one flushes every transaction of its group."
+    );
+    describe_counter!(
+        STORE_FLUSHED_TRANSACTIONS,
+        "Transactions made durable by those commits (divided by the flushes: the mean group)."
+    );
     describe_gauge!(
         NODE_LAST_SEEN,
         metrics::Unit::Seconds,
         "Unix time a data holder's node last asked this process for tasks."
     );
+}
+
+/// One SQLite commit that made `transactions` transactions durable.
+pub fn store_flushed(transactions: usize) {
+    counter!(STORE_FLUSHES).increment(1);
+    counter!(STORE_FLUSHED_TRANSACTIONS).increment(transactions as u64);
 }
 
 /// One answered request. `route` is the matched route template, never the raw path, so ids

@@ -70,7 +70,7 @@ impl Application {
             .clone()
             .map(|u| u.trim_end_matches('/').to_owned())
             .unwrap_or_else(|| format!("http://{local}"));
-        let store = store::connect(&settings.database_url()).await?;
+        let store = store::connect_with(&settings.database_url(), settings.audit.commit).await?;
         let dev_issuer = if dev {
             Some(Arc::new(DevIssuer::load_or_create(
                 &settings.data_dir,
@@ -144,6 +144,7 @@ impl Application {
             pseudonym_key,
             optout_scopes: Arc::new(crate::app::optouts::ScopeCache::default()),
             unauthenticated: Arc::new(http::guard::UnauthenticatedLimits::new(&settings_http)),
+            principals: Arc::new(http::guard::PrincipalLimits::new(&settings_http)),
             log_signer,
             metrics_access,
         };
@@ -210,6 +211,7 @@ impl Application {
                     tracing::error!(error = %e, "failed to record the summary of refusals");
                 }
                 summary_state.unauthenticated.forget_idle_sources();
+                summary_state.principals.forget_idle();
             }
         });
         // The round loop resumes every live study where the database says it stands.

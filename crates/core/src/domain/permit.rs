@@ -150,8 +150,10 @@ pub struct PermitRecord {
     pub epsilon_spent: f64,
 }
 
+/// A permit; cloning it is cheap (its record is shared until one of the clones changes), so
+/// that a permit naming thousands of data holders can be kept and handed out per request.
 #[derive(Debug, Clone)]
-pub struct Permit(PermitRecord);
+pub struct Permit(std::sync::Arc<PermitRecord>);
 
 /// A requested change of terms. Absent fields keep their current value.
 #[derive(Debug, Clone, Default)]
@@ -193,7 +195,7 @@ impl Permit {
             value: v,
             added_at: now,
         };
-        Permit(PermitRecord {
+        Permit(std::sync::Arc::new(PermitRecord {
             id: PermitId::new(),
             application_id: app_id,
             organisation: req.organisation.clone(),
@@ -232,17 +234,22 @@ impl Permit {
             terms_version: 1,
             row_version: 1,
             epsilon_spent: 0.0,
-        })
+        }))
     }
 
     /// The permit with the decision's secure-aggregation term.
     pub fn requiring_secure_aggregation(mut self, required: bool) -> Permit {
-        self.0.terms.require_secure_aggregation = required;
+        self.record_mut().terms.require_secure_aggregation = required;
         self
     }
 
     pub fn restore(record: PermitRecord) -> Permit {
-        Permit(record)
+        Permit(std::sync::Arc::new(record))
+    }
+
+    /// The record to change: this permit's own copy (a clone made before keeps the old one).
+    fn record_mut(&mut self) -> &mut PermitRecord {
+        std::sync::Arc::make_mut(&mut self.0)
     }
 
     pub fn record(&self) -> &PermitRecord {
@@ -284,13 +291,13 @@ impl Permit {
     }
 
     fn bump(&mut self) {
-        self.0.row_version += 1;
+        self.record_mut().row_version += 1;
     }
 
     pub fn suspend(&mut self, reason: String, now: Timestamp) -> Result<(), TransitionError> {
         match self.state(now) {
             PermitState::Active => {
-                self.0.state = PermitState::Suspended { since: now, reason };
+                self.record_mut().state = PermitState::Suspended { since: now, reason };
                 self.bump();
                 Ok(())
             }
@@ -301,7 +308,7 @@ impl Permit {
     pub fn reinstate(&mut self, now: Timestamp) -> Result<(), TransitionError> {
         match self.state(now) {
             PermitState::Suspended { .. } => {
-                self.0.state = PermitState::Active;
+                self.record_mut().state = PermitState::Active;
                 self.bump();
                 Ok(())
             }
@@ -312,7 +319,7 @@ impl Permit {
     pub fn revoke(&mut self, reason: String, now: Timestamp) -> Result<(), TransitionError> {
         match self.state(now) {
             PermitState::Active | PermitState::Suspended { .. } => {
-                self.0.state = PermitState::Revoked { at: now, reason };
+                self.record_mut().state = PermitState::Revoked { at: now, reason };
                 self.bump();
                 Ok(())
             }
@@ -342,7 +349,7 @@ impl Permit {
                 ),
             });
         }
-        self.0.epsilon_spent += epsilon;
+        self.record_mut().epsilon_spent += epsilon;
         self.bump();
         Ok(())
     }
@@ -352,7 +359,7 @@ impl Permit {
     pub fn record_expiry(&mut self, now: Timestamp) -> bool {
         let effective = self.state(now);
         if matches!(effective, PermitState::Expired { .. }) && effective != self.0.state {
-            self.0.state = effective;
+            self.record_mut().state = effective;
             self.bump();
             true
         } else {
@@ -410,8 +417,8 @@ impl Permit {
         if !e.0.is_empty() {
             return Err(ChangeError::Invalid(e.0));
         }
-        self.0.expires_at = new_expires_at;
-        self.0.extended_at = Some(now);
+        self.record_mut().expires_at = new_expires_at;
+        self.record_mut().extended_at = Some(now);
         self.bump();
         Ok(())
     }
@@ -507,8 +514,8 @@ impl Permit {
                 "the amendment changes nothing",
             )]));
         }
-        self.0.terms = terms;
-        self.0.terms_version += 1;
+        self.record_mut().terms = terms;
+        self.record_mut().terms_version += 1;
         self.bump();
         Ok(())
     }

@@ -76,7 +76,7 @@ pub async fn open_tasks(
         let Some(study) = studies.get(&t.study_id).and_then(Option::as_ref) else {
             continue;
         };
-        let Some(round) = tx.get_round(t.round_id).await? else {
+        let Some(registry_version) = tx.round_registry_version(t.round_id).await? else {
             continue;
         };
         out.push(NodeTask {
@@ -87,8 +87,8 @@ pub async fn open_tasks(
             round: t.round,
             kind: t.kind,
             deadline: t.deadline,
-            registry_version: round.registry_version,
-            study: NodeStudy::from(&study.spec),
+            registry_version,
+            study: NodeStudy::from(&*study.spec),
         });
     }
     if !out.is_empty() {
@@ -315,13 +315,13 @@ pub async fn accept_result(
     now: Timestamp,
 ) -> Result<(), TaskError> {
     let study = workable(tx, task, now).await?;
-    let round = tx
-        .get_round(task.round_id)
+    let registry_version = tx
+        .round_registry_version(task.round_id)
         .await?
         .ok_or_else(|| TaskError::Internal(anyhow::anyhow!("task without round")))?;
-    if body.registry_version != round.registry_version {
+    if body.registry_version != registry_version {
         return Err(TaskError::RegistryVersionMismatch {
-            expected: round.registry_version,
+            expected: registry_version,
         });
     }
     if body.num_examples == 0 {

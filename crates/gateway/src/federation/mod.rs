@@ -103,7 +103,7 @@ impl Federation {
     /// Drives every live study until none can progress; returns how many transitions ran.
     pub async fn drive_all(&self) -> anyhow::Result<usize> {
         let ids = {
-            let mut tx = self.store.begin().await?;
+            let mut tx = self.store.read().await?;
             tx.live_study_ids().await?
         };
         let mut steps = 0;

@@ -318,7 +318,7 @@ pub async fn read_catalogue(
             format!("page starts at 1 and per_page is within 1-{MAX_PER_PAGE}"),
         ));
     }
-    let mut tx = state.store.begin().await?;
+    let mut tx = state.store.read().await?;
     let (entries, total) = catalogue::page(
         &mut *tx,
         Page {
@@ -359,7 +359,7 @@ pub async fn read_dataset(
     headers: HeaderMap,
     ApiPath(id): ApiPath<DatasetId>,
 ) -> ApiResult<Response> {
-    let mut tx = state.store.begin().await?;
+    let mut tx = state.store.read().await?;
     let entry = tx
         .get_dataset(id)
         .await?

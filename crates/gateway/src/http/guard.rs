@@ -152,9 +152,63 @@ impl UnauthenticatedLimits {
     }
 }
 
+/// The quota of each authenticated caller: `per_principal_per_second`, refilled evenly, with a
+/// bucket of `per_principal_burst`, keyed by the token's subject, so that one caller (a runaway
+/// script, a node agent in a retry loop) cannot take the gateway's capacity from the others.
+pub struct PrincipalLimits {
+    per_principal: Option<DefaultKeyedRateLimiter<String>>,
+}
+
+impl PrincipalLimits {
+    pub fn new(settings: &HttpSettings) -> Self {
+        let per_principal = NonZeroU32::new(settings.per_principal_per_second).map(|rate| {
+            let burst = NonZeroU32::new(settings.per_principal_burst).unwrap_or(rate);
+            RateLimiter::keyed(Quota::per_second(rate).allow_burst(burst.max(rate)))
+        });
+        Self { per_principal }
+    }
+
+    /// Charges one request to `subject`; over its quota, the whole seconds until its next
+    /// request would pass (at least 1), for `Retry-After`.
+    pub fn charge(&self, subject: &str) -> Result<(), u64> {
+        use governor::clock::Clock;
+        let Some(limiter) = &self.per_principal else {
+            return Ok(());
+        };
+        limiter.check_key(&subject.to_owned()).map_err(|not_until| {
+            let wait = not_until.wait_time_from(limiter.clock().now());
+            wait.as_secs_f64().ceil().max(1.0) as u64
+        })
+    }
+
+    /// Forgets callers whose quota has refilled.
+    pub fn forget_idle(&self) {
+        if let Some(limiter) = &self.per_principal {
+            limiter.retain_recent();
+            limiter.shrink_to_fit();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_caller_over_its_quota_waits_and_others_do_not() {
+        let mut s = crate::configuration::Settings::default().http;
+        s.per_principal_per_second = 1;
+        s.per_principal_burst = 3;
+        let limits = PrincipalLimits::new(&s);
+        for _ in 0..3 {
+            assert_eq!(limits.charge("alice"), Ok(()));
+        }
+        assert_eq!(limits.charge("alice"), Err(1));
+        assert_eq!(limits.charge("bob"), Ok(()));
+        s.per_principal_per_second = 0;
+        let unlimited = PrincipalLimits::new(&s);
+        assert!((0..10_000).all(|_| unlimited.charge("alice").is_ok()));
+    }
 
     #[test]
     fn request_ids_are_kept_only_when_well_formed() {

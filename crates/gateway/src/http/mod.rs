@@ -78,6 +78,7 @@ pub struct AppState {
     pub optout_scopes: Arc<crate::app::optouts::ScopeCache>,
     pub federation: Arc<Federation>,
     pub unauthenticated: Arc<guard::UnauthenticatedLimits>,
+    pub principals: Arc<guard::PrincipalLimits>,
     /// Signs the audit log's checkpoints (`GET /v1/audit/log/checkpoint`).
     pub log_signer: Arc<translog::NoteSigner>,
     /// Who may read `GET /metrics`.
@@ -364,6 +365,20 @@ async fn authenticate(State(state): State<AppState>, mut req: Request, next: Nex
             return axum::response::IntoResponse::into_response(refusal);
         }
     };
+    if let Err(wait) = state.principals.charge(&principal.sub) {
+        // not audited one by one (a runaway client would grow the trail at its own pace):
+        // counted into the minute's summary entry, as throttled sources are
+        let refusal = ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many_requests",
+            format!(
+                "more requests from this caller than its quota of {} a second allows; retry after {wait} s",
+                state.settings.http.per_principal_per_second
+            ),
+        )
+        .with_header(header::RETRY_AFTER, HeaderValue::from(wait));
+        return axum::response::IntoResponse::into_response(refusal);
+    }
     let actor = principal.actor();
     let rid = request_id(&req);
     req.extensions_mut().insert(Caller {

@@ -326,7 +326,110 @@ pub fn spec() -> serde_json::Value {
     let mut doc = serde_json::to_value(ApiDoc::openapi()).expect("the OpenAPI document serialises");
     merge_tagged_variants(&mut doc);
     refuse_control_characters_in_bodies(&mut doc);
+    link_created_records(&mut doc);
     doc
+}
+
+/// What a client can do next with the record an operation returns: OpenAPI links from the
+/// answer that names a record (its id, at `pointer` in the body) to the operations on it, so
+/// that generated clients and stateful testers follow the workflow the way a user does (file an
+/// application, decide it, use the permit, run a study on it).
+const LINKS: &[(&str, &str, &str, &[&str])] = &[
+    (
+        "applications_create",
+        "201",
+        "/id",
+        &[
+            "applications_read",
+            "applications_submit",
+            "applications_withdraw",
+            "applications_request_information",
+            "applications_decide",
+            "register_read",
+        ],
+    ),
+    (
+        "applications_decide",
+        "200",
+        "/permit/id",
+        &[
+            "permits_read",
+            "permits_versions",
+            "permits_check_permit",
+            "permits_amend",
+            "permits_suspend",
+            "statistics_create",
+        ],
+    ),
+    (
+        "studies_create",
+        "201",
+        "/id",
+        &[
+            "studies_read",
+            "studies_rounds",
+            "studies_events",
+            "studies_cancel",
+        ],
+    ),
+    ("studies_read", "200", "/permit_id", &["permits_read"]),
+    (
+        "opt_outs_register",
+        "201",
+        "/record_id",
+        &["opt_outs_read", "opt_outs_withdraw"],
+    ),
+    (
+        "catalogue_publish",
+        "201",
+        "/id",
+        &[
+            "catalogue_read_dataset",
+            "catalogue_new_version",
+            "catalogue_withdraw",
+        ],
+    ),
+    (
+        "statistics_create",
+        "201",
+        "/id",
+        &["statistics_read", "statistics_review"],
+    ),
+];
+
+fn link_created_records(doc: &mut serde_json::Value) {
+    use serde_json::{json, Value};
+    let mut by_id = std::collections::BTreeMap::new();
+    if let Some(paths) = doc["paths"].as_object() {
+        for (path, ops) in paths {
+            for (method, op) in ops.as_object().into_iter().flatten() {
+                if let Some(id) = op["operationId"].as_str() {
+                    by_id.insert(id.to_owned(), (path.clone(), method.clone()));
+                }
+            }
+        }
+    }
+    for (from, status, pointer, targets) in LINKS {
+        let (path, method) = by_id
+            .get(*from)
+            .unwrap_or_else(|| panic!("link source {from} is an operation"));
+        let links: serde_json::Map<String, Value> = targets
+            .iter()
+            .map(|to| {
+                assert!(by_id.contains_key(*to), "link target {to} is an operation");
+                (
+                    to.to_string(),
+                    json!({
+                        "operationId": to,
+                        "parameters": {"path.id": format!("$response.body#{pointer}")},
+                    }),
+                )
+            })
+            .collect();
+        let response = &mut doc["paths"][path][method]["responses"][*status];
+        assert!(response.is_object(), "{from} answers {status}");
+        response["links"] = Value::Object(links);
+    }
 }
 
 /// Internally tagged enums (serde `tag = "name"`) come out as `allOf: [{$ref: X}, {name}]` per

@@ -44,7 +44,7 @@ pub async fn list(
     ApiQuery(params): ApiQuery<ListParams>,
 ) -> ApiResult<Json<RegisterPage>> {
     let page = params.page()?;
-    let mut tx = state.store.begin().await?;
+    let mut tx = state.store.read().await?;
     let entries = register::entries(&mut *tx, page, time::now()).await?;
     let summary = register::summary(&mut *tx, state.small_cells()).await?;
     tx.commit().await?;
@@ -59,7 +59,7 @@ pub async fn read(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<ApplicationId>,
 ) -> ApiResult<Json<RegisterEntry>> {
-    let mut tx = state.store.begin().await?;
+    let mut tx = state.store.read().await?;
     let app = tx
         .get_application(id)
         .await?
@@ -75,7 +75,7 @@ pub async fn read(
     responses((status = 200, content_type = "application/atom+xml", body = String, description = "Atom feed (RFC 4287)")))]
 pub async fn feed(State(state): State<AppState>) -> ApiResult<impl IntoResponse> {
     let now = time::now();
-    let mut tx = state.store.begin().await?;
+    let mut tx = state.store.read().await?;
     let mut entries = register::entries(
         &mut *tx,
         Page {

@@ -129,7 +129,7 @@ impl StudyView {
                 .or_else(|| s.spec.model.parameter_count().ok()),
             created_at: s.created_at,
             updated_at: s.updated_at,
-            spec: s.spec.clone(),
+            spec: (*s.spec).clone(),
             data_quality: Vec::new(),
         }
     }

@@ -134,7 +134,7 @@ impl Follower {
 
     /// Reads the study and queues what changed since the last look.
     async fn look(&mut self) -> anyhow::Result<()> {
-        let mut tx = self.state.store.begin().await?;
+        let mut tx = self.state.store.read().await?;
         let Some(study) = tx.get_study(self.id).await? else {
             anyhow::bail!("the study disappeared");
         };

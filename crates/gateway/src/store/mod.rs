@@ -4,6 +4,7 @@
 //! written in the same transaction, so either both are stored or neither is.
 
 mod postgres;
+mod rows;
 mod sqlite;
 pub(crate) mod tree;
 
@@ -37,6 +38,33 @@ pub enum StoreError {
     Corrupt(String),
     #[error(transparent)]
     Other(#[from] anyhow::Error),
+    /// Another transaction of the group this one was committed with failed the group's flush:
+    /// none of the group is stored.
+    #[error("the transactions committed with this one could not be stored: {message}")]
+    GroupFailed {
+        state: Option<Unavailable>,
+        message: String,
+    },
+}
+
+impl StoreError {
+    /// What every transaction of a group whose flush failed with `e` is told.
+    pub(crate) fn group_failed(e: &StoreError) -> Self {
+        match e {
+            StoreError::GroupFailed { state, message } => StoreError::GroupFailed {
+                state: *state,
+                message: message.clone(),
+            },
+            StoreError::Database(db) => StoreError::GroupFailed {
+                state: Unavailable::of(db),
+                message: db.to_string(),
+            },
+            other => StoreError::GroupFailed {
+                state: None,
+                message: other.to_string(),
+            },
+        }
+    }
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
@@ -90,8 +118,10 @@ impl Unavailable {
     /// The first state of the database found along `e`'s chain of causes.
     pub fn in_chain(e: &anyhow::Error) -> Option<Self> {
         e.chain().find_map(|e| {
-            if let Some(StoreError::Database(db)) = e.downcast_ref::<StoreError>() {
-                return Self::of(db);
+            match e.downcast_ref::<StoreError>() {
+                Some(StoreError::Database(db)) => return Self::of(db),
+                Some(StoreError::GroupFailed { state, .. }) => return *state,
+                _ => {}
             }
             e.downcast_ref::<sqlx::Error>().and_then(Self::of)
         })
@@ -113,6 +143,21 @@ impl Unavailable {
             Self::ReadOnly => "the gateway's storage refuses writes; nothing was changed, retry once the operator has made it writable",
         }
     }
+}
+
+/// How committed transactions are made durable. Either way a transaction's change and its audit
+/// entries commit together, in the chain's order, and a commit returns only once they are on
+/// disk (docs/architecture.md, "Group commit").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CommitMode {
+    /// Transactions that commit while others are waiting share one flush to disk: SQLite runs
+    /// them as savepoints of one transaction, PostgreSQL releases the write order before the
+    /// flush and lets the server flush the waiting commits together.
+    #[default]
+    Group,
+    /// One flush per transaction, with the write order held through it.
+    Each,
 }
 
 /// Which rows a caller may list: the SQL pre-filter that the policy check then confirms per row.
@@ -167,6 +212,9 @@ pub struct PermitVersion {
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
     async fn begin(&self) -> Result<Box<dyn Tx>>;
+    /// A transaction for reads only: it sees one consistent state of the database and never
+    /// waits for a writer (on SQLite it does not take the write turn; its writes are refused).
+    async fn read(&self) -> Result<Box<dyn Tx>>;
     async fn ping(&self) -> Result<()>;
     /// Connections of the pool, for `/metrics`.
     fn pool_usage(&self) -> crate::observability::PoolUsage;
@@ -445,6 +493,11 @@ pub trait RoundTx: Send {
         limit: i64,
     ) -> Result<Vec<Task>>;
     async fn round_tasks(&mut self, round: RoundId) -> Result<Vec<Task>>;
+    /// How many fit tasks the round has, and how many of them delivered their result: what
+    /// the round loop checks on every wake-up, without reading the tasks.
+    async fn count_fit_results(&mut self, round: RoundId) -> Result<(u64, u64)>;
+    /// The opt-out registry version round `round` pinned, if the round exists.
+    async fn round_registry_version(&mut self, round: RoundId) -> Result<Option<i64>>;
     /// The study's tasks that carry a holder's report, by round, then completion.
     async fn reported_tasks(&mut self, study: StudyId) -> Result<Vec<Task>>;
     /// Stores a pending task's result; `Conflict` if the task is no longer pending.
@@ -590,10 +643,20 @@ pub(crate) fn sample_audit_event() -> ehds_core::domain::audit::NewAuditEvent {
 /// Opens the store named by `url`: `postgres://` or `postgresql://` for PostgreSQL, `sqlite:`
 /// for SQLite. Runs the backend's migrations.
 pub async fn connect(url: &str) -> anyhow::Result<std::sync::Arc<dyn Store>> {
+    connect_with(url, CommitMode::default()).await
+}
+
+/// [`connect`], committing as `mode` says.
+pub async fn connect_with(
+    url: &str,
+    mode: CommitMode,
+) -> anyhow::Result<std::sync::Arc<dyn Store>> {
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        Ok(std::sync::Arc::new(PgStore::connect(url).await?))
+        Ok(std::sync::Arc::new(PgStore::connect_with(url, mode).await?))
     } else if url.starts_with("sqlite:") {
-        Ok(std::sync::Arc::new(SqliteStore::connect(url).await?))
+        Ok(std::sync::Arc::new(
+            SqliteStore::connect_with(url, mode).await?,
+        ))
     } else {
         anyhow::bail!("unsupported database URL scheme (expected postgres:// or sqlite:)")
     }

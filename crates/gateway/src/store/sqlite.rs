@@ -3,8 +3,24 @@
 //! reads that a transaction later turns into writes never hit SQLITE_BUSY and the audit chain
 //! has a single, ordered head. The second lock matters even within one process: a dropped
 //! transaction's rollback runs on its connection's worker thread after the first is released.
+//!
+//! Group commit ([`CommitMode::Group`]): the writers take turns in one SQLite transaction, each
+//! as a savepoint of it. A writer that commits releases its savepoint and, when others are
+//! waiting for their turn, leaves the transaction open for them and waits; the transaction is
+//! committed (one flush) once nobody is waiting, by the last writer or by a flush queued behind
+//! the waiting ones (the lock is fair, first come first served), and every writer in it is then
+//! answered. A writer that rolls back rolls back its savepoint only. If SQLite ends the
+//! transaction itself (a full disk) or its commit fails, every writer of the group is told, and
+//! none of them is stored.
 
-use std::{str::FromStr, sync::Arc, time::Duration};
+use std::{
+    str::FromStr,
+    sync::{
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+        Arc,
+    },
+    time::Duration,
+};
 
 use anyhow::Context;
 use async_trait::async_trait;
@@ -15,19 +31,27 @@ use sqlx::{
     },
     Sqlite,
 };
-use tokio::sync::{Mutex, OwnedMutexGuard};
+use tokio::sync::{oneshot, Mutex, OwnedMutexGuard};
 
-use super::{tree::TreeEdge, Result, Store, Tx};
+use super::{rows::RowCache, tree::TreeEdge, CommitMode, Result, Store, StoreError, Tx};
 
 #[derive(Clone)]
 pub struct SqliteStore {
     pool: SqlitePool,
-    writer: Arc<Mutex<()>>,
+    /// Connections for [`Store::read`], which refuse writes (`query_only`): in WAL mode they
+    /// read the last committed state while the writer writes.
+    readers: SqlitePool,
+    writer: Arc<Writer>,
     edge: TreeEdge,
+    rows: RowCache,
 }
 
 impl SqliteStore {
     pub async fn connect(url: &str) -> anyhow::Result<Self> {
+        Self::connect_with(url, CommitMode::default()).await
+    }
+
+    pub async fn connect_with(url: &str, mode: CommitMode) -> anyhow::Result<Self> {
         let options = SqliteConnectOptions::from_str(url)
             .context("Invalid SQLite URL")?
             .create_if_missing(true)
@@ -39,17 +63,29 @@ impl SqliteStore {
         restrict_database_files(options.get_filename())?;
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
-            .connect_with(options)
+            .connect_with(options.clone())
             .await
             .context("Failed to open SQLite database")?;
         sqlx::migrate!("../../migrations/sqlite")
             .run(&pool)
             .await
             .context("Failed to migrate SQLite")?;
+        let readers = SqlitePoolOptions::new()
+            .max_connections(8)
+            .min_connections(0)
+            .connect_lazy_with(options.pragma("query_only", "ON"));
         Ok(Self {
+            readers,
+            writer: Arc::new(Writer {
+                mode,
+                pool: pool.clone(),
+                batch: Arc::new(Mutex::new(Batch::default())),
+                waiting: AtomicUsize::new(0),
+                flush_queued: AtomicBool::new(false),
+            }),
             pool,
-            writer: Arc::new(Mutex::new(())),
             edge: TreeEdge::default(),
+            rows: RowCache::default(),
         })
     }
 
@@ -99,11 +135,211 @@ fn restrict_database_files(path: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The write side of the database: whose turn it is, and the open SQLite transaction.
+struct Writer {
+    mode: CommitMode,
+    pool: SqlitePool,
+    /// Held by the writer whose turn it is (`tokio`'s lock is fair: turns go in order of
+    /// asking).
+    batch: Arc<Mutex<Batch>>,
+    /// Writers waiting for their turn.
+    waiting: AtomicUsize,
+    /// A flush is waiting for its turn behind them.
+    flush_queued: AtomicBool,
+}
+
+/// The SQLite transaction the writers take turns in, and the writers that committed in it and
+/// wait for its flush.
+#[derive(Default)]
+struct Batch {
+    open: Option<OpenTransaction>,
+    committed: Vec<oneshot::Sender<Result<()>>>,
+    /// Successful commits so far.
+    flushes: u64,
+}
+
+impl Batch {
+    fn connection(&mut self) -> &mut sqlx::SqliteConnection {
+        self.open
+            .as_mut()
+            .expect("a writer's turn has an open transaction")
+    }
+
+    /// Commits the transaction and answers every writer that committed in it; `current` is
+    /// the writer whose turn it is, if it committed too.
+    async fn flush(&mut self, current: bool) -> Result<()> {
+        let Some(mut open) = self.open.take() else {
+            return Ok(());
+        };
+        let result = match sqlx::query("COMMIT").execute(&mut *open).await {
+            Ok(_) => {
+                open.open = false;
+                self.flushes += 1;
+                crate::observability::store_flushed(self.committed.len() + usize::from(current));
+                Ok(())
+            }
+            // dropping `open` rolls back what SQLite did not
+            Err(e) => Err(StoreError::from(e)),
+        };
+        self.answer(&result);
+        result
+    }
+
+    /// Rolls the transaction back (SQLite may have done so already) and tells every writer
+    /// that committed in it.
+    fn fail(&mut self, cause: &StoreError) {
+        self.open = None;
+        self.answer(&Err(StoreError::group_failed(cause)));
+    }
+
+    fn answer(&mut self, result: &Result<()>) {
+        for writer in self.committed.drain(..) {
+            let _ = writer.send(match result {
+                Ok(()) => Ok(()),
+                Err(e) => Err(StoreError::group_failed(e)),
+            });
+        }
+    }
+}
+
+impl Writer {
+    /// Waits for the turn to write and opens the transaction (or the writer's savepoint in it).
+    async fn turn(self: &Arc<Self>) -> Result<OwnedMutexGuard<Batch>> {
+        let mut batch = {
+            let _waiting = Waiting::on(&self.waiting);
+            self.batch.clone().lock_owned().await
+        };
+        if batch.open.is_none() {
+            batch.open = Some(OpenTransaction::begin(&self.pool).await?);
+        }
+        if self.mode == CommitMode::Group {
+            if let Err(e) = sqlx::query("SAVEPOINT writer")
+                .execute(batch.connection())
+                .await
+            {
+                let e = StoreError::from(e);
+                batch.fail(&e);
+                return Err(e);
+            }
+        }
+        Ok(batch)
+    }
+
+    /// Commits the writer whose turn `batch` is, and answers once it is on disk.
+    async fn commit(self: &Arc<Self>, mut batch: OwnedMutexGuard<Batch>) -> Result<()> {
+        if self.mode == CommitMode::Each {
+            return batch.flush(true).await;
+        }
+        if let Err(e) = sqlx::query("RELEASE SAVEPOINT writer")
+            .execute(batch.connection())
+            .await
+        {
+            let e = StoreError::from(e);
+            batch.fail(&e);
+            return Err(e);
+        }
+        if self.waiting.load(Ordering::Acquire) == 0 {
+            // nobody to share the flush with
+            return batch.flush(true).await;
+        }
+        let (answer, answered) = oneshot::channel();
+        batch.committed.push(answer);
+        self.queue_flush();
+        drop(batch);
+        answered
+            .await
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("the commit group was dropped").into()))
+    }
+
+    /// Queues a flush behind the writers waiting now (unless one is queued already), so the
+    /// group is flushed even if none of them commits.
+    fn queue_flush(self: &Arc<Self>) {
+        if self.flush_queued.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let writer = self.clone();
+        tokio::spawn(async move {
+            let mut batch = writer.batch.clone().lock_owned().await;
+            writer.flush_queued.store(false, Ordering::Release);
+            if !batch.committed.is_empty() {
+                // each writer of the group is answered with the outcome
+                let _ = batch.flush(false).await;
+            }
+        });
+    }
+
+    /// Undoes the writes of the writer whose turn `batch` is.
+    async fn roll_back(&self, mut batch: OwnedMutexGuard<Batch>) {
+        if self.mode == CommitMode::Each || batch.committed.is_empty() {
+            // nobody else's work in the transaction: end it, so that other processes can write
+            if let Some(mut open) = batch.open.take() {
+                if sqlx::query("ROLLBACK").execute(&mut *open).await.is_ok() {
+                    open.open = false;
+                }
+            }
+            return;
+        }
+        let undone = async {
+            sqlx::query("ROLLBACK TO SAVEPOINT writer")
+                .execute(batch.connection())
+                .await?;
+            sqlx::query("RELEASE SAVEPOINT writer")
+                .execute(batch.connection())
+                .await
+        };
+        if let Err(e) = undone.await {
+            // SQLite ended the transaction itself (SQLITE_FULL, SQLITE_IOERR): the group is lost
+            batch.fail(&e.into());
+        }
+    }
+}
+
+/// Counts a writer waiting for its turn, until it has it or gives up.
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn on(count: &'a AtomicUsize) -> Self {
+        count.fetch_add(1, Ordering::AcqRel);
+        Self(count)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 pub struct SqliteTx {
-    tx: OpenTransaction,
-    _writer: OwnedMutexGuard<()>,
+    tx: Access,
     observed: crate::observability::TxEvents,
     edge: TreeEdge,
+    rows: RowCache,
+}
+
+/// What a transaction may do: write in its turn, or read a snapshot beside the writer.
+enum Access {
+    Write(WriterTurn),
+    Read(sqlx::Transaction<'static, Sqlite>),
+}
+
+impl std::ops::Deref for Access {
+    type Target = sqlx::SqliteConnection;
+    fn deref(&self) -> &Self::Target {
+        match self {
+            Access::Write(turn) => turn,
+            Access::Read(tx) => tx,
+        }
+    }
+}
+
+impl std::ops::DerefMut for Access {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        match self {
+            Access::Write(turn) => turn,
+            Access::Read(tx) => tx,
+        }
+    }
 }
 
 impl SqliteTx {
@@ -111,10 +347,62 @@ impl SqliteTx {
         Ok(())
     }
 
-    async fn commit_transaction(mut self) -> Result<()> {
-        sqlx::query("COMMIT").execute(&mut *self.tx).await?;
-        self.tx.open = false;
-        Ok(())
+    async fn commit_transaction(self) -> Result<()> {
+        let mut turn = match self.tx {
+            Access::Read(tx) => return Ok(tx.commit().await?),
+            Access::Write(turn) => turn,
+        };
+        let batch = turn.batch.take().expect("a turn is ended once");
+        let writer = turn.writer.clone();
+        // A task of its own: a caller that goes away mid-commit (a client disconnecting) must
+        // not leave the group's flush half done and its writers unanswered.
+        tokio::spawn(async move { writer.commit(batch).await })
+            .await
+            .map_err(|e| anyhow::anyhow!("the commit task failed: {e}"))?
+    }
+}
+
+/// A writer's turn: the open transaction, rolled back to where the turn began unless committed.
+struct WriterTurn {
+    batch: Option<OwnedMutexGuard<Batch>>,
+    writer: Arc<Writer>,
+}
+
+impl std::ops::Deref for WriterTurn {
+    type Target = sqlx::SqliteConnection;
+    fn deref(&self) -> &Self::Target {
+        self.batch
+            .as_ref()
+            .and_then(|b| b.open.as_deref())
+            .expect("used only during its turn")
+    }
+}
+
+impl std::ops::DerefMut for WriterTurn {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        self.batch
+            .as_mut()
+            .expect("used only during its turn")
+            .connection()
+    }
+}
+
+impl Drop for WriterTurn {
+    fn drop(&mut self) {
+        let Some(mut batch) = self.batch.take() else {
+            return;
+        };
+        match tokio::runtime::Handle::try_current() {
+            // the next writer's turn begins once this one is undone
+            Ok(runtime) => {
+                let writer = self.writer.clone();
+                runtime.spawn(async move { writer.roll_back(batch).await });
+            }
+            // no runtime to roll back on: closing the connection rolls back the whole group
+            Err(_) => batch.fail(&StoreError::Other(anyhow::anyhow!(
+                "a transaction was dropped outside the runtime"
+            ))),
+        }
     }
 }
 
@@ -180,12 +468,22 @@ impl Drop for OpenTransaction {
 #[async_trait]
 impl Store for SqliteStore {
     async fn begin(&self) -> Result<Box<dyn Tx>> {
-        let guard = self.writer.clone().lock_owned().await;
         Ok(Box::new(SqliteTx {
-            tx: OpenTransaction::begin(&self.pool).await?,
-            _writer: guard,
+            tx: Access::Write(WriterTurn {
+                batch: Some(self.writer.turn().await?),
+                writer: self.writer.clone(),
+            }),
             observed: Default::default(),
             edge: self.edge.clone(),
+            rows: self.rows.clone(),
+        }))
+    }
+    async fn read(&self) -> Result<Box<dyn Tx>> {
+        Ok(Box::new(SqliteTx {
+            tx: Access::Read(self.readers.begin().await?),
+            observed: Default::default(),
+            edge: self.edge.clone(),
+            rows: self.rows.clone(),
         }))
     }
     async fn ping(&self) -> Result<()> {
@@ -253,5 +551,129 @@ mod tests {
         release.await.unwrap().close().await.unwrap();
         let mut check = store.begin().await.unwrap();
         assert_eq!(check.audit_tree_size().await.unwrap(), size + 1);
+    }
+
+    async fn fresh_store(dir: &tempfile::TempDir, mode: CommitMode) -> SqliteStore {
+        let url = format!("sqlite://{}?mode=rwc", dir.path().join("g.db").display());
+        SqliteStore::connect_with(&url, mode).await.unwrap()
+    }
+
+    /// Waits until `n` writers wait for their turn.
+    async fn writers_waiting(store: &SqliteStore, n: usize) {
+        while store.writer.waiting.load(Ordering::Acquire) != n {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
+    async fn flushes(store: &SqliteStore) -> u64 {
+        store.writer.batch.lock().await.flushes
+    }
+
+    /// Three writers that commit while the next one waits share one flush, and each is
+    /// answered only after it; the chain runs through all three in turn order.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn writers_committing_while_others_wait_share_one_flush() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = fresh_store(&dir, CommitMode::Group).await;
+        let before = flushes(&store).await;
+        let mut first = store.begin().await.unwrap();
+        first.append_audit(sample_audit_event()).await.unwrap();
+        let spawn_writer = |store: SqliteStore| {
+            tokio::spawn(async move {
+                let mut tx = store.begin().await.unwrap();
+                let seq = tx.append_audit(sample_audit_event()).await.unwrap().seq;
+                tx.commit().await.unwrap();
+                seq
+            })
+        };
+        let second = spawn_writer(store.clone());
+        writers_waiting(&store, 1).await;
+        let third = spawn_writer(store.clone());
+        writers_waiting(&store, 2).await;
+        first.commit().await.unwrap();
+        assert_eq!((second.await.unwrap(), third.await.unwrap()), (2, 3));
+        assert_eq!(flushes(&store).await - before, 1);
+        let mut check = store.begin().await.unwrap();
+        let entries = check
+            .list_audit(&crate::store::AuditFilter {
+                limit: 10,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let mut chain = ehds_core::domain::audit::ChainVerifier::default();
+        assert!(entries.iter().all(|e| chain.feed(e)));
+        assert_eq!(chain.finish().entries_checked, 3);
+    }
+
+    /// A writer that rolls back in a group undoes its own writes only.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_writer_rolling_back_in_a_group_undoes_only_its_own_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = fresh_store(&dir, CommitMode::Group).await;
+        let mut first = store.begin().await.unwrap();
+        first.append_audit(sample_audit_event()).await.unwrap();
+        let refused = {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let mut tx = store.begin().await.unwrap();
+                tx.append_audit(sample_audit_event()).await.unwrap();
+                // dropped uncommitted: a refusal
+            })
+        };
+        writers_waiting(&store, 1).await;
+        let committing = tokio::spawn(async move { first.commit().await });
+        refused.await.unwrap();
+        committing.await.unwrap().unwrap();
+        let mut tx = store.begin().await.unwrap();
+        assert_eq!(tx.append_audit(sample_audit_event()).await.unwrap().seq, 2);
+        tx.commit().await.unwrap();
+        let mut check = store.begin().await.unwrap();
+        assert_eq!(check.audit_tree_size().await.unwrap(), 2);
+    }
+
+    /// A reader sees the last committed state while a writer holds its turn, without waiting
+    /// for it, and cannot write.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn readers_do_not_wait_for_the_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = fresh_store(&dir, CommitMode::Group).await;
+        let mut tx = store.begin().await.unwrap();
+        tx.append_audit(sample_audit_event()).await.unwrap();
+        tx.commit().await.unwrap();
+        let mut writing = store.begin().await.unwrap();
+        writing.append_audit(sample_audit_event()).await.unwrap();
+        let mut reader = tokio::time::timeout(Duration::from_secs(5), store.read())
+            .await
+            .expect("a reader does not wait for the writer")
+            .unwrap();
+        assert_eq!(reader.audit_tree_size().await.unwrap(), 1);
+        assert!(reader.append_audit(sample_audit_event()).await.is_err());
+        drop(reader);
+        writing.commit().await.unwrap();
+        let mut reader = store.read().await.unwrap();
+        assert_eq!(reader.audit_tree_size().await.unwrap(), 2);
+    }
+
+    /// `each`: every writer is flushed on its own, as before group commit.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn each_mode_flushes_every_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = fresh_store(&dir, CommitMode::Each).await;
+        let before = flushes(&store).await;
+        let mut first = store.begin().await.unwrap();
+        first.append_audit(sample_audit_event()).await.unwrap();
+        let second = {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let mut tx = store.begin().await.unwrap();
+                tx.append_audit(sample_audit_event()).await.unwrap();
+                tx.commit().await.unwrap();
+            })
+        };
+        writers_waiting(&store, 1).await;
+        first.commit().await.unwrap();
+        second.await.unwrap();
+        assert_eq!(flushes(&store).await - before, 2);
     }
 }

@@ -57,7 +57,9 @@ pub struct Study {
     pub id: StudyId,
     pub organisation: OrgId,
     pub researcher_sub: String,
-    pub spec: StudySpec,
+    /// Fixed at submission; shared between clones, so that a study naming thousands of data
+    /// holders is cheap to keep and hand out per request.
+    pub spec: std::sync::Arc<StudySpec>,
     status: StudyStatus,
     pub status_reason: Option<String>,
     pub created_at: Timestamp,
@@ -75,7 +77,7 @@ impl Study {
             id: StudyId::new(),
             organisation,
             researcher_sub: researcher_sub.to_owned(),
-            spec,
+            spec: std::sync::Arc::new(spec),
             status: StudyStatus::Running,
             status_reason: None,
             created_at: now,
@@ -105,7 +107,7 @@ impl Study {
             id,
             organisation,
             researcher_sub,
-            spec,
+            spec: std::sync::Arc::new(spec),
             status,
             status_reason,
             created_at,

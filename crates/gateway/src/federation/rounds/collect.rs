@@ -8,7 +8,7 @@ use anyhow::Context;
 use ehds_core::domain::{
     audit::{AuditAction, Outcome},
     audit_details::{RoundFailed, SecaggStageClosed},
-    study::{Round, RoundPhase, Study, Task, TaskKind, TaskStatus},
+    study::{Round, RoundPhase, Study, TaskStatus},
     time::Timestamp,
     Permit,
 };
@@ -30,25 +30,15 @@ pub(super) async fn collect(
         }
         return Ok(step);
     }
-    let tasks: Vec<Task> = tx
-        .round_tasks(round.id)
-        .await?
-        .into_iter()
-        .filter(|t| t.kind == TaskKind::Fit)
-        .collect();
-    let done: Vec<&Task> = tasks
-        .iter()
-        .filter(|t| t.status == TaskStatus::Completed)
-        .collect();
-    let all_in = done.len() == tasks.len();
+    // counted, not read: every upload wakes the loop, and a round may have thousands of tasks
+    let (tasks, done) = tx.count_fit_results(round.id).await?;
+    let all_in = done == tasks;
     if !all_in && now < round.deadline {
         return Ok(Step::Waiting);
     }
-    if done.len() < study.spec.min_sites {
+    if (done as usize) < study.spec.min_sites {
         let reason = format!(
-            "{} of {} results by the deadline; {} needed",
-            done.len(),
-            tasks.len(),
+            "{done} of {tasks} results by the deadline; {} needed",
             study.spec.min_sites
         );
         return fail_round(fed, tx, study, round, reason, now).await;

@@ -222,11 +222,51 @@ impl PermitTx for DbTx {
     }
 
     async fn get_permit(&mut self, id: PermitId) -> Result<Option<Permit>> {
+        // the columns a permit's changes touch; its terms change only with `terms_version`
+        type Current = (
+            i64,
+            i64,
+            String,
+            Option<Timestamp>,
+            Option<String>,
+            Timestamp,
+            Option<Timestamp>,
+            f64,
+        );
+        let current: Option<Current> = sqlx::query_as(
+            "select row_version, terms_version, status, status_since, status_reason, expires_at, \
+             extended_at, epsilon_spent from permit where permit_id = $1",
+        )
+        .bind(id.0)
+        .fetch_optional(&mut *self.tx)
+        .await?;
+        let Some((version, terms_version, status, since, reason, expires_at, extended_at, spent)) =
+            current
+        else {
+            return Ok(None);
+        };
+        let unchanged = |p: &Permit| {
+            let r = p.record();
+            r.row_version == version
+                && r.terms_version == terms_version
+                && r.state.name() == status
+                && state_columns(&r.state) == (since, reason)
+                && r.expires_at == expires_at
+                && r.extended_at == extended_at
+                && r.epsilon_spent.to_bits() == spent.to_bits()
+        };
+        if let Some(kept) = self.rows.permit(id, unchanged) {
+            return Ok(Some(kept));
+        }
         let row = sqlx::query("select * from permit where permit_id = $1")
             .bind(id.0)
             .fetch_optional(&mut *self.tx)
             .await?;
-        row.as_ref().map(permit_row).transpose()
+        let permit = row.as_ref().map(permit_row).transpose()?;
+        if let Some(permit) = &permit {
+            self.rows.keep_permit(permit);
+        }
+        Ok(permit)
     }
 
     async fn list_permits(&mut self, scope: &Scope, page: Page) -> Result<Vec<Permit>> {

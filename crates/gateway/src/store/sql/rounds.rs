@@ -165,6 +165,26 @@ impl RoundTx for DbTx {
         found.iter().map(task_row).collect()
     }
 
+    async fn count_fit_results(&mut self, round: RoundId) -> Result<(u64, u64)> {
+        let (total, completed): (i64, i64) = sqlx::query_as(
+            "select count(*), coalesce(sum(case when status = 'completed' then 1 else 0 end), 0) \
+             from study_task where round_id = $1 and kind = 'fit'",
+        )
+        .bind(round.0)
+        .fetch_one(&mut *self.tx)
+        .await?;
+        Ok((total.max(0) as u64, completed.max(0) as u64))
+    }
+
+    async fn round_registry_version(&mut self, round: RoundId) -> Result<Option<i64>> {
+        Ok(
+            sqlx::query_scalar("select registry_version from study_round where round_id = $1")
+                .bind(round.0)
+                .fetch_optional(&mut *self.tx)
+                .await?,
+        )
+    }
+
     async fn reported_tasks(&mut self, study: StudyId) -> Result<Vec<Task>> {
         let found = sqlx::query(concat!(
             "select ",

@@ -42,11 +42,38 @@ impl StudyTx for DbTx {
     }
 
     async fn get_study(&mut self, id: StudyId) -> Result<Option<Study>> {
+        // the columns a study's transitions change; the rest (its specification) is fixed
+        let current: Option<(i64, String, Option<String>, Timestamp, i64, f64)> = sqlx::query_as(
+            "select row_version, status, status_reason, updated_at, rounds_done, epsilon_spent \
+             from study where study_id = $1",
+        )
+        .bind(id.0)
+        .fetch_optional(&mut *self.tx)
+        .await?;
+        let Some((version, status, reason, updated_at, rounds_done, epsilon_spent)) = current
+        else {
+            return Ok(None);
+        };
+        let unchanged = |s: &Study| {
+            s.row_version == version
+                && s.status().as_str() == status
+                && s.status_reason == reason
+                && s.updated_at == updated_at
+                && s.rounds_done as i64 == rounds_done
+                && s.epsilon_spent.to_bits() == epsilon_spent.to_bits()
+        };
+        if let Some(kept) = self.rows.study(id, unchanged) {
+            return Ok(Some(kept));
+        }
         let row = sqlx::query("select * from study where study_id = $1")
             .bind(id.0)
             .fetch_optional(&mut *self.tx)
             .await?;
-        row.as_ref().map(study_row).transpose()
+        let study = row.as_ref().map(study_row).transpose()?;
+        if let Some(study) = &study {
+            self.rows.keep_study(study);
+        }
+        Ok(study)
     }
 
     async fn list_studies(&mut self, scope: &Scope, page: Page) -> Result<Vec<Study>> {
