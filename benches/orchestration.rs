@@ -84,7 +84,7 @@ use ehds_core::{
 use ehds_gateway::{
     configuration::Settings,
     startup::Application,
-    store::{AuditFilter, Store},
+    store::{AuditFilter, CommitMode, Store},
 };
 use ehds_node::{
     agent::secure_round,
@@ -134,11 +134,14 @@ struct Config {
     pairs: u64,
     /// Internal: run exactly one configuration in this process.
     run_one: bool,
+    /// The store's commit mode (`--commit group|each`), for the ratio against one flush per
+    /// transaction.
+    commit: CommitMode,
 }
 
 const USAGE: &str = "options: --backend sqlite|postgres|both  --nodes 4,100,1000  --rounds R  \
                      --rounds-large R (N >= 1000)  --timeout SECONDS  --params 10000,1000000  \
-                     --secure  --pairs P";
+                     --secure  --pairs P  --commit group|each";
 
 fn number_list(v: &str, flag: &str) -> anyhow::Result<Vec<usize>> {
     v.split(',')
@@ -159,6 +162,7 @@ impl Config {
             secure: false,
             pairs: 2,
             run_one: false,
+            commit: CommitMode::Group,
         };
         // given or the mode's default
         let (mut nodes, mut rounds, mut rounds_large, mut params) = (None, None, None, None);
@@ -198,6 +202,13 @@ impl Config {
                 "--params" => params = Some(number_list(&value()?, "--params")?),
                 "--secure" => cfg.secure = true,
                 "--pairs" => cfg.pairs = value()?.parse()?,
+                "--commit" => {
+                    cfg.commit = match value()?.as_str() {
+                        "group" => CommitMode::Group,
+                        "each" => CommitMode::Each,
+                        other => bail!("unknown commit mode `{other}`; {USAGE}"),
+                    }
+                }
                 "-h" | "--help" => {
                     println!("{USAGE}");
                     std::process::exit(0);
@@ -1002,6 +1013,9 @@ async fn run(
     };
     settings.federation.tick_millis = 20;
     settings.http.body_limit_bytes = 16 * 1024 * 1024;
+    settings.audit.commit = cfg.commit;
+    // every node holds a long poll open: room for all of them and the baselines
+    settings.http.max_connections = settings.http.max_connections.max(n + 256);
     let audience = settings.auth.audience.clone();
     let app = Application::build(settings, true).await?;
     let base = app.base_url().to_owned();
@@ -1538,6 +1552,14 @@ async fn run_all(cfg: &Config) -> anyhow::Result<bool> {
                     ("--rounds-large", cfg.rounds_large.to_string()),
                     ("--timeout", cfg.timeout.as_secs().to_string()),
                     ("--pairs", cfg.pairs.to_string()),
+                    (
+                        "--commit",
+                        match cfg.commit {
+                            CommitMode::Group => "group",
+                            CommitMode::Each => "each",
+                        }
+                        .to_owned(),
+                    ),
                 ] {
                     args.extend([flag.to_owned(), value]);
                 }

@@ -225,7 +225,10 @@ impl Application {
         tracing::info!(url = %self.base_url, dev = self.state.dev.is_some(), backend = self.state.store.backend(), "ehds-gateway listening");
         let http_settings = self.state.settings.http.clone();
         let summary_state_at_stop = self.state.clone();
-        let app = http::router(self.state);
+        // the console beside the API, calling it in process
+        let console = crate::console::router(self.state.clone(), http::api(self.state.clone()));
+        let app = http::router(self.state.clone()).nest_service(crate::console::BASE, console);
+        let app = http::layers(app, &self.state.settings);
         let served = http::server::serve(self.listener, app, &http_settings, shutdown).await;
         sweeper.abort();
         summariser.abort();

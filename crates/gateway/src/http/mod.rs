@@ -157,9 +157,10 @@ impl Caller {
     }
 }
 
-pub fn router(state: AppState) -> Router {
-    let settings = state.settings.clone();
-    let v1 = Router::new()
+/// The API's `/v1` operations, behind authentication and the audit of refusals.
+fn v1(state: &AppState) -> Router<AppState> {
+    let settings = &state.settings;
+    Router::new()
         .merge(applications::router())
         .merge(permits::router())
         .merge(optouts::router(settings.http.body_limit_bytes))
@@ -172,30 +173,41 @@ pub fn router(state: AppState) -> Router {
         .layer(middleware::from_fn_with_state(
             state.clone(),
             audit_refusals,
-        ));
+        ))
+}
 
-    // The console calls this in process with the signed-in user's token (src/console).
-    let api = Router::new()
-        .nest("/v1", v1.clone())
-        .layer(DefaultBodyLimit::max(settings.http.body_limit_bytes))
-        .with_state(state.clone());
+/// The API as the console calls it in process, with the signed-in user's token.
+pub fn api(state: AppState) -> Router {
+    Router::new()
+        .nest("/v1", v1(&state))
+        .layer(DefaultBodyLimit::max(state.settings.http.body_limit_bytes))
+        .with_state(state)
+}
+
+/// The API and the public documents (health, metrics, the contract, the register and the
+/// catalogue), and the answer to any other path. Front ends are mounted beside it
+/// (`startup`), then [`layers`] wraps them all.
+pub fn router(state: AppState) -> Router {
     let mut app = Router::new()
         .merge(health::router())
         .merge(metrics::router(state.clone()))
         .merge(openapi::router())
         .merge(register::router())
         .merge(catalogue::public_router())
-        .nest("/v1", v1)
-        .nest_service(
-            crate::console::BASE,
-            crate::console::router(state.clone(), api),
-        )
+        .nest("/v1", v1(&state))
         .fallback(|| async {
             ApiError::new(StatusCode::NOT_FOUND, "route_not_found", "no such route")
         });
     if state.dev.is_some() {
         app = app.merge(dev_oidc::router());
     }
+    app.with_state(state)
+}
+
+/// What every request and answer passes through, the console's included: request metrics,
+/// CORS, the body limit, head checks, request ids, tracing, compression and the request
+/// timeout.
+pub fn layers(app: Router, settings: &Settings) -> Router {
     let app = app.route_layer(middleware::from_fn(metrics::record_request));
 
     let cors = (!settings.http.cors_allowed_origins.is_empty()).then(|| {
@@ -237,7 +249,6 @@ pub fn router(state: AppState) -> Router {
                 ))
                 .option_layer(cors),
         )
-        .with_state(state)
 }
 
 /// Appends the counts of refusals held back from the audit trail in the last minute, if any.
