@@ -29,7 +29,6 @@ use ehds_core::domain::{
         ApplicationRequest, Clocks, Transition, TransitionError,
     },
     audit::AuditSubject,
-    audit_details::Listed,
     time, Application, ApplicationId, ApplicationStatus, DataCategory, DpRequirement, FieldError,
     NewApplication, OrgId,
 };
@@ -240,28 +239,20 @@ pub async fn list(
         filter.due_by = Some(now);
     }
     let mut tx = state.store.begin().await?;
-    let mut visible = Vec::new();
-    for app in tx
+    let rows = tx
         .list_applications(&scope_for(&caller), &filter, page)
-        .await?
-    {
-        if state.allows(
-            &caller,
-            Action::ApplicationRead,
-            &Resource::Application(&app),
-        )? {
-            visible.push(ApplicationView::new(&state, app, now));
-        }
-    }
-    tx.append_audit(
-        caller
-            .audit(Action::ApplicationList, AuditSubject::Applications)
-            .details(&Listed {
-                returned: visible.len(),
-            }),
+        .await?;
+    let visible = super::list_visible(
+        &state,
+        &caller,
+        (Action::ApplicationList, Action::ApplicationRead),
+        AuditSubject::Applications,
+        tx,
+        rows,
+        |a| Resource::Application(a),
+        |app| ApplicationView::new(&state, app, now),
     )
     .await?;
-    tx.commit().await?;
     Ok(Json(visible))
 }
 

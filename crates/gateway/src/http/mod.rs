@@ -123,6 +123,37 @@ impl AppState {
     }
 }
 
+/// One page of a list, the same for every kind of record: the `rows` read in `tx` for the
+/// caller's scope (the store's pre-filter), each kept only if the policy lets the caller `read`
+/// it, and the listing audited as one `list` entry with the number returned, in that
+/// transaction. The caller was authorised for `list` before its query was parsed.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn list_visible<T, V>(
+    state: &AppState,
+    caller: &Caller,
+    (list, read): (Action, Action),
+    subject: AuditSubject,
+    mut tx: Box<dyn crate::store::Tx>,
+    rows: Vec<T>,
+    resource: impl for<'a> Fn(&'a T) -> Resource<'a>,
+    view: impl Fn(T) -> V,
+) -> error::ApiResult<Vec<V>> {
+    let mut visible = Vec::new();
+    for row in rows {
+        if state.allows(caller, read, &resource(&row))? {
+            visible.push(view(row));
+        }
+    }
+    tx.append_audit(caller.audit(list, subject).details(
+        &ehds_core::domain::audit_details::Listed {
+            returned: visible.len(),
+        },
+    ))
+    .await?;
+    tx.commit().await?;
+    Ok(visible)
+}
+
 /// The action that makes a record visible to a caller, with the record's kind and id.
 fn visibility(resource: &Resource<'_>) -> Option<(Action, &'static str, String)> {
     match resource {

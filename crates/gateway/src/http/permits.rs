@@ -27,7 +27,6 @@ use crate::{
 use ehds_core::domain::{
     application::parse_list,
     audit::AuditSubject,
-    audit_details::Listed,
     check::{CheckOutcome, CheckRequest},
     permit::{Amendment, PermitTerms},
     time::{self, Timestamp},
@@ -140,21 +139,18 @@ pub async fn list(
     let page = params.page()?;
     let now = time::now();
     let mut tx = state.store.begin().await?;
-    let mut visible = Vec::new();
-    for p in tx.list_permits(&scope_for(&caller), page).await? {
-        if state.allows(&caller, Action::PermitRead, &Resource::Permit(&p))? {
-            visible.push(PermitView::new(&p, now));
-        }
-    }
-    tx.append_audit(
-        caller
-            .audit(Action::PermitList, AuditSubject::Permits)
-            .details(&Listed {
-                returned: visible.len(),
-            }),
+    let rows = tx.list_permits(&scope_for(&caller), page).await?;
+    let visible = super::list_visible(
+        &state,
+        &caller,
+        (Action::PermitList, Action::PermitRead),
+        AuditSubject::Permits,
+        tx,
+        rows,
+        |p| Resource::Permit(p),
+        |p| PermitView::new(&p, now),
     )
     .await?;
-    tx.commit().await?;
     Ok(Json(visible))
 }
 

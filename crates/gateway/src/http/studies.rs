@@ -32,7 +32,7 @@ use crate::{
 };
 use ehds_core::domain::{
     audit::AuditSubject,
-    audit_details::{Listed, StudyViewed},
+    audit_details::StudyViewed,
     data_quality::DataQuality,
     small_cell::SmallCellRule,
     study::{
@@ -245,21 +245,18 @@ pub async fn list(
     state.authorize(&caller, Action::StudyList, &Resource::Service)?;
     let page = params.page()?;
     let mut tx = state.store.begin().await?;
-    let mut visible = Vec::new();
-    for s in tx.list_studies(&scope_for(&caller), page).await? {
-        if state.allows(&caller, Action::StudyRead, &Resource::Study(&s))? {
-            visible.push(StudyView::new(&s));
-        }
-    }
-    tx.append_audit(
-        caller
-            .audit(Action::StudyList, AuditSubject::Studies)
-            .details(&Listed {
-                returned: visible.len(),
-            }),
+    let rows = tx.list_studies(&scope_for(&caller), page).await?;
+    let visible = super::list_visible(
+        &state,
+        &caller,
+        (Action::StudyList, Action::StudyRead),
+        AuditSubject::Studies,
+        tx,
+        rows,
+        |s| Resource::Study(s),
+        |s| StudyView::new(&s),
     )
     .await?;
-    tx.commit().await?;
     Ok(Json(visible))
 }
 
