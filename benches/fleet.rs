@@ -48,21 +48,13 @@ use ehds_core::{
 };
 use ehds_node::client::{DevTokens, GatewayClient, OptOutImport};
 use helpers::{
-    example_features, example_federation_dir, federation_application, EXAMPLE_HOSPITALS,
+    example_features, example_federation_dir, federation_application, free_port, EXAMPLE_HOSPITALS,
 };
 use serde_json::{json, Value};
 use tokio::process::{Child, Command};
 
 fn hospitals() -> Vec<&'static str> {
     EXAMPLE_HOSPITALS.iter().map(|h| h.0).collect()
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 struct Options {

@@ -1494,12 +1494,46 @@ fn secure_rows(r: &RunResult) -> Vec<(usize, String)> {
     rows
 }
 
+/// Raises this process's open-file limit to what `n` simulated nodes need: gateway and nodes
+/// share the process, and each node's long poll holds a socket at both ends, so 10,000 nodes
+/// need about 20,000 descriptors, more than many systems' default soft limit. The hard limit
+/// is raised too where the process may (a privileged one); otherwise the run says how.
+fn room_for_descriptors(n: usize) -> anyhow::Result<()> {
+    let needed = (3 * n + 1024) as libc::rlim_t;
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `limit` is a valid rlimit the call fills in.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        bail!("getrlimit: {}", std::io::Error::last_os_error());
+    }
+    if limit.rlim_cur >= needed {
+        return Ok(());
+    }
+    let wanted = libc::rlimit {
+        rlim_cur: needed,
+        rlim_max: limit.rlim_max.max(needed),
+    };
+    // SAFETY: `wanted` is a valid rlimit; the call only reads it.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &wanted) } != 0 {
+        bail!(
+            "{n} nodes need about {needed} open files in this process, and the limit is {} \
+             (hard {}): raise it (`ulimit -n {needed}`) and run again",
+            limit.rlim_cur,
+            limit.rlim_max
+        );
+    }
+    Ok(())
+}
+
 /// Marks the lines of a run's output that carry its table rows.
 const ROW_MARK: &str = "@row";
 
 /// Runs one configuration in this process and prints its details and its table rows.
 async fn run_one(cfg: &Config, features: &Value) -> anyhow::Result<()> {
     let (backend, n) = (cfg.backends[0], cfg.nodes[0]);
+    room_for_descriptors(n)?;
     let t = Instant::now();
     let r = bench_run(backend, n, cfg.params.first().copied(), cfg, features).await?;
     print_rounds(&r);

@@ -169,11 +169,7 @@ async fn a_refusal_is_not_retried() {
 #[tokio::test]
 async fn an_unreachable_gateway_is_retried_then_reported() {
     // a port nobody listens on
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = helpers::free_port();
     let gone = GatewayClient::new(&format!("http://127.0.0.1:{port}")).unwrap();
 
     let e = gone.healthz().await.unwrap_err();

@@ -829,15 +829,6 @@ async fn data_request_answered_by_four_node_processes_postgres() {
 // ---------------------------------------------------------------------------------------------
 // Crash and resume.
 
-/// A port nothing listens on right now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// `ehds-gateway serve --dev` as its own process.
 struct GatewayProcess {
     child: Child,

@@ -678,11 +678,7 @@ async fn console_signs_in_with_authorization_code_and_pkce() {
         return;
     }
     // the redirect URI is registered at the provider before the gateway starts: pick its port
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = helpers::free_port();
     let callback = format!("http://127.0.0.1:{port}/console/callback");
     let idp = Provider::start_with_console(
         &staff(),

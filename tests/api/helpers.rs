@@ -69,6 +69,19 @@ fn postgres_admin_url() -> String {
     }
 }
 
+/// A port nothing listens on right now, for a process the test starts.
+pub fn try_free_port() -> std::io::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+/// [`try_free_port`], for tests and benches, where a machine without a free port is a failure.
+#[allow(dead_code)] // the API suite starts no processes of its own
+pub fn free_port() -> u16 {
+    try_free_port().expect("a free local port")
+}
+
 /// A PostgreSQL cluster in a temporary directory for this test process. A watchdog shell
 /// stops the server and removes the directory once the test process is gone, however it ends.
 mod throwaway_postgres {
@@ -129,8 +142,7 @@ mod throwaway_postgres {
     }
 
     fn free_port() -> Result<u16, String> {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
-        Ok(l.local_addr().map_err(|e| e.to_string())?.port())
+        super::try_free_port().map_err(|e| e.to_string())
     }
 
     /// `initdb` of a new cluster under `root` (its `data` directory), owned by the server's

@@ -10,8 +10,15 @@ use translog::{
     NoteSigner, NoteVerifier, SubtreeHashes, HASH_LEN,
 };
 
-use crate::store::{AuditFilter, Store, StoreError, Tx};
-use ehds_core::domain::audit::{AuditEntry, ChainVerifier, VerifyReport};
+use super::Requester;
+use crate::{
+    authz::Action,
+    store::{AuditFilter, Store, StoreError, Tx},
+};
+use ehds_core::domain::{
+    audit::{AuditEntry, AuditSubject, ChainVerifier, VerifyReport},
+    audit_details::{ChainVerified, LogProofServed},
+};
 
 /// Entries per page of a verification: audit rows are bounded in size (docs/security.md), so a
 /// page is at most a few MB whatever the trail's length.
@@ -67,6 +74,22 @@ pub async fn verify_chain(tx: &mut dyn Tx) -> crate::store::Result<VerifyReport>
         }
     }
     Ok(verifier.finish())
+}
+
+/// Verifies the whole chain for an auditor; the verification is audited with its verdict.
+#[tracing::instrument(name = "Verifying the audit chain for an auditor", skip_all)]
+pub async fn verify(tx: &mut dyn Tx, by: &Requester<'_>) -> crate::store::Result<VerifyReport> {
+    let report = verify_chain(tx).await?;
+    tx.append_audit(
+        by.audit(Action::AuditVerify, AuditSubject::AuditLog)
+            .details(&ChainVerified {
+                valid: report.valid,
+                entries_checked: report.entries_checked,
+                first_bad: report.first_bad.as_ref(),
+            }),
+    )
+    .await?;
+    Ok(report)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -366,4 +389,137 @@ mod tests {
         assert_eq!(checked, 13);
         assert!(verifier.finish().valid);
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Proofs served to auditors and witnesses, each read audited.
+
+/// An audit path (RFC 9162 §2.1.3): the leaf's hash and the sibling hashes from the leaf up.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct InclusionProof {
+    pub index: u64,
+    pub size: u64,
+    /// `SHA-256(0x00 || canonical entry)`, base64; recompute it from the exported entry.
+    pub leaf_hash: String,
+    /// Base64 SHA-256 hashes, leaf to root.
+    pub hashes: Vec<String>,
+}
+
+/// A consistency proof (RFC 9162 §2.1.4): the tree of `from` leaves is a prefix of the tree of
+/// `to` leaves. Empty when `from` is 0 or equal to `to`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ConsistencyProof {
+    pub from: u64,
+    pub to: u64,
+    /// Base64 SHA-256 hashes.
+    pub hashes: Vec<String>,
+}
+
+/// Why a proof was not served.
+#[derive(Debug)]
+pub enum ProofError {
+    /// The parameters make the proof impossible; `code` is stable.
+    Impossible {
+        code: &'static str,
+        detail: String,
+    },
+    Store(StoreError),
+}
+
+impl From<StoreError> for ProofError {
+    fn from(e: StoreError) -> Self {
+        Self::Store(e)
+    }
+}
+
+impl From<translog::Error> for ProofError {
+    fn from(e: translog::Error) -> Self {
+        let code = match &e {
+            translog::Error::IndexOutOfRange { .. } => "index_out_of_range",
+            translog::Error::SizesOutOfOrder { .. } => "sizes_out_of_order",
+            translog::Error::TreeTooSmall { .. } => "size_beyond_tree",
+            _ => return Self::Store(StoreError::Other(anyhow::anyhow!("audit log proof: {e}"))),
+        };
+        Self::Impossible {
+            code,
+            detail: e.to_string(),
+        }
+    }
+}
+
+fn proof_served(
+    by: &Requester<'_>,
+    proof: &'static str,
+    index: Option<u64>,
+    from: Option<u64>,
+    size: Option<u64>,
+) -> ehds_core::domain::audit::NewAuditEvent {
+    by.audit(Action::AuditProof, AuditSubject::AuditLog)
+        .details(&LogProofServed {
+            proof,
+            index,
+            from,
+            size,
+        })
+}
+
+fn b64(hash: &Hash) -> String {
+    base64::engine::general_purpose::STANDARD.encode(hash)
+}
+
+/// The signed checkpoint of the log for an auditor. The read is appended first, so the
+/// checkpoint covers its own entry.
+#[tracing::instrument(name = "Serving the audit log checkpoint", skip_all)]
+pub async fn serve_checkpoint(
+    tx: &mut dyn Tx,
+    by: &Requester<'_>,
+    signer: &NoteSigner,
+) -> crate::store::Result<String> {
+    tx.append_audit(proof_served(by, "checkpoint", None, None, None))
+        .await?;
+    let (_, note) = signed_checkpoint(tx, signer).await?;
+    Ok(note)
+}
+
+/// The inclusion proof of leaf `index` in the tree of `size` leaves.
+#[tracing::instrument(name = "Proving inclusion in the audit log", skip_all)]
+pub async fn prove_inclusion(
+    tx: &mut dyn Tx,
+    by: &Requester<'_>,
+    index: u64,
+    size: u64,
+) -> Result<InclusionProof, ProofError> {
+    let (hashes, leaf) = with_stored_tree(tx, |t| {
+        Ok((
+            translog::inclusion_proof(t, index, size)?,
+            t.perfect(0, index)?,
+        ))
+    })
+    .await??;
+    tx.append_audit(proof_served(by, "inclusion", Some(index), None, Some(size)))
+        .await?;
+    Ok(InclusionProof {
+        index,
+        size,
+        leaf_hash: b64(&leaf),
+        hashes: hashes.iter().map(b64).collect(),
+    })
+}
+
+/// The consistency proof between the trees of `from` and `to` leaves.
+#[tracing::instrument(name = "Proving consistency of the audit log", skip_all)]
+pub async fn prove_consistency(
+    tx: &mut dyn Tx,
+    by: &Requester<'_>,
+    from: u64,
+    to: u64,
+) -> Result<ConsistencyProof, ProofError> {
+    let hashes = with_stored_tree(tx, |t| translog::consistency_proof(t, from, to)).await??;
+    tx.append_audit(proof_served(by, "consistency", None, Some(from), Some(to)))
+        .await?;
+    Ok(ConsistencyProof {
+        from,
+        to,
+        hashes: hashes.iter().map(b64).collect(),
+    })
 }

@@ -4,6 +4,7 @@
 
 pub mod applications;
 pub mod audit;
+pub mod audit_exports;
 pub mod catalogue;
 pub mod node_tasks;
 pub mod optouts;

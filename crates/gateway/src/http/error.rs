@@ -220,24 +220,32 @@ impl ApiError {
     }
 }
 
+/// The members every problem document has (RFC 9457 plus the stable `code`): the one place
+/// their names and the `type` URI scheme are written, for the router's answers and for those
+/// the connection layer rewrites.
+pub fn problem_body(status: StatusCode, code: &str, detail: &str) -> Map<String, Value> {
+    let mut body = Map::new();
+    body.insert(
+        "type".into(),
+        json!(format!("urn:ehds-gateway:problem:{code}")),
+    );
+    body.insert(
+        "title".into(),
+        json!(status.canonical_reason().unwrap_or("Error")),
+    );
+    body.insert("status".into(), json!(status.as_u16()));
+    body.insert("code".into(), json!(code));
+    body.insert("detail".into(), json!(detail));
+    body
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         if let Some(source) = &self.source {
             tracing::error!(error = ?source, code = self.code, "request failed");
         }
         let detail = bounded(&self.detail, MAX_DETAIL);
-        let mut body = Map::new();
-        body.insert(
-            "type".into(),
-            json!(format!("urn:ehds-gateway:problem:{}", self.code)),
-        );
-        body.insert(
-            "title".into(),
-            json!(self.status.canonical_reason().unwrap_or("Error")),
-        );
-        body.insert("status".into(), json!(self.status.as_u16()));
-        body.insert("code".into(), json!(self.code));
-        body.insert("detail".into(), json!(detail));
+        let mut body = problem_body(self.status, self.code, &detail);
         if !self.errors.is_empty() {
             body.insert("errors".into(), json!(self.errors));
         }

@@ -45,8 +45,9 @@ use ehds_core::domain;
     components(schemas(
         error::Problem, domain::FieldError, domain::Purpose, domain::DataCategory,
         domain::audit::AuditEntry, domain::audit::VerifyReport, domain::check::DenyReason,
-        domain::study_request::StudyRefusal, audit::ExportFormat,
-        audit::InclusionProof, audit::ConsistencyProof, study_events::StudyProgress,
+        domain::study_request::StudyRefusal, crate::app::audit_exports::ExportFormat,
+        crate::app::audit::InclusionProof, crate::app::audit::ConsistencyProof,
+        study_events::StudyProgress,
     )),
     modifiers(&BearerAuth, &OperationIds, &ProblemResponses, &StatusLists, &QueryStrings, &ResponseDescriptions),
     tags(

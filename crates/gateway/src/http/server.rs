@@ -164,18 +164,11 @@ fn rewrite_automatic_answer(head: &[u8]) -> Option<Vec<u8>> {
     if !empty {
         return None;
     }
-    let reason = axum::http::StatusCode::from_u16(status)
-        .ok()?
-        .canonical_reason()
-        .unwrap_or("");
-    let body = serde_json::json!({
-        "type": format!("urn:ehds-gateway:problem:{code}"),
-        "title": reason,
-        "status": status,
-        "code": code,
-        "detail": detail,
-    })
-    .to_string();
+    let status = axum::http::StatusCode::from_u16(status).ok()?;
+    let reason = status.canonical_reason().unwrap_or("");
+    let body =
+        serde_json::Value::Object(super::error::problem_body(status, code, detail)).to_string();
+    let status = status.as_u16();
     Some(
         format!(
             "HTTP/1.1 {status} {reason}\r\ncontent-type: application/problem+json\r\n\
