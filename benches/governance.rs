@@ -7,7 +7,9 @@
 //! * `GET /healthz`: HTTP round trip through the full middleware stack, no token, no database;
 //! * `POST /v1/permits/{id}/check` as the data holder: token verification, policy decision,
 //!   permit read and one hash-chained audit append in one transaction;
-//! * the token verification alone (`Authenticator::authenticate`, in-process, no HTTP);
+//! * the token verification alone (`Authenticator::authenticate`, in-process, no HTTP): of
+//!   the token every check sends, which the authenticator remembers once verified, and of a
+//!   token not seen before each time (the signature checked);
 //! * the policy decision alone (`Authorizer::is_allowed` for the check, Cedar, in-process);
 //! * store transactions without HTTP: `get_permit` + commit (read-only baseline),
 //!   `append_audit` + commit (one chained entry), and `get_permit` + `append_audit` + commit
@@ -287,6 +289,8 @@ struct Gateway {
     authz: Arc<Authorizer>,
     permit: PermitId,
     holder_token: String,
+    /// Tokens of the data holder never sent before, one per first verification measured.
+    fresh_tokens: Arc<Vec<String>>,
     stop: tokio::sync::oneshot::Sender<()>,
     server: tokio::task::JoinHandle<anyhow::Result<()>>,
 }
@@ -312,6 +316,7 @@ async fn start_gateway(
     data_dir: &Path,
     database_url: String,
     commit: CommitMode,
+    fresh_tokens: usize,
 ) -> anyhow::Result<Gateway> {
     let mut settings = Settings {
         listen: "127.0.0.1:0".parse()?,
@@ -339,6 +344,9 @@ async fn start_gateway(
     let researcher = mint("alice", "researcher", "uni-a")?;
     let officer = mint("officer-1", "hdab_officer", "hdab-de")?;
     let holder_token = mint("node-hosp-1", "data_holder", "hosp-1")?;
+    let fresh_tokens = (0..fresh_tokens)
+        .map(|i| mint(&format!("node-hosp-1-{i}"), "data_holder", "hosp-1"))
+        .collect::<anyhow::Result<Vec<_>>>()?;
 
     let client = GatewayClient::builder(&base)
         .pool_max_idle_per_host(64)
@@ -361,6 +369,7 @@ async fn start_gateway(
         authz,
         permit,
         holder_token,
+        fresh_tokens: Arc::new(fresh_tokens),
         stop,
         server,
     })
@@ -493,6 +502,32 @@ fn auth_op(
     }
 }
 
+/// The first verification of a token: each call verifies a token not sent before, so the
+/// signature is checked every time (a token seen before is answered from the authenticator's
+/// memory, as `auth_op` measures). Runs out, with an error, after the tokens minted for it.
+fn first_auth_op(
+    g: &Gateway,
+    next: Arc<AtomicUsize>,
+) -> impl Fn() -> std::pin::Pin<Box<dyn Future<Output = Result<(), String>> + Send>>
+       + Send
+       + Sync
+       + 'static {
+    let auth = g.auth.clone();
+    let tokens = g.fresh_tokens.clone();
+    move || {
+        let (auth, tokens, next) = (auth.clone(), tokens.clone(), next.clone());
+        Box::pin(async move {
+            let token = tokens
+                .get(next.fetch_add(1, Ordering::Relaxed))
+                .ok_or("every token minted for first verifications was used")?;
+            auth.authenticate(token)
+                .await
+                .map(|_| ())
+                .map_err(|e| format!("{e:?}"))
+        })
+    }
+}
+
 /// The policy decision of a check (Cedar, in-process) for the data holder on the permit.
 async fn policy_op(
     g: &Gateway,
@@ -582,7 +617,8 @@ async fn run_backend(
     data_dir: &Path,
     url: String,
 ) -> anyhow::Result<()> {
-    let g = start_gateway(data_dir, url, commit).await?;
+    // a new token for every first verification at each concurrency
+    let g = start_gateway(data_dir, url, commit, CONCURRENCY.len() * cfg.requests).await?;
     let setup = format!(
         "{}/{}",
         backend.name(),
@@ -623,7 +659,24 @@ async fn run_backend(
     }
     for c in CONCURRENCY {
         let s = measure(c, n, limit, auth_op(&g)).await;
-        report(setup, "token verification (in-process)", c, &s, cfg);
+        report(
+            setup,
+            "token verification, same token (in-process)",
+            c,
+            &s,
+            cfg,
+        );
+    }
+    let next_fresh = Arc::new(AtomicUsize::new(0));
+    for c in CONCURRENCY {
+        let s = measure(c, n, limit, first_auth_op(&g, next_fresh.clone())).await;
+        report(
+            setup,
+            "token verification, new token (in-process)",
+            c,
+            &s,
+            cfg,
+        );
     }
     for c in CONCURRENCY {
         let s = measure(c, n, limit, policy_op(&g).await?).await;

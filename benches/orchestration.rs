@@ -227,8 +227,8 @@ impl Config {
             true => vec![10_000, 1_000_000],
             false => vec![],
         });
-        if cfg.nodes.iter().any(|&n| n == 0 || n > 9999) {
-            bail!("--nodes must lie in 1-9999");
+        if cfg.nodes.iter().any(|&n| n == 0 || n > 99_999) {
+            bail!("--nodes must lie in 1-99999");
         }
         if cfg.rounds == 0 || cfg.rounds_large == 0 {
             bail!("rounds must be at least 1");
@@ -1086,7 +1086,9 @@ async fn run(
 
     // The study's permit and its N nodes, on a runtime of their own (with their own connection
     // pool), whose threads live as long as the run so that their CPU can be read.
-    let holders: Vec<String> = (0..n).map(|i| format!("node-{i:04}")).collect();
+    // `node-0000`, ...; five digits from 10,000 holders on
+    let width = if n > 10_000 { 5 } else { 4 };
+    let holders: Vec<String> = (0..n).map(|i| format!("node-{i:0width$}")).collect();
     let permit = issue_permit(&researcher, &officer, &officer_token, &holders, cfg.secure).await?;
     let node_runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(std::thread::available_parallelism().map_or(2, |n| n.get()))
@@ -1495,11 +1497,12 @@ fn secure_rows(r: &RunResult) -> Vec<(usize, String)> {
 }
 
 /// Raises this process's open-file limit to what `n` simulated nodes need: gateway and nodes
-/// share the process, and each node's long poll holds a socket at both ends, so 10,000 nodes
-/// need about 20,000 descriptors, more than many systems' default soft limit. The hard limit
-/// is raised too where the process may (a privileged one); otherwise the run says how.
+/// share the process, and each node's connection is a socket at both ends, so 10,000 nodes
+/// need over 20,000 descriptors, more than many systems' default soft limit. The hard limit
+/// is raised too where the process may (one with CAP_SYS_RESOURCE); otherwise the run says
+/// how.
 fn room_for_descriptors(n: usize) -> anyhow::Result<()> {
-    let needed = (3 * n + 1024) as libc::rlim_t;
+    let needed = (2 * n + 1024) as libc::rlim_t;
     let mut limit = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,

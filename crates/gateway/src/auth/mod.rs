@@ -2,13 +2,14 @@
 //! discovery. Development mode runs this same path against the gateway's own dev issuer.
 
 use std::{
-    collections::BTreeSet,
+    collections::{BTreeSet, HashMap},
     time::{Duration, Instant},
 };
 
 use jsonwebtoken::{jwk::JwkSet, Algorithm, DecodingKey, Validation};
 use openidconnect::{core::CoreProviderMetadata, IssuerUrl};
 use serde::{Deserialize, Serialize};
+use sha2::Digest;
 use tokio::sync::{Mutex, RwLock};
 
 use crate::configuration::AuthSettings;
@@ -119,11 +120,28 @@ fn unknown_key() -> AuthError {
 
 struct KeyCache {
     keys: JwkSet,
+    /// Which set `keys` is: counts the sets fetched, so that a token verified against an
+    /// earlier one is verified again.
+    generation: u64,
     /// When `keys` were fetched.
     fetched_at: Option<Instant>,
     /// When a fetch was last tried, whether it worked or not.
     tried_at: Option<Instant>,
 }
+
+/// A token whose signature and claims were checked, remembered by the SHA-256 of its bytes:
+/// callers send the same token with every request until it expires, and the signature check
+/// (P-256 or RSA in software) would otherwise be most of a request's CPU.
+struct Verified {
+    principal: Principal,
+    /// The `exp` claim, seconds since the epoch: checked again at every use.
+    exp: i64,
+    /// The generation of the key set the signature was checked against.
+    keys: u64,
+}
+
+/// Most tokens remembered at once; beyond it the expired ones are dropped, or all of them.
+const MAX_VERIFIED: usize = 10_000;
 
 pub struct Authenticator {
     issuer: String,
@@ -137,6 +155,7 @@ pub struct Authenticator {
     http: ehds_http::OidcClient,
     cache: RwLock<KeyCache>,
     refreshing: Mutex<()>,
+    verified: std::sync::Mutex<HashMap<[u8; 32], Verified>>,
 }
 
 /// Parses the configured algorithm allow-list. Symmetric algorithms would let anyone holding the
@@ -179,10 +198,12 @@ impl Authenticator {
             http,
             cache: RwLock::new(KeyCache {
                 keys: JwkSet { keys: vec![] },
+                generation: 0,
                 fetched_at: None,
                 tried_at: None,
             }),
             refreshing: Mutex::new(()),
+            verified: std::sync::Mutex::new(HashMap::new()),
         })
     }
 
@@ -200,6 +221,7 @@ impl Authenticator {
         auth.max_age = Duration::MAX;
         auth.cache = RwLock::new(KeyCache {
             keys,
+            generation: 1,
             fetched_at: Some(now),
             tried_at: Some(now),
         });
@@ -260,6 +282,7 @@ impl Authenticator {
         match fetched {
             Ok(keys) => {
                 cache.keys = keys;
+                cache.generation += 1;
                 cache.fetched_at = Some(Instant::now());
             }
             Err(e) => match cache.keys.find(kid) {
@@ -282,6 +305,12 @@ impl Authenticator {
                 format!("the token exceeds {MAX_TOKEN_BYTES} bytes"),
             ));
         }
+        let digest: [u8; 32] = sha2::Sha256::digest(token.as_bytes()).into();
+        if let Some(principal) = self.recently_verified(&digest).await {
+            return Ok(principal);
+        }
+        // read before the key: a set fetched meanwhile makes the remembered token a miss
+        let generation = self.cache.read().await.generation;
         let header = jsonwebtoken::decode_header(token).map_err(|_| {
             if is_unsecured(token) {
                 AuthError::new("unsigned_token", "the token is not signed (`alg: none`)")
@@ -354,7 +383,51 @@ impl Authenticator {
                     _ => AuthError::new("invalid_token", "the token is invalid"),
                 }
             })?;
-        self.principal(&data.claims)
+        let principal = self.principal(&data.claims)?;
+        if let Some(exp) = data.claims.get("exp").and_then(serde_json::Value::as_f64) {
+            self.remember(digest, &principal, exp.floor() as i64, generation);
+        }
+        Ok(principal)
+    }
+
+    /// The principal of a token verified before, if it is still valid as it was then: not
+    /// expired (with the configured leeway), and checked against the key set in use now, which
+    /// is still fresh (a stale or replaced set means the full check again).
+    async fn recently_verified(&self, digest: &[u8; 32]) -> Option<Principal> {
+        let (principal, exp, keys) = {
+            let verified = self.verified.lock().unwrap_or_else(|e| e.into_inner());
+            let v = verified.get(digest)?;
+            (v.principal.clone(), v.exp, v.keys)
+        };
+        if self.expired(exp) {
+            return None;
+        }
+        let cache = self.cache.read().await;
+        let fresh = cache.fetched_at.is_some_and(|t| t.elapsed() < self.max_age);
+        (fresh && cache.generation == keys).then_some(principal)
+    }
+
+    /// As the token check has it: expired once `exp` is more than the leeway in the past.
+    fn expired(&self, exp: i64) -> bool {
+        i128::from(exp) + i128::from(self.leeway) < i128::from(chrono::Utc::now().timestamp())
+    }
+
+    fn remember(&self, digest: [u8; 32], principal: &Principal, exp: i64, keys: u64) {
+        let mut verified = self.verified.lock().unwrap_or_else(|e| e.into_inner());
+        if verified.len() >= MAX_VERIFIED {
+            verified.retain(|_, v| !self.expired(v.exp));
+            if verified.len() >= MAX_VERIFIED {
+                verified.clear();
+            }
+        }
+        verified.insert(
+            digest,
+            Verified {
+                principal: principal.clone(),
+                exp,
+                keys,
+            },
+        );
     }
 
     fn principal(&self, claims: &serde_json::Value) -> Result<Principal, AuthError> {
@@ -442,6 +515,78 @@ mod tests {
         assert!(!is_unsecured(&header(r#"{"alg":"RS256"}"#)));
         assert!(!is_unsecured(&header(r#"{"typ":"JWT"}"#)));
         assert!(!is_unsecured("not.a.jwt"));
+    }
+
+    /// An authenticator that trusts a development issuer's key, without leeway.
+    fn trusting_a_dev_issuer() -> (
+        tempfile::TempDir,
+        ehds_core::dev_issuer::DevIssuer,
+        Authenticator,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut settings = crate::configuration::Settings::default().auth;
+        settings.leeway_seconds = 0;
+        let dev = ehds_core::dev_issuer::DevIssuer::load_or_create(
+            dir.path(),
+            "http://gateway.test",
+            &settings.audience,
+        )
+        .unwrap();
+        let keys: JwkSet = serde_json::from_value(dev.jwks()).unwrap();
+        let auth = Authenticator::with_keys(&settings, dev.issuer().to_owned(), keys).unwrap();
+        (dir, dev, auth)
+    }
+
+    #[tokio::test]
+    async fn a_remembered_token_is_refused_once_it_expires() {
+        let (_dir, dev, auth) = trusting_a_dev_issuer();
+        let now = chrono::Utc::now().timestamp();
+        let roles = ["researcher".to_owned()];
+        let token = dev
+            .mint_at("ana", &roles, Some("uni-a"), now - 10, now + 1)
+            .unwrap();
+        let first = auth.authenticate(&token).await.unwrap();
+        assert_eq!(auth.authenticate(&token).await.unwrap(), first);
+        assert_eq!(auth.verified.lock().unwrap().len(), 1, "remembered once");
+        tokio::time::sleep(Duration::from_millis(2100)).await;
+        let e = auth.authenticate(&token).await.unwrap_err();
+        assert_eq!(e.code, "token_expired");
+    }
+
+    #[tokio::test]
+    async fn a_remembered_token_is_checked_again_against_a_new_key_set() {
+        let (_dir, dev, auth) = trusting_a_dev_issuer();
+        let token = dev
+            .mint("ana", &["researcher".to_owned()], Some("uni-a"), 600)
+            .unwrap();
+        auth.authenticate(&token).await.unwrap();
+        // the issuer retires its key: the set fetched next no longer has it
+        {
+            let mut cache = auth.cache.write().await;
+            cache.keys = JwkSet { keys: vec![] };
+            cache.generation += 1;
+        }
+        let e = auth.authenticate(&token).await.unwrap_err();
+        assert_eq!(e.code, "unknown_signing_key");
+    }
+
+    #[tokio::test]
+    async fn a_token_changed_in_one_byte_is_not_taken_for_a_remembered_one() {
+        let (_dir, dev, auth) = trusting_a_dev_issuer();
+        let token = dev
+            .mint("ana", &["researcher".to_owned()], Some("uni-a"), 600)
+            .unwrap();
+        auth.authenticate(&token).await.unwrap();
+        // the signature's last character changed: another digest, the full check, refused
+        let mut forged = token.clone();
+        let last = forged.pop().unwrap();
+        forged.push(if last == 'A' { 'B' } else { 'A' });
+        let e = auth.authenticate(&forged).await.unwrap_err();
+        assert!(
+            matches!(e.code, "invalid_signature" | "invalid_token"),
+            "{}",
+            e.code
+        );
     }
 
     #[test]
