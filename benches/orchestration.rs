@@ -23,8 +23,9 @@
 //! audited `GET /v1/permits/{id}` (token check, Cedar, permit read, one audit append) on a
 //! second, two-holder permit; one in-process store transaction appending one audit entry; and
 //! `GET /healthz`. After the study it also times, in-process, the reads every node request
-//! makes before its own work (task, study, permit, round), the reads of one wake-up of the
-//! round loop while a round collects (study, permit, open round, the round's N tasks), and the
+//! makes before its own work (task, study, permit, the round's registry version), the reads of
+//! one wake-up of the round loop while a round collects (study, permit, open round, the count of
+//! the round's tasks and results), and the
 //! reads of a long poll woken by a change that brings it no task (its pending tasks).
 //!
 //! With `--secure` it measures what secure aggregation adds to the whole round: in the same
@@ -1214,21 +1215,21 @@ async fn store_reads(
         r.first().context("no rounds")?.id
     };
     // One wake-up of the round loop while a round collects reads the study, the permit, the open
-    // round and all N tasks of the round; timed here on the first round (N fit tasks; the last
-    // round also holds the N evaluation tasks).
+    // round and the count of its tasks and results (`rounds::advance` and `collect`); timed
+    // here on the first round.
     let wake = time_ops(5, 30, || async move {
         let mut tx = store.begin().await?;
         let s = tx.get_study(study_id).await?.context("study")?;
         tx.get_permit(s.spec.permit_id).await?.context("permit")?;
         tx.open_round(study_id).await?;
-        let tasks = tx.round_tasks(first_round_id).await?;
-        ensure!(tasks.len() >= n, "round has {} tasks", tasks.len());
+        let (tasks, _) = tx.count_fit_results(first_round_id).await?;
+        ensure!(tasks as usize >= n, "round has {tasks} tasks");
         drop(tx);
         Ok(())
     })
     .await?;
     // What every node request reads before its own work: its task, the study, the permit and
-    // the round (`live_context` and `get_round` in the node protocol).
+    // the round's registry version (`live_context` in the node protocol).
     let some_task = {
         let mut tx = store.begin().await?;
         let tasks = tx.round_tasks(first_round_id).await?;
@@ -1240,7 +1241,9 @@ async fn store_reads(
         let t = tx.get_task(some_task).await?.context("task")?;
         let s = tx.get_study(t.study_id).await?.context("study")?;
         tx.get_permit(s.spec.permit_id).await?.context("permit")?;
-        tx.get_round(t.round_id).await?.context("round")?;
+        tx.round_registry_version(t.round_id)
+            .await?
+            .context("round")?;
         drop(tx);
         Ok(())
     })
