@@ -282,7 +282,7 @@ impl TreeHeadView {
     fn new(size: u64, root: &Hash) -> Self {
         Self {
             size,
-            root: base64::engine::general_purpose::STANDARD.encode(root),
+            root: b64(root),
         }
     }
 }
@@ -463,7 +463,8 @@ fn proof_served(
         })
 }
 
-fn b64(hash: &Hash) -> String {
+/// A tree hash as the API and the audit details write it: standard base64.
+pub(crate) fn b64(hash: &Hash) -> String {
     base64::engine::general_purpose::STANDARD.encode(hash)
 }
 

@@ -2,7 +2,6 @@
 //! permit's live studies hold, cancellation, and the release of the final model after the
 //! output check a model must pass before it leaves the processing environment.
 
-use base64::Engine as _;
 use serde::Serialize;
 
 use super::Requester;
@@ -436,7 +435,7 @@ pub async fn release_model(
             .total,
         digest: digest.clone(),
         audit_log_size,
-        audit_log_root: base64::engine::general_purpose::STANDARD.encode(root),
+        audit_log_root: super::audit::b64(&root),
         released_at: now,
     };
     let bytes = provenance::attach(&checkpoint.global, &statement, signing.signer)
