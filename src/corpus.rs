@@ -23,7 +23,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 use sha2::Digest;
@@ -214,8 +214,8 @@ impl Writers {
 }
 
 fn normal(rng: &mut ChaCha8Rng) -> f64 {
-    let u1: f64 = rng.gen_range(f64::EPSILON..1.0);
-    let u2: f64 = rng.gen();
+    let u1: f64 = rng.random_range(f64::EPSILON..1.0);
+    let u2: f64 = rng.random();
     (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
 }
 
@@ -282,37 +282,41 @@ fn patient(
     let pid = format!("psn-{}-{}", site.key, &hex::encode(digest)[..16]);
     let subject = json!({"reference": format!("Patient/{pid}")});
     // admissions spread over 2023-2024
-    let admit = 1_672_531_200 + rng.gen_range(0..730) * 86_400 + rng.gen_range(0..86_400);
-    let age: f64 = rng.gen_range(18.0..95.0);
+    let admit = 1_672_531_200 + rng.random_range(0..730) * 86_400 + rng.random_range(0..86_400);
+    let age: f64 = rng.random_range(18.0..95.0);
     let birth = admit - (age * 365.25 * 86_400.0) as i64;
-    let male = rng.gen_bool(0.55);
+    let male = rng.random_bool(0.55);
     let old = (age - 60.0) / 15.0;
     let has = [
-        rng.gen_bool(sigmoid(-0.6 + 0.8 * old)), // hypertension
-        rng.gen_bool(sigmoid(-1.5 + 0.4 * old)), // diabetes
-        rng.gen_bool(sigmoid(-2.3 + 0.6 * old)), // CKD
-        rng.gen_bool(sigmoid(-2.4 + 0.7 * old)), // heart failure
+        rng.random_bool(sigmoid(-0.6 + 0.8 * old)), // hypertension
+        rng.random_bool(sigmoid(-1.5 + 0.4 * old)), // diabetes
+        rng.random_bool(sigmoid(-2.3 + 0.6 * old)), // CKD
+        rng.random_bool(sigmoid(-2.4 + 0.7 * old)), // heart failure
         false,
     ];
-    let sepsis = rng.gen_bool(0.25);
+    let sepsis = rng.random_bool(0.25);
     let comorbid = has.iter().filter(|h| **h).count() as f64;
     let severity = normal(rng)
         + 0.45 * old
         + 0.25 * comorbid
         + if sepsis { 0.9 } else { 0.0 }
         + if has[2] { 0.3 } else { 0.0 };
-    let los_h = (24.0 + 60.0 * rng.gen::<f64>() + 30.0 * severity.max(0.0)) as i64;
+    let los_h = (24.0 + 60.0 * rng.random::<f64>() + 30.0 * severity.max(0.0)) as i64;
     let discharge = admit + los_h * 3600;
-    let dies_in_hospital = rng.gen_bool(sigmoid(-2.6 + 1.3 * severity));
-    let later_death = !dies_in_hospital && rng.gen_bool(sigmoid(-2.8 + 0.9 * severity));
+    let dies_in_hospital = rng.random_bool(sigmoid(-2.6 + 1.3 * severity));
+    let later_death = !dies_in_hospital && rng.random_bool(sigmoid(-2.8 + 0.9 * severity));
     let death = if dies_in_hospital {
         Some(discharge)
     } else if later_death {
-        Some(discharge + rng.gen_range(2..365) * 86_400)
+        Some(discharge + rng.random_range(2..365) * 86_400)
     } else {
         None
     };
-    let split = if rng.gen_bool(0.7) { "train" } else { "test" };
+    let split = if rng.random_bool(0.7) {
+        "train"
+    } else {
+        "test"
+    };
 
     let mut pat = json!({
         "resourceType": "Patient", "id": pid,
@@ -333,10 +337,10 @@ fn patient(
         .iter()
         .enumerate()
         .filter(|(_, h)| **h)
-        .map(|(i, _)| (i, admit - rng.gen_range(365..3650) * 86_400))
+        .map(|(i, _)| (i, admit - rng.random_range(365..3650) * 86_400))
         .collect();
     if sepsis {
-        conditions.push((4, admit + rng.gen_range(0..6) * 3600));
+        conditions.push((4, admit + rng.random_range(0..6) * 3600));
     }
     for (k, (i, t)) in conditions.iter().enumerate() {
         let (snomed, icd, display) = CONDITIONS[*i];
@@ -361,7 +365,7 @@ fn patient(
         meds.push(0);
     }
     if has[1] {
-        meds.push(if rng.gen_bool(0.3) { 2 } else { 1 });
+        meds.push(if rng.random_bool(0.3) { 2 } else { 1 });
     }
     if has[3] {
         meds.push(3);
@@ -377,14 +381,14 @@ fn patient(
             "resourceType": "MedicationRequest", "id": format!("{pid}-m{k}"),
             "status": "active", "intent": "order",
             "medicationCodeableConcept": code, "subject": subject,
-            "authoredOn": when(admit - rng.gen_range(30..900) * 86_400),
+            "authoredOn": when(admit - rng.random_range(30..900) * 86_400),
         }))?;
         c.medication_requests += 1;
     }
 
     // an earlier outpatient visit for some
-    if rng.gen_bool(0.4) {
-        let t = admit - rng.gen_range(30..400) * 86_400;
+    if rng.random_bool(0.4) {
+        let t = admit - rng.random_range(30..400) * 86_400;
         w.write(&json!({
             "resourceType": "Encounter", "id": format!("{pid}-e0"), "status": "finished",
             "class": {"system": V3_ACT, "code": "AMB", "display": "ambulatory"},
@@ -407,7 +411,7 @@ fn patient(
     c.encounters += 1;
     // survivors come back for a follow-up visit, which ends their records
     if death.is_none() {
-        let t = discharge + rng.gen_range(60..500) * 86_400;
+        let t = discharge + rng.random_range(60..500) * 86_400;
         w.write(&json!({
             "resourceType": "Encounter", "id": format!("{pid}-e2"), "status": "finished",
             "class": {"system": V3_ACT, "code": "AMB", "display": "ambulatory"},
@@ -433,9 +437,9 @@ fn patient(
     };
     let hours = los_h.min(24);
     for h in 0..hours {
-        let t = admit + h * 3600 + rng.gen_range(0..1800);
+        let t = admit + h * 3600 + rng.random_range(0..1800);
         let drift = h as f64 / 24.0;
-        if rng.gen_bool(0.8) {
+        if rng.random_bool(0.8) {
             let hr = 82.0 + 9.0 * severity + 4.0 * drift * severity + 6.0 * normal(rng);
             obs(
                 w,
@@ -445,7 +449,7 @@ fn patient(
                 json!({"valueQuantity": quantity(hr, "/min")}),
             )?;
         }
-        if rng.gen_bool(0.8) {
+        if rng.random_bool(0.8) {
             let rr = 17.0 + 2.5 * severity + 2.0 * normal(rng);
             obs(
                 w,
@@ -455,7 +459,7 @@ fn patient(
                 json!({"valueQuantity": quantity(rr.max(6.0), "/min")}),
             )?;
         }
-        if rng.gen_bool(0.8) {
+        if rng.random_bool(0.8) {
             let sbp = 124.0 - 9.0 * severity + 10.0 * normal(rng);
             if site.bp_panel {
                 let dbp = sbp * 0.6 + 4.0 * normal(rng);
@@ -480,7 +484,7 @@ fn patient(
                 )?;
             }
         }
-        if rng.gen_bool(0.6) {
+        if rng.random_bool(0.6) {
             let cel =
                 37.0 + 0.5 * severity.max(0.0) * if sepsis { 1.5 } else { 0.5 } + 0.4 * normal(rng);
             let q = if site.fahrenheit {
@@ -496,7 +500,7 @@ fn patient(
                 json!({"valueQuantity": q}),
             )?;
         }
-        if rng.gen_bool(0.8) {
+        if rng.random_bool(0.8) {
             let spo2 = (96.5 - 1.8 * severity.max(0.0) + 1.2 * normal(rng)).min(100.0);
             obs(
                 w,
@@ -508,9 +512,9 @@ fn patient(
         }
     }
     // laboratory every 8 hours; lactate only for the patients it was ordered for
-    let lactate_ordered = rng.gen_bool(0.65);
+    let lactate_ordered = rng.random_bool(0.65);
     for h in (0..hours).step_by(8) {
-        let t = admit + h * 3600 + rng.gen_range(0..3600);
+        let t = admit + h * 3600 + rng.random_range(0..3600);
         let glucose =
             120.0 + if has[1] { 45.0 } else { 0.0 } + 15.0 * severity + 20.0 * normal(rng);
         let creat =

@@ -2103,7 +2103,8 @@ fn one_confusion_matrix(m: &Value) -> (f64, f64) {
 /// validation part (maximal F1), against the same study at the default 0.5: the threshold does
 /// not touch training, so both release the same model and every holder reports the same loss,
 /// AUROC and calibration; what is read at a threshold is read at the holder's own, which every
-/// holder reports with its validation and test metrics.
+/// holder reports with its validation and test metrics. A holder whose validation part holds one
+/// class only keeps 0.5.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn decision_thresholds_chosen_on_each_holder_s_validation_part() {
     let model = json!({"architecture": "logistic"});
@@ -2119,8 +2120,13 @@ async fn decision_thresholds_chosen_on_each_holder_s_validation_part() {
     for (f, c) in fixed.iter().zip(&chosen) {
         assert_eq!(f["data_holder"], c["data_holder"]);
         let t = c["validation"]["threshold"].as_f64().unwrap();
-        // chosen between two of the holder's validation scores: 0.5 only by accident
-        assert!(t > 0.0 && t < 1.0 && t != 0.5, "{c}");
+        if c["validation"]["auroc"].is_null() {
+            // one class in the holder's validation part: no cut to choose, 0.5 kept
+            assert_eq!(t, 0.5, "{c}");
+        } else {
+            // chosen between two of the holder's validation scores: 0.5 only by accident
+            assert!(t > 0.0 && t < 1.0 && t != 0.5, "{c}");
+        }
         for part in ["validation", "test"] {
             let (f, c) = (&f[part], &c[part]);
             assert_eq!(f["threshold"], 0.5, "{f}");
@@ -2135,6 +2141,11 @@ async fn decision_thresholds_chosen_on_each_holder_s_validation_part() {
         let f1 = |m: &Value| m["validation"]["f1"].as_f64().unwrap();
         assert!(f1(c) >= f1(f), "{c} vs {f}");
     }
+    let choosing = chosen
+        .iter()
+        .filter(|c| !c["validation"]["auroc"].is_null())
+        .count();
+    assert!(choosing >= 2, "{chosen:?}");
     // some holder calls other rows positive than at 0.5
     assert!(
         fixed.iter().zip(&chosen).any(|(f, c)| {

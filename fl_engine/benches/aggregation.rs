@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use fl_engine::dp::{dp_fedavg_into, weighted_average_into, DpFedAvgConfig, NoiseRng};
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use rand_chacha::{ChaCha20Rng, ChaCha8Rng};
 use rand_distr::{Distribution, Normal};
 use rayon::prelude::*;
@@ -25,7 +25,7 @@ fn make_updates(dim: usize) -> Vec<Vec<f32>> {
             let mut rng = ChaCha8Rng::seed_from_u64(k as u64);
             // Scales vary so that some updates get clipped and some do not.
             let scale = 1e-3 * (1 + k % 4) as f32;
-            (0..dim).map(|_| rng.gen_range(-scale..scale)).collect()
+            (0..dim).map(|_| rng.random_range(-scale..scale)).collect()
         })
         .collect()
 }
@@ -110,7 +110,7 @@ fn bench_size(c: &mut Criterion, dim: usize) {
             b.iter(|| dp_fedavg_into(&updates, &cfg, &mut rng, &mut out).unwrap())
         });
     }
-    let mut naive_rng = ChaCha20Rng::from_entropy();
+    let mut naive_rng = ChaCha20Rng::from_seed(rand::random());
     group.bench_function(BenchmarkId::new("naive_dp_fedavg", "single"), |b| {
         b.iter(|| black_box(naive_dp_fedavg(&updates, 1.0, 1.0, &mut naive_rng)))
     });

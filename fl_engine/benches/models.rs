@@ -5,7 +5,7 @@ use criterion::{criterion_group, BatchSize, Criterion, Throughput};
 use fl_engine::data::Dataset;
 use fl_engine::model::{Backbone, Cell, CnnConfig, MaskLayout, ModelSpec, Net, Readout, SeqConfig};
 use fl_engine::train::{train_local, Budget, LossKind, Optimizer, OptimizerConfig, TrainConfig};
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 const BATCH: usize = 32;
@@ -15,7 +15,7 @@ fn data(width: usize) -> Dataset {
     let mut rng = ChaCha8Rng::seed_from_u64(0);
     let n = BATCH * STEPS;
     let x = (0..n * width)
-        .map(|_| rng.gen_range(-1.0f32..1.0))
+        .map(|_| rng.random_range(-1.0f32..1.0))
         .collect();
     let y = (0..n).map(|i| (i % 2) as u32).collect();
     Dataset::new(width, x, y).unwrap()

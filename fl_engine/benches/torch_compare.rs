@@ -32,7 +32,7 @@ use fl_engine::model::{
     Backbone, Cell, CnnConfig, MaskLayout, MlpConfig, ModelSpec, Net, Readout, SeqConfig,
 };
 use fl_engine::train::{train_local, Budget, LossKind, Optimizer, OptimizerConfig, TrainConfig};
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 
@@ -69,8 +69,8 @@ fn random_rows(rows: usize, width: usize, mask_from: Option<usize>) -> Dataset {
     for _ in 0..rows {
         for c in 0..width {
             x.push(match mask_from {
-                Some(m) if c >= m => f32::from(rng.gen_bool(0.8)),
-                _ => rng.gen_range(-1.0f32..1.0),
+                Some(m) if c >= m => f32::from(rng.random_bool(0.8)),
+                _ => rng.random_range(-1.0f32..1.0),
             });
         }
     }

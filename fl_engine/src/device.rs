@@ -153,7 +153,7 @@ mod tests {
             Backbone, Cell, CnnConfig, MaskLayout, ModelSpec, Net, Readout, SeqConfig,
         };
         use crate::train::LossKind;
-        use rand::{Rng, SeedableRng};
+        use rand::{Rng, RngExt, SeedableRng};
         use rand_chacha::ChaCha8Rng;
 
         let Ok(gpu) = parse("cuda") else {
@@ -192,7 +192,7 @@ mod tests {
             let rows = 16;
             let mut rng = ChaCha8Rng::seed_from_u64(3);
             let mut x: Vec<f32> = (0..rows * spec.inputs())
-                .map(|_| rng.gen_range(-1.0..1.0))
+                .map(|_| rng.random_range(-1.0..1.0))
                 .collect();
             if let ModelSpec::BackboneNet {
                 body: Backbone::Recurrent(c),

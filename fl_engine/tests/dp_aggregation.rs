@@ -4,7 +4,7 @@ use fl_engine::dp::{
     clip_factor, clip_to_norm, dp_fedavg, dp_fedavg_into, l2_norm, weighted_average, DpError,
     DpFedAvgConfig, NoiseRng, CHUNK,
 };
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 fn seeded(byte: u8) -> NoiseRng {
@@ -15,7 +15,7 @@ fn seeded(byte: u8) -> NoiseRng {
 fn random_updates(n: usize, dim: usize, scale: f32, seed: u64) -> Vec<Vec<f32>> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     (0..n)
-        .map(|_| (0..dim).map(|_| rng.gen_range(-scale..scale)).collect())
+        .map(|_| (0..dim).map(|_| rng.random_range(-scale..scale)).collect())
         .collect()
 }
 

@@ -15,7 +15,7 @@ use fl_engine::strategy::{
     PerFclConfig, StrategyConfig,
 };
 use fl_engine::train::{OptimizerConfig, RecordDp};
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 const T: usize = 8;
@@ -56,35 +56,37 @@ fn sites(
 /// noise elsewhere, 20 % of the other steps missing (values 0, mask 0); rows
 /// `[series | per-step mask | static noise]`.
 fn series_row(rng: &mut ChaCha8Rng) -> (Vec<f32>, u32) {
-    let label = rng.gen_bool(0.5);
+    let label = rng.random_bool(0.5);
     let spike = if label {
-        rng.gen_range(T / 2..T)
+        rng.random_range(T / 2..T)
     } else {
-        rng.gen_range(0..T / 2)
+        rng.random_range(0..T / 2)
     };
     let mut x = vec![0.0f32; T * F];
     let mut mask = vec![1.0f32; T];
     for t in 0..T {
-        if t != spike && rng.gen_bool(0.2) {
+        if t != spike && rng.random_bool(0.2) {
             mask[t] = 0.0;
             continue;
         }
         for f in 0..F {
-            x[t * F + f] = rng.gen_range(-0.3f32..0.3);
+            x[t * F + f] = rng.random_range(-0.3f32..0.3);
         }
         if t == spike {
             x[t * F] += 2.0;
         }
     }
-    let statics: Vec<f32> = (0..STATIC).map(|_| rng.gen_range(-1.0f32..1.0)).collect();
+    let statics: Vec<f32> = (0..STATIC)
+        .map(|_| rng.random_range(-1.0f32..1.0))
+        .collect();
     ([x, mask, statics].concat(), u32::from(label))
 }
 
 /// Image task: 1 x 8 x 8 noise; label 1 when the top-left quadrant is the bright one.
 fn image_row(rng: &mut ChaCha8Rng) -> (Vec<f32>, u32) {
-    let label = rng.gen_bool(0.5);
-    let quadrant = if label { 0 } else { rng.gen_range(1..4) };
-    let mut x: Vec<f32> = (0..64).map(|_| rng.gen_range(0.0f32..0.5)).collect();
+    let label = rng.random_bool(0.5);
+    let quadrant = if label { 0 } else { rng.random_range(1..4) };
+    let mut x: Vec<f32> = (0..64).map(|_| rng.random_range(0.0f32..0.5)).collect();
     for r in 0..4 {
         for c in 0..4 {
             let (r, c) = (r + 4 * (quadrant / 2), c + 4 * (quadrant % 2));
@@ -295,7 +297,7 @@ fn hpfl_perfcl_and_dp_sgd_train_over_backbones() {
 fn normalised_mlps_learn() {
     // label: x0 - x1 > 0 on 4 uniform features
     let row = |rng: &mut ChaCha8Rng| {
-        let x: Vec<f32> = (0..4).map(|_| rng.gen_range(-1.0f32..1.0)).collect();
+        let x: Vec<f32> = (0..4).map(|_| rng.random_range(-1.0f32..1.0)).collect();
         let y = u32::from(x[0] - x[1] > 0.0);
         (x, y)
     };
@@ -320,7 +322,7 @@ fn fenda_with_site_private_columns_learns_and_shares_only_the_global_extractor()
         site_sign = -site_sign;
         let s = site_sign;
         let row = move |rng: &mut ChaCha8Rng| {
-            let x: Vec<f32> = (0..6).map(|_| rng.gen_range(-1.0f32..1.0)).collect();
+            let x: Vec<f32> = (0..6).map(|_| rng.random_range(-1.0f32..1.0)).collect();
             let y = u32::from(x[0] - x[1] + 1.5 * s * x[4] > 0.0);
             (x, y)
         };
@@ -398,8 +400,8 @@ fn lstm_headnet_resumes_bit_identically() {
 #[test]
 fn rows_of_the_wrong_width_are_refused() {
     let row = |rng: &mut ChaCha8Rng| {
-        let x: Vec<f32> = (0..4).map(|_| rng.gen_range(-1.0f32..1.0)).collect();
-        (x, u32::from(rng.gen_bool(0.5)))
+        let x: Vec<f32> = (0..4).map(|_| rng.random_range(-1.0f32..1.0)).collect();
+        (x, u32::from(rng.random_bool(0.5)))
     };
     let cfg = study(
         StrategyConfig::FedAvg(FedAvgConfig {}),
@@ -426,7 +428,7 @@ fn batch_norm_statistics_stay_at_the_site() {
     for k in 0..3u64 {
         let (shift, scale) = (k as f32 * 2.0, 1.0 + k as f32);
         let row = move |rng: &mut ChaCha8Rng| {
-            let x: Vec<f32> = (0..4).map(|_| rng.gen_range(-1.0f32..1.0)).collect();
+            let x: Vec<f32> = (0..4).map(|_| rng.random_range(-1.0f32..1.0)).collect();
             let y = u32::from(x[0] - x[1] > 0.0);
             (x.iter().map(|v| v * scale + shift).collect(), y)
         };

@@ -14,7 +14,7 @@ use fl_engine::train::{
     RecordDp, TrainConfig,
 };
 use fl_engine::{EngineError, FitIns, ParameterSet};
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 /// Eight rows, two features in [-1, 1]: every per-example gradient of a logistic regression
@@ -252,7 +252,7 @@ fn steps_per_round_count_both_ditto_models() {
 fn separable_sites() -> Vec<SiteData> {
     let mut rng = ChaCha8Rng::seed_from_u64(42);
     let mut rows = |n: usize| {
-        let x: Vec<f32> = (0..2 * n).map(|_| rng.gen_range(-1.0..1.0)).collect();
+        let x: Vec<f32> = (0..2 * n).map(|_| rng.random_range(-1.0..1.0)).collect();
         let y = x
             .chunks_exact(2)
             .map(|r| u32::from(r[0] + 0.5 * r[1] > 0.0))

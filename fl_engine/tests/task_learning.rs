@@ -10,7 +10,7 @@ use fl_engine::sim::{CheckpointKind, Simulation, SimulationConfig};
 use fl_engine::strategy::{FedAvgConfig, StrategyConfig};
 use fl_engine::train::{Budget, LossKind, OptimizerConfig, TrainConfig};
 use fl_engine::ThresholdRule;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 const BETA: [f32; 4] = [1.5, -1.0, 0.5, 0.0];
@@ -24,12 +24,12 @@ fn survival_sites(seed: u64) -> Vec<SiteData> {
         .map(|k| {
             let base = 0.1 * (1.0 + 0.5 * k as f32);
             let mut rows = |n: usize| {
-                let x: Vec<f32> = (0..4 * n).map(|_| rng.gen_range(-1.0f32..1.0)).collect();
+                let x: Vec<f32> = (0..4 * n).map(|_| rng.random_range(-1.0f32..1.0)).collect();
                 let (mut time, mut event) = (vec![], vec![]);
                 for r in x.chunks_exact(4) {
                     let eta: f32 = r.iter().zip(BETA).map(|(a, b)| a * b).sum();
-                    let t = -(1.0 - rng.gen::<f32>()).ln() / (base * eta.exp());
-                    let c = -(1.0 - rng.gen::<f32>()).ln() / (0.05 * (1.0 + 0.5 * k as f32));
+                    let t = -(1.0 - rng.random::<f32>()).ln() / (base * eta.exp());
+                    let c = -(1.0 - rng.random::<f32>()).ln() / (0.05 * (1.0 + 0.5 * k as f32));
                     time.push(t.min(c));
                     event.push(t <= c);
                 }
@@ -51,12 +51,12 @@ fn multi_label_sites(seed: u64) -> Vec<SiteData> {
     (0..3)
         .map(|k| {
             let mut rows = |n: usize| {
-                let x: Vec<f32> = (0..4 * n).map(|_| rng.gen_range(-1.0f32..1.0)).collect();
+                let x: Vec<f32> = (0..4 * n).map(|_| rng.random_range(-1.0f32..1.0)).collect();
                 let y: Vec<Vec<bool>> = x
                     .chunks_exact(4)
                     .map(|r| {
                         (0..3)
-                            .map(|l| (r[l] > 0.0) != (rng.gen::<f32>() < 0.05))
+                            .map(|l| (r[l] > 0.0) != (rng.random::<f32>() < 0.05))
                             .collect()
                     })
                     .collect();

@@ -12,7 +12,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use rand::{rngs::StdRng, Rng, SeedableRng};
+use rand::{rngs::StdRng, RngExt, SeedableRng};
 
 /// Longest one input may take (a debug build, one core) before it counts as a hang.
 const HANG: Duration = Duration::from_secs(20);
@@ -103,43 +103,43 @@ fn corpus(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
 }
 
 fn mutate(rng: &mut StdRng, seeds: &[Vec<u8>]) -> Vec<u8> {
-    let mut d = seeds[rng.gen_range(0..seeds.len())].clone();
-    for _ in 0..rng.gen_range(1..=8) {
-        let at = rng.gen_range(0..=d.len());
-        match rng.gen_range(0..8) {
+    let mut d = seeds[rng.random_range(0..seeds.len())].clone();
+    for _ in 0..rng.random_range(1..=8) {
+        let at = rng.random_range(0..=d.len());
+        match rng.random_range(0..8) {
             0 if !d.is_empty() => {
-                let i = rng.gen_range(0..d.len());
-                d[i] ^= 1 << rng.gen_range(0..8);
+                let i = rng.random_range(0..d.len());
+                d[i] ^= 1 << rng.random_range(0..8);
             }
-            1 => d.insert(at, rng.gen()),
+            1 => d.insert(at, rng.random()),
             2 if !d.is_empty() => {
-                let end = (at + rng.gen_range(1..=16)).min(d.len());
+                let end = (at + rng.random_range(1..=16)).min(d.len());
                 d.drain(at.min(end)..end);
             }
             3 => {
-                let t = TOKENS[rng.gen_range(0..TOKENS.len())];
+                let t = TOKENS[rng.random_range(0..TOKENS.len())];
                 d.splice(at..at, t.iter().copied());
             }
             4 if !d.is_empty() => {
                 // a run of the input repeated (deep nesting, long arrays)
-                let start = rng.gen_range(0..d.len());
-                let end = (start + rng.gen_range(1..=32)).min(d.len());
+                let start = rng.random_range(0..d.len());
+                let end = (start + rng.random_range(1..=32)).min(d.len());
                 let run = d[start..end].to_vec();
-                for _ in 0..rng.gen_range(1..=16) {
+                for _ in 0..rng.random_range(1..=16) {
                     d.splice(at..at, run.iter().copied());
                 }
             }
             5 => {
                 // the head of one input, the tail of another
-                let other = &seeds[rng.gen_range(0..seeds.len())];
-                let from = rng.gen_range(0..=other.len());
+                let other = &seeds[rng.random_range(0..seeds.len())];
+                let from = rng.random_range(0..=other.len());
                 d.truncate(at);
                 d.extend_from_slice(&other[from..]);
             }
             6 if !d.is_empty() => {
-                let i = rng.gen_range(0..d.len());
+                let i = rng.random_range(0..d.len());
                 d[i] = *b"0123456789-.:eE\"{}[]"
-                    .get(rng.gen_range(0..20))
+                    .get(rng.random_range(0..20))
                     .expect("in range");
             }
             _ => d.truncate(at),
@@ -237,7 +237,7 @@ fn run(target: &'static str) {
     let seed = std::env::var("EHDS_FUZZ_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| rand::rngs::OsRng.gen());
+        .unwrap_or_else(rand::random);
     let mut rng = StdRng::seed_from_u64(seed);
     let started = Instant::now();
     let mut runs = 0u64;

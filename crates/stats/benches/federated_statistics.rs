@@ -11,7 +11,7 @@ use std::time::Instant;
 use ehds_stats::{
     check, combine, differencing, partial, privatize, Partial, Query, QueryForm, Rules, Table,
 };
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
 fn query(json: serde_json::Value) -> Query {
@@ -24,11 +24,11 @@ fn table(rows: usize, seed: u64) -> Table {
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let data = (0..rows)
         .map(|_| {
-            let age: f64 = rng.gen_range(25.0..85.0);
-            let sex = f64::from(rng.gen_bool(0.6) as u8);
-            let label = f64::from(rng.gen_bool(0.45) as u8);
-            let time: f64 = rng.gen_range(1.0..3650.0);
-            let event = f64::from(rng.gen_bool(0.3) as u8);
+            let age: f64 = rng.random_range(25.0..85.0);
+            let sex = f64::from(rng.random_bool(0.6) as u8);
+            let label = f64::from(rng.random_bool(0.45) as u8);
+            let time: f64 = rng.random_range(1.0..3650.0);
+            let event = f64::from(rng.random_bool(0.3) as u8);
             vec![age, sex, label, time, event]
         })
         .collect();

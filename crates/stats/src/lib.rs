@@ -19,7 +19,7 @@
 //! them, and its samplers draw from their own entropy source, so a caller cannot pass the
 //! explicitly seeded, cryptographically secure generator the product requires for noise (and
 //! its tests). The samplers here are the exact discrete ones of Canonne, Kamath & Steinke
-//! (2020), taking `&mut (impl RngCore + CryptoRng)`.
+//! (2020), taking `&mut (impl Rng + CryptoRng)`.
 
 pub mod combine;
 pub mod noise;

@@ -48,7 +48,7 @@
 //! interval holding at least 95% of the noise distribution, and the exact probability it holds
 //! (computed from the distribution, not from a normal approximation, up to σ = 10⁴).
 
-use rand::{CryptoRng, Rng, RngCore};
+use rand::{CryptoRng, Rng, RngExt};
 use serde::{Deserialize, Serialize};
 
 use crate::combine::{grouped_quantile, Combined, PooledStats};
@@ -160,7 +160,7 @@ impl IntegerNoise {
     }
 
     /// One draw.
-    pub fn sample<R: RngCore + CryptoRng>(&self, rng: &mut R) -> i64 {
+    pub fn sample<R: Rng + CryptoRng>(&self, rng: &mut R) -> i64 {
         match *self {
             Self::DiscreteGaussian { sigma2_thousandths } => {
                 discrete_gaussian(rng, sigma2_thousandths, DEN)
@@ -253,12 +253,12 @@ fn normal_cdf(x: f64) -> f64 {
 // ---------------------------------------------------------------------------------------------
 
 /// Bernoulli(num/den), 0 ≤ num ≤ den.
-fn bernoulli<R: RngCore>(rng: &mut R, num: u128, den: u128) -> bool {
-    rng.gen_range(0..den) < num
+fn bernoulli<R: Rng>(rng: &mut R, num: u128, den: u128) -> bool {
+    rng.random_range(0..den) < num
 }
 
 /// Bernoulli(exp(−num/den)) (Algorithm 1).
-fn bernoulli_exp<R: RngCore>(rng: &mut R, num: u128, den: u128) -> bool {
+fn bernoulli_exp<R: Rng>(rng: &mut R, num: u128, den: u128) -> bool {
     let (whole, frac) = (num / den, num % den);
     for _ in 0..whole {
         if !bernoulli_exp_unit(rng, 1, 1) {
@@ -269,7 +269,7 @@ fn bernoulli_exp<R: RngCore>(rng: &mut R, num: u128, den: u128) -> bool {
 }
 
 /// Bernoulli(exp(−γ)) for γ = num/den ∈ [0, 1].
-fn bernoulli_exp_unit<R: RngCore>(rng: &mut R, num: u128, den: u128) -> bool {
+fn bernoulli_exp_unit<R: Rng>(rng: &mut R, num: u128, den: u128) -> bool {
     let mut k: u128 = 1;
     loop {
         let d = den.checked_mul(k).expect("k stays small");
@@ -282,9 +282,9 @@ fn bernoulli_exp_unit<R: RngCore>(rng: &mut R, num: u128, den: u128) -> bool {
 }
 
 /// Discrete Laplace with scale t/s (Algorithm 2).
-fn discrete_laplace<R: RngCore>(rng: &mut R, t: u128, s: u128) -> i64 {
+fn discrete_laplace<R: Rng>(rng: &mut R, t: u128, s: u128) -> i64 {
     loop {
-        let u = rng.gen_range(0..t);
+        let u = rng.random_range(0..t);
         if !bernoulli_exp(rng, u, t) {
             continue;
         }
@@ -294,7 +294,7 @@ fn discrete_laplace<R: RngCore>(rng: &mut R, t: u128, s: u128) -> i64 {
         }
         let x = u + t * v;
         let y = x / s;
-        let negative = rng.gen_bool(0.5);
+        let negative = rng.random_bool(0.5);
         if negative && y == 0 {
             continue;
         }
@@ -304,7 +304,7 @@ fn discrete_laplace<R: RngCore>(rng: &mut R, t: u128, s: u128) -> i64 {
 }
 
 /// Discrete Gaussian with σ² = n/d (Algorithm 3).
-fn discrete_gaussian<R: RngCore>(rng: &mut R, n: u128, d: u128) -> i64 {
+fn discrete_gaussian<R: Rng>(rng: &mut R, n: u128, d: u128) -> i64 {
     // t = ⌊σ⌋ + 1, with ⌊σ⌋ computed exactly from the rational σ².
     let mut floor_sigma = ((n as f64 / d as f64).sqrt()) as u128;
     while (floor_sigma + 1) * (floor_sigma + 1) * d <= n {
@@ -560,11 +560,7 @@ impl From<IntegerNoise> for Calibrated {
 }
 
 /// A count plus noise.
-pub fn noisy_count<R: RngCore + CryptoRng>(
-    count: u64,
-    noise: &Calibrated,
-    rng: &mut R,
-) -> NoisyValue {
+pub fn noisy_count<R: Rng + CryptoRng>(count: u64, noise: &Calibrated, rng: &mut R) -> NoisyValue {
     NoisyValue {
         value: count as f64 + noise.noise.sample(rng) as f64,
         sd: noise.noise.sd(),
@@ -574,7 +570,7 @@ pub fn noisy_count<R: RngCore + CryptoRng>(
 }
 
 /// A real sum released on a grid of `resolution`: rounded to the grid, plus noise in grid units.
-pub fn noisy_sum<R: RngCore + CryptoRng>(
+pub fn noisy_sum<R: Rng + CryptoRng>(
     sum: f64,
     resolution: f64,
     noise: &Calibrated,
@@ -659,7 +655,7 @@ pub struct DpRelease {
 /// one-way; 1 without grouping); the excluded counts are disjoint from the cells, so they share
 /// the same noise. Histograms and quantile histograms: one bin (1). Means: the counts (1) and
 /// the clipped sums (1001 grid units) each get half of the budget.
-pub fn privatize<R: RngCore + CryptoRng>(
+pub fn privatize<R: Rng + CryptoRng>(
     query: &Query,
     combined: &Combined,
     release: &Release,
@@ -820,7 +816,7 @@ pub fn privatize<R: RngCore + CryptoRng>(
 }
 
 /// Draws `k` noise values (tests and calibration checks).
-pub fn draws<R: RngCore + CryptoRng>(noise: &IntegerNoise, rng: &mut R, k: usize) -> Vec<i64> {
+pub fn draws<R: Rng + CryptoRng>(noise: &IntegerNoise, rng: &mut R, k: usize) -> Vec<i64> {
     (0..k).map(|_| noise.sample(rng)).collect()
 }
 

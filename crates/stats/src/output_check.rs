@@ -981,7 +981,7 @@ mod tests {
     use crate::partial::partial;
     use crate::query::{Limits, QueryForm};
     use crate::table::Table;
-    use rand::{Rng, SeedableRng};
+    use rand::{RngExt, SeedableRng};
     use serde_json::json;
 
     fn q(v: serde_json::Value) -> Query {
@@ -1268,10 +1268,10 @@ mod tests {
             let mut counts = [[0usize; 3]; 3];
             for row in &mut counts {
                 for c in row.iter_mut() {
-                    *c = if rng.gen_bool(0.3) {
-                        rng.gen_range(1..10)
+                    *c = if rng.random_bool(0.3) {
+                        rng.random_range(1..10)
                     } else {
-                        rng.gen_range(10..40)
+                        rng.random_range(10..40)
                     };
                 }
             }

@@ -4,7 +4,7 @@
 
 use ehds_stats::{check, combine, partial, Combined, Limits, Query, QueryForm, Rules, Table};
 use rand::seq::SliceRandom;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use serde_json::{json, Value};
 
@@ -17,20 +17,20 @@ fn table(rng: &mut ChaCha20Rng, rows: usize) -> Table {
         ("died", vec![]),
     ];
     for _ in 0..rows {
-        let sex = if rng.gen_bool(0.02) {
+        let sex = if rng.random_bool(0.02) {
             f64::NAN
         } else {
-            f64::from(rng.gen_range(1..=2))
+            f64::from(rng.random_range(1..=2))
         };
-        let age = rng.gen_range(18.0..95.0);
+        let age = rng.random_range(18.0..95.0);
         // Large offset: the pooled SD must survive cancellation.
-        let bmi = if rng.gen_bool(0.05) {
+        let bmi = if rng.random_bool(0.05) {
             f64::NAN
         } else {
-            1e6 + rng.gen_range(15.0..45.0)
+            1e6 + rng.random_range(15.0..45.0)
         };
-        let months = f64::from(rng.gen_range(1..=60));
-        let died = f64::from(u8::from(rng.gen_bool(0.4)));
+        let months = f64::from(rng.random_range(1..=60));
+        let died = f64::from(u8::from(rng.random_bool(0.4)));
         for (c, v) in cols.iter_mut().zip([sex, age, bmi, months, died]) {
             c.1.push(v);
         }
@@ -95,7 +95,7 @@ fn assert_close(a: &Value, b: &Value, path: &str) {
 fn split(t: &Table, nodes: usize, rng: &mut ChaCha20Rng) -> Vec<Table> {
     let mut parts: Vec<Vec<usize>> = vec![Vec::new(); nodes];
     for i in 0..t.len() {
-        parts[rng.gen_range(0..nodes)].push(i);
+        parts[rng.random_range(0..nodes)].push(i);
     }
     parts.iter().map(|p| t.select_rows(p)).collect()
 }

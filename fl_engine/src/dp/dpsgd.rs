@@ -24,7 +24,7 @@
 //! ```
 
 use candle_core::{DType, Tensor};
-use rand::RngCore;
+use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use super::aggregate::{noisy_clipped_sum_into, DpAggregate, DpAggregationReport};

@@ -30,7 +30,7 @@
 //! assert!((g.noise_std() - 1.0).abs() < 2e-3); // σC up to (1 + η)
 //! ```
 
-use rand::Rng;
+use rand::RngExt;
 use rand_chacha::ChaCha20Rng;
 use rand_distr::StandardNormal;
 

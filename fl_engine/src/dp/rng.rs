@@ -21,7 +21,7 @@
 //!
 //! ```
 //! use fl_engine::dp::NoiseRng;
-//! use rand::RngCore;
+//! use rand::Rng;
 //! let mut a = NoiseRng::from_seed_for_reproducible_runs([7; 32]);
 //! let mut b = NoiseRng::from_seed_for_reproducible_runs([7; 32]);
 //! assert_eq!(a.next_u64(), b.next_u64());
@@ -29,8 +29,10 @@
 //! assert!(!NoiseRng::from_os_entropy().unwrap().is_reproducible());
 //! ```
 
-use rand::rngs::OsRng;
-use rand::{CryptoRng, Error as RandError, RngCore, SeedableRng};
+use std::convert::Infallible;
+
+use rand::rngs::SysRng;
+use rand::{Rng, SeedableRng, TryCryptoRng, TryRng};
 use rand_chacha::ChaCha20Rng;
 use sha2::{Digest, Sha256};
 
@@ -46,7 +48,7 @@ impl NoiseRng {
     /// Seeds ChaCha20 with 32 bytes from the operating system (`getrandom`). Use this in production.
     pub fn from_os_entropy() -> Result<Self> {
         let mut seed = [0u8; 32];
-        OsRng
+        SysRng
             .try_fill_bytes(&mut seed)
             .map_err(|e| DpError::Entropy(e.to_string()))?;
         Ok(Self {
@@ -107,22 +109,23 @@ impl std::fmt::Debug for NoiseRng {
     }
 }
 
-impl RngCore for NoiseRng {
-    fn next_u32(&mut self) -> u32 {
-        self.master.next_u32()
+// `Rng` and `CryptoRng` follow from the infallible `TryRng` and `TryCryptoRng`.
+impl TryRng for NoiseRng {
+    type Error = Infallible;
+
+    fn try_next_u32(&mut self) -> std::result::Result<u32, Infallible> {
+        Ok(self.master.next_u32())
     }
-    fn next_u64(&mut self) -> u64 {
-        self.master.next_u64()
+    fn try_next_u64(&mut self) -> std::result::Result<u64, Infallible> {
+        Ok(self.master.next_u64())
     }
-    fn fill_bytes(&mut self, dest: &mut [u8]) {
-        self.master.fill_bytes(dest)
-    }
-    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> std::result::Result<(), RandError> {
-        self.master.try_fill_bytes(dest)
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> std::result::Result<(), Infallible> {
+        self.master.fill_bytes(dest);
+        Ok(())
     }
 }
 
-impl CryptoRng for NoiseRng {}
+impl TryCryptoRng for NoiseRng {}
 
 /// The key of one mechanism invocation; hands out one ChaCha20 stream per chunk index.
 pub(crate) struct StreamFamily {

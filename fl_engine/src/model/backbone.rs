@@ -1109,7 +1109,7 @@ mod tests {
     #[test]
     fn the_body_as_one_node_matches_the_layers() {
         use candle_nn::{VarBuilder, VarMap};
-        use rand::{Rng, SeedableRng};
+        use rand::{RngExt, SeedableRng};
         let cases = [
             (3, 12, 10, vec![4, 8], 2, 3),
             (1, 9, 7, vec![4, 4, 8], 4, 2),
@@ -1134,18 +1134,18 @@ mod tests {
             for (name, v) in vars.data().lock().unwrap().iter() {
                 if name.contains(".gn.") {
                     let n = v.elem_count();
-                    let values: Vec<f32> = (0..n).map(|_| rng.gen_range(-1.5..1.5)).collect();
+                    let values: Vec<f32> = (0..n).map(|_| rng.random_range(-1.5..1.5)).collect();
                     v.set(&Tensor::from_vec(values, n, &Device::Cpu).unwrap())
                         .unwrap();
                 }
             }
             let len = batch * channels * height * width;
-            let x: Vec<f32> = (0..len).map(|_| rng.gen_range(-1.0..1.0)).collect();
+            let x: Vec<f32> = (0..len).map(|_| rng.random_range(-1.0..1.0)).collect();
             let x = Tensor::from_vec(x, (batch, channels * height * width), &Device::Cpu).unwrap();
             let four = x.reshape((batch, channels, height, width)).unwrap();
             let last = *stages.last().unwrap();
             let c: Vec<f32> = (0..batch * last)
-                .map(|_| rng.gen_range(-1.0..1.0))
+                .map(|_| rng.random_range(-1.0..1.0))
                 .collect();
             let c = Tensor::from_vec(c, (batch, last), &Device::Cpu).unwrap();
             let run = |features: Tensor| {

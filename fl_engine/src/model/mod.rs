@@ -28,7 +28,7 @@ mod spare;
 
 use candle_core::{DType, Device, Tensor, Var};
 use candle_nn::{VarBuilder, VarMap};
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
@@ -438,7 +438,7 @@ fn seeded_init(template: &ParameterSet, seed: u64) -> Result<ParameterSet> {
             Some(InitRule::Uniform(bound)) => t
                 .values
                 .iter_mut()
-                .for_each(|v| *v = rng.gen_range(-bound..bound)),
+                .for_each(|v| *v = rng.random_range(-bound..bound)),
             Some(InitRule::Const(c)) => t.values.iter_mut().for_each(|v| *v = c),
             None => {
                 return Err(EngineError::InvalidConfig(format!(
@@ -455,7 +455,7 @@ fn seeded_init(template: &ParameterSet, seed: u64) -> Result<ParameterSet> {
 ///
 /// One bulk fill of 32-bit words from the stream, each turned into a uniform in [0, 1) the way
 /// `rand`'s `Standard` does (`(u >> 8) * 2^-24`): the same draws and the same masks as one
-/// `rng.gen::<f32>()` per element, without a call per element.
+/// `rng.random::<f32>()` per element, without a call per element.
 pub(crate) fn dropout_mask(
     dims: &[usize],
     p: f32,
@@ -533,7 +533,7 @@ mod tests {
                 let keep = 1.0 - p;
                 let expected: Vec<f32> = (0..n)
                     .map(|_| {
-                        if b.gen::<f32>() < keep {
+                        if b.random::<f32>() < keep {
                             1.0 / keep
                         } else {
                             0.0

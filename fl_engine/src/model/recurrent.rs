@@ -661,11 +661,11 @@ mod tests {
     use super::*;
     use candle_core::{Device, Var};
     use candle_nn::VarMap;
-    use rand::{Rng, SeedableRng};
+    use rand::{RngExt, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
     fn random(rng: &mut ChaCha8Rng, n: usize) -> Vec<f32> {
-        (0..n).map(|_| rng.gen_range(-1.0f32..1.0)).collect()
+        (0..n).map(|_| rng.random_range(-1.0f32..1.0)).collect()
     }
 
     /// The recurrence split over batch rows (uneven parts, run on a three-thread pool)

@@ -53,7 +53,7 @@
 //!
 //! Record-level DP is refused: the ten losses are functions of every training record and are
 //! sent in clear, and the curve phase's batch steps would need their own accounting.
-use rand::Rng;
+use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
@@ -281,7 +281,7 @@ impl super::GlobalClient for FedModeClient {
         let mut batcher = Batcher::new(&site.data.train, site.train.batch_size)?;
         for _ in 0..steps {
             let (x, y) = batcher.next_batch(rng)?;
-            let t = grid_t(rng.gen_range(0..GRID));
+            let t = grid_t(rng.random_range(0..GRID));
             let phi_now = phi_net.parameters()?;
             site.net
                 .load(&curve_point(theta_g, &phi_now, &theta_k, t)?)?;

@@ -260,7 +260,7 @@ pub(crate) mod tests {
     use crate::strategy::FedAvgClient;
     use crate::train::{Budget, OptimizerConfig, RecordDp, TrainConfig};
     use candle_core::Device;
-    use rand::{Rng, SeedableRng};
+    use rand::{RngExt, SeedableRng};
 
     #[test]
     fn contrastive_loss_by_hand() {
@@ -291,7 +291,7 @@ pub(crate) mod tests {
     pub(crate) fn binary_site(spec: &ModelSpec, d: usize, record_dp: bool, seed: u64) -> Site {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let mut rows = |n: usize| {
-            let x: Vec<f32> = (0..n * d).map(|_| rng.gen_range(-1.0f32..1.0)).collect();
+            let x: Vec<f32> = (0..n * d).map(|_| rng.random_range(-1.0f32..1.0)).collect();
             let y = x.chunks_exact(d).map(|r| u32::from(r[0] > 0.0)).collect();
             Dataset::new(d, x, y).unwrap()
         };

@@ -33,7 +33,7 @@
 //!
 //! Record-level DP is refused: a private version needs two privatised gradients per step at
 //! two different points (and a private fine-tuning step at evaluation).
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
@@ -125,7 +125,7 @@ impl ClientStrategy for PerFedAvgClient {
             apply_gradient(net, opt, &g, &[])?;
             Ok(task)
         })?;
-        self.eval_seed = Some(rng.gen());
+        self.eval_seed = Some(rng.random());
         Ok(res)
     }
 

@@ -565,7 +565,7 @@ fn probabilities(logits: &Tensor) -> Result<Vec<f32>> {
 mod tests {
     use super::*;
     use crate::model::{MlpConfig, ModelSpec};
-    use rand::{Rng, SeedableRng};
+    use rand::{RngExt, SeedableRng};
 
     /// The optimiser as device operations (what runs on a GPU), run here on the CPU against
     /// the host loops: the same parameters and moments after a run of steps, for every
@@ -598,7 +598,7 @@ mod tests {
         });
         let mut rng = ChaCha8Rng::seed_from_u64(11);
         let rows = 50;
-        let x: Vec<f32> = (0..rows * 5).map(|_| rng.gen_range(-1.0..1.0)).collect();
+        let x: Vec<f32> = (0..rows * 5).map(|_| rng.random_range(-1.0..1.0)).collect();
         let y: Vec<u32> = (0..rows as u32).map(|i| (i * 7 % 3 == 0) as u32).collect();
         let data = Dataset::new(5, x, y).unwrap();
         for config in [

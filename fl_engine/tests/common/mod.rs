@@ -6,7 +6,7 @@ use fl_engine::model::ModelSpec;
 use fl_engine::sim::{CheckpointKind, Simulation, SimulationConfig};
 use fl_engine::strategy::StrategyConfig;
 use fl_engine::train::{Budget, LossKind, OptimizerConfig, TrainConfig};
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 /// Three well-separated Gaussian blobs in 4-d, dealt to 5 sites with Dirichlet(0.5) skew
@@ -20,7 +20,7 @@ pub fn blobs(seed: u64) -> Vec<SiteData> {
         let c = (i % 3) as u32;
         for j in 0..d {
             let centre = if j == c as usize { 3.0 } else { 0.0 };
-            x.push(centre + rng.gen_range(-1.0f32..1.0));
+            x.push(centre + rng.random_range(-1.0f32..1.0));
         }
         y.push(c);
     }
@@ -56,16 +56,16 @@ pub fn binary_sites(seed: u64, n_sites: usize, skew: f32) -> Vec<SiteData> {
         .map(|k| {
             let mut w = [1.0f32, -1.0, 0.5, 0.0];
             for v in w.iter_mut() {
-                *v += skew * rng.gen_range(-1.0f32..1.0);
+                *v += skew * rng.random_range(-1.0f32..1.0);
             }
-            let b = skew * rng.gen_range(-0.5f32..0.5);
+            let b = skew * rng.random_range(-0.5f32..0.5);
             let mut rows = |n: usize| {
-                let x: Vec<f32> = (0..d * n).map(|_| rng.gen_range(-1.0f32..1.0)).collect();
+                let x: Vec<f32> = (0..d * n).map(|_| rng.random_range(-1.0f32..1.0)).collect();
                 let y = x
                     .chunks_exact(d)
                     .map(|r| {
                         let s: f32 = r.iter().zip(&w).map(|(a, b)| a * b).sum::<f32>() + b;
-                        u32::from((s > 0.0) != (rng.gen::<f32>() < 0.05))
+                        u32::from((s > 0.0) != (rng.random::<f32>() < 0.05))
                     })
                     .collect();
                 Dataset::new(d, x, y).unwrap()

@@ -16,7 +16,7 @@
 //! only the noisy values.
 
 use chrono::{DateTime, Months, Utc};
-use rand::{CryptoRng, RngCore};
+use rand::{CryptoRng, Rng};
 use serde::{Deserialize, Serialize};
 
 use ehds_stats::{
@@ -456,7 +456,7 @@ impl StatisticsRun {
     /// `under_review` or `withheld` (or `failed` when nobody answered). `earlier` are the counts
     /// the organisation's earlier answers released (the differencing check); `rng` draws the
     /// noise of a query that declares differential privacy.
-    pub fn complete<R: RngCore + CryptoRng>(
+    pub fn complete<R: Rng + CryptoRng>(
         &mut self,
         contributions: &[Contribution],
         earlier: &[ReleasedCount],

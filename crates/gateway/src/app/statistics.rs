@@ -378,8 +378,9 @@ pub async fn complete(
         .into_iter()
         .flat_map(|s| s.run.released_counts())
         .collect();
-    // Noise must be unpredictable to everyone, the gateway's operators included.
-    let mut rng = rand::rngs::OsRng;
+    // Noise must be unpredictable to everyone, the gateway's operators included: drawn from
+    // the operating system's generator directly.
+    let mut rng = rand::rand_core::UnwrapErr(rand::rngs::SysRng);
     match run.complete(&contributions, &earlier, settings.review, &mut rng, now) {
         Ok(()) => {}
         Err(RunStateError(_)) => return Ok(run),

@@ -200,7 +200,7 @@ impl GatewayClient {
             blinds.push((None, b));
         }
         // The padding must not sit at the end, where it could be told apart by position.
-        blinds.shuffle(&mut rand::rngs::OsRng);
+        blinds.shuffle(&mut rand::rand_core::UnwrapErr(rand::rngs::SysRng));
         let request = MatchRequest {
             permit_id: query.permit_id,
             blinded: blinds

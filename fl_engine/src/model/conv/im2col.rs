@@ -386,7 +386,7 @@ impl Geometry {
 mod tests {
     use super::*;
     use crate::model::conv::geometry::COLUMNS_PER_PRODUCT;
-    use rand::{Rng, SeedableRng};
+    use rand::{RngExt, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
     /// im2col (its one-copy path for stride 1 and its row-by-row path) and col2im agree
@@ -418,7 +418,9 @@ mod tests {
                 algorithm: Algorithm::Im2col,
             };
             let (l, image, ld) = (g.positions(), cin * h * w, 2 * g.positions() + 5);
-            let x: Vec<f32> = (0..2 * image).map(|_| rng.gen_range(-1.0..1.0)).collect();
+            let x: Vec<f32> = (0..2 * image)
+                .map(|_| rng.random_range(-1.0..1.0))
+                .collect();
             // entry (row, image, position) of the definition
             let value = |r: usize, b: usize, p: usize| {
                 let (c, ky, kx) = (r / (k * k), (r / k) % k, r % k);
@@ -451,7 +453,9 @@ mod tests {
                 }
             }
             // col2im: each column entry added to the pixel it was read from
-            let grads: Vec<f32> = (0..cols.len()).map(|_| rng.gen_range(-1.0..1.0)).collect();
+            let grads: Vec<f32> = (0..cols.len())
+                .map(|_| rng.random_range(-1.0..1.0))
+                .collect();
             for b in 0..2 {
                 let mut dx = vec![0f32; image];
                 g.col2im(&grads[b * l..], ld, &mut dx);
@@ -540,7 +544,7 @@ mod tests {
             };
             let image = cin * side * side;
             let random = |rng: &mut ChaCha8Rng, n: usize| -> Vec<f32> {
-                (0..n).map(|_| rng.gen_range(-1.0..1.0)).collect()
+                (0..n).map(|_| rng.random_range(-1.0..1.0)).collect()
             };
             let x = random(&mut rng, batch * image);
             let w = random(&mut rng, cout * base.patch());

@@ -94,7 +94,7 @@ mod tests {
     use super::*;
     use crate::model::conv::testing::{close, random};
     use candle_core::{Device, Var};
-    use rand::{Rng, SeedableRng};
+    use rand::{RngExt, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
     /// The fused skip sum and ReLU agree with candle's add and ReLU, values and both
@@ -114,7 +114,7 @@ mod tests {
                         if i % 7 == 0 {
                             -v
                         } else {
-                            rng.gen_range(-1.0..1.0)
+                            rng.random_range(-1.0..1.0)
                         }
                     })
                     .collect()

@@ -1,11 +1,11 @@
 //! Helpers shared by the convolution and GroupNorm tests.
 use candle_core::{Device, Tensor, Var};
-use rand::Rng;
+use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
 pub(super) fn random(rng: &mut ChaCha8Rng, shape: &[usize]) -> Var {
     let n = shape.iter().product();
-    let v: Vec<f32> = (0..n).map(|_| rng.gen_range(-1.0f32..1.0)).collect();
+    let v: Vec<f32> = (0..n).map(|_| rng.random_range(-1.0f32..1.0)).collect();
     Var::from_vec(v, shape, &Device::Cpu).unwrap()
 }
 

@@ -644,7 +644,7 @@ pub(super) fn backward(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::{Rng, SeedableRng};
+    use rand::{RngExt, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
     /// F(2, 3) along one axis, by hand: `d = 1 2 3 4`, `g = 1 -2 1/2` give the correlation
@@ -661,7 +661,7 @@ mod tests {
     #[test]
     fn adjoints_are_transposes() {
         let mut rng = ChaCha8Rng::seed_from_u64(1);
-        let mut r = || -> f32 { rng.gen_range(-1.0..1.0) };
+        let mut r = || -> f32 { rng.random_range(-1.0..1.0) };
         let dot = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
         for _ in 0..20 {
             let (a4, b4, a2, a3) = (
@@ -746,7 +746,7 @@ mod tests {
             };
             assert!(applies(&tiled) && !applies(&direct));
             let mut random =
-                |n: usize| -> Vec<f32> { (0..n).map(|_| rng.gen_range(-1.0..1.0)).collect() };
+                |n: usize| -> Vec<f32> { (0..n).map(|_| rng.random_range(-1.0..1.0)).collect() };
             let x = random(batch * cin * h * w);
             let k = random(cout * cin * 9);
             let dy = random(batch * cout * h * w);

@@ -29,7 +29,7 @@
 //! The output layer has no bias: a constant does not move the MAP estimate, and the server's
 //! objective (below) would push it down without bound.
 use candle_core::{DType, Device, Tensor, Var};
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::error::{EngineError, Result};
@@ -159,7 +159,7 @@ impl Prior {
                 let n: usize = shape.iter().product();
                 let values = (0..n)
                     .map(|_| {
-                        let v = rng.gen_range(-bound..bound);
+                        let v = rng.random_range(-bound..bound);
                         if constrained {
                             v.abs()
                         } else {
@@ -587,11 +587,11 @@ mod tests {
     /// Largest violation of `f((a+b)/2) <= (f(a) + f(b))/2` over random pairs.
     fn worst_midpoint_gap(p: &Prior, psi: &ParameterSet, n: usize, seed: u64) -> f64 {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let mu = one("w", (0..n).map(|_| rng.gen_range(-1.0..1.0)).collect());
+        let mu = one("w", (0..n).map(|_| rng.random_range(-1.0..1.0)).collect());
         let mut worst = f64::NEG_INFINITY;
         for _ in 0..40 {
-            let a: Vec<f32> = (0..n).map(|_| rng.gen_range(-3.0..3.0)).collect();
-            let b: Vec<f32> = (0..n).map(|_| rng.gen_range(-3.0..3.0)).collect();
+            let a: Vec<f32> = (0..n).map(|_| rng.random_range(-3.0..3.0)).collect();
+            let b: Vec<f32> = (0..n).map(|_| rng.random_range(-3.0..3.0)).collect();
             let m: Vec<f32> = a.iter().zip(&b).map(|(x, y)| (x + y) / 2.0).collect();
             let f = |v: Vec<f32>| p.value(psi, &one("w", v), &mu).unwrap();
             let gap = f(m) - (f(a) + f(b)) / 2.0;
@@ -608,7 +608,7 @@ mod tests {
         for (_, t) in psi.iter_mut() {
             t.values
                 .iter_mut()
-                .for_each(|v| *v = rng.gen_range(-1.0..1.0));
+                .for_each(|v| *v = rng.random_range(-1.0..1.0));
         }
         if clamp {
             p.clamp(shared, &mut psi);

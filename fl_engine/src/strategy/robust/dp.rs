@@ -36,7 +36,7 @@
 //!
 //! The report holds raw update norms and the rule's selection: keep it inside the
 //! aggregator's trust boundary. Use [`NoiseRng::from_os_entropy`] for real studies.
-use rand::Rng;
+use rand::RngExt;
 use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
 
@@ -244,7 +244,7 @@ mod tests {
     fn random_updates(n: usize, d: usize, seed: u64) -> Vec<Vec<f32>> {
         let mut r = ChaCha8Rng::seed_from_u64(seed);
         (0..n)
-            .map(|_| (0..d).map(|_| r.gen_range(-2.0f32..2.0)).collect())
+            .map(|_| (0..d).map(|_| r.random_range(-2.0f32..2.0)).collect())
             .collect()
     }
 
