@@ -12,16 +12,9 @@ use crate::{
     federation::Federation,
     http::{self, AppState},
     secret::KeyVault,
-    store::{self, Store},
+    store,
 };
-use ehds_core::{
-    dev_issuer::DevIssuer,
-    domain::{
-        audit::{Actor, AuditAction, AuditSubject, NewAuditEvent},
-        audit_details::NoiseKeysSealed,
-        optout::PseudonymKey,
-    },
-};
+use ehds_core::{dev_issuer::DevIssuer, domain::optout::PseudonymKey};
 
 pub struct Application {
     listener: TcpListener,
@@ -99,7 +92,7 @@ impl Application {
         let authz = Arc::new(Authorizer::new()?);
         let settings_http = settings.http.clone();
         let vault = Arc::new(KeyVault::load_or_create(&settings.data_dir)?);
-        seal_stored_noise_keys(store.as_ref(), &vault)
+        crate::app::studies::seal_stored_noise_keys(store.as_ref(), &vault)
             .await
             .context("Failed to seal the stored study noise keys")?;
         let metrics_access =
@@ -263,33 +256,4 @@ async fn sweep_once(state: &AppState) -> anyhow::Result<()> {
         crate::app::sweeps::sweep(state.store.as_ref(), &state.procedure).await?;
     }
     Ok(())
-}
-
-/// Seals study noise keys stored in clear by versions before the vault existed, in one
-/// transaction with its audit entry.
-pub async fn seal_stored_noise_keys(store: &dyn Store, vault: &KeyVault) -> anyhow::Result<usize> {
-    let mut tx = store.begin().await?;
-    let mut sealed = 0;
-    for (study, stored) in tx.study_noise_keys().await? {
-        if KeyVault::is_sealed(&stored) {
-            continue;
-        }
-        let key = vault.seal(study.to_string().as_bytes(), &stored)?;
-        tx.set_study_noise_key(study, &key).await?;
-        sealed += 1;
-    }
-    if sealed > 0 {
-        tx.append_audit(
-            NewAuditEvent::success(
-                &Actor::system(),
-                AuditAction::SystemNoiseKeysSealed,
-                AuditSubject::Studies,
-            )
-            .details(&NoiseKeysSealed { studies: sealed }),
-        )
-        .await?;
-        tracing::warn!(studies = sealed, "sealed study noise keys stored in clear; old database pages may still hold them until the file is vacuumed");
-    }
-    tx.commit().await?;
-    Ok(sealed)
 }

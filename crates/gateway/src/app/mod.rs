@@ -9,6 +9,8 @@ pub mod catalogue;
 pub mod node_tasks;
 pub mod optouts;
 pub mod permits;
+pub mod reads;
+pub mod refusals;
 pub mod register;
 pub mod secagg_relay;
 pub mod statistics;

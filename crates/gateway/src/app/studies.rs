@@ -13,11 +13,11 @@ use crate::{
     },
     provenance::{self, Provenance},
     secret::KeyVault,
-    store::{StoreError, Tx},
+    store::{Store, StoreError, Tx},
 };
 use ehds_core::domain::{
-    audit::AuditSubject,
-    audit_details::{ModelReleased, StudyCreated, StudyHalted},
+    audit::{Actor, AuditAction, AuditSubject, NewAuditEvent},
+    audit_details::{ModelReleased, NoiseKeysSealed, StudyCreated, StudyHalted},
     check::{check, CheckRequest, DenyReason},
     permit::TransitionError,
     small_cell::SmallCellRule,
@@ -446,4 +446,33 @@ pub async fn release_model(
         choice,
         provenance: statement,
     })
+}
+
+/// Seals study noise keys stored in clear by versions before the vault existed, in one
+/// transaction with its audit entry.
+pub async fn seal_stored_noise_keys(store: &dyn Store, vault: &KeyVault) -> anyhow::Result<usize> {
+    let mut tx = store.begin().await?;
+    let mut sealed = 0;
+    for (study, stored) in tx.study_noise_keys().await? {
+        if KeyVault::is_sealed(&stored) {
+            continue;
+        }
+        let key = vault.seal(study.to_string().as_bytes(), &stored)?;
+        tx.set_study_noise_key(study, &key).await?;
+        sealed += 1;
+    }
+    if sealed > 0 {
+        tx.append_audit(
+            NewAuditEvent::success(
+                &Actor::system(),
+                AuditAction::SystemNoiseKeysSealed,
+                AuditSubject::Studies,
+            )
+            .details(&NoiseKeysSealed { studies: sealed }),
+        )
+        .await?;
+        tracing::warn!(studies = sealed, "sealed study noise keys stored in clear; old database pages may still hold them until the file is vacuumed");
+    }
+    tx.commit().await?;
+    Ok(sealed)
 }

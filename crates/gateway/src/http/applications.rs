@@ -17,6 +17,7 @@ use super::{
     permits::PermitView,
     AppState,
 };
+use crate::app::reads::{self, Read};
 use crate::{
     app::applications::{self, Decision, GrantTerms, Step, StepError},
     authz::{Action, Resource},
@@ -274,8 +275,8 @@ pub async fn read(
             &Resource::Application(&app),
         )
         .map_err(|e| e.on(AuditSubject::Application(id)))?;
-    tx.append_audit(caller.audit(Action::ApplicationRead, AuditSubject::Application(id)))
-        .await?;
+    let read = Read::of(Action::ApplicationRead, AuditSubject::Application(id));
+    reads::record_read(&mut *tx, &caller.requester(), read).await?;
     tx.commit().await?;
     Ok(Json(ApplicationView::new(&state, app, time::now())))
 }

@@ -45,22 +45,7 @@ pub struct ApiError {
 /// Longest problem `detail` sent or stored: details may quote what the caller sent (a serde
 /// error names the offending value), so they are cut to a fixed size.
 pub const MAX_DETAIL: usize = 1024;
-/// Longest detail kept in the audit entry of a refusal.
-pub const MAX_STORED_DETAIL: usize = 512;
-/// Longest request path kept in the audit entry of a refusal.
-pub const MAX_STORED_PATH: usize = 256;
-
-/// `text` cut to at most `max` bytes on a character boundary, marked with `…` when cut.
-pub fn bounded(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let mut end = max.saturating_sub('…'.len_utf8());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
-}
+pub use crate::app::refusals::bounded;
 
 pub type ApiResult<T, E = ApiError> = Result<T, E>;
 
@@ -288,17 +273,4 @@ pub struct Problem {
     pub code: String,
     pub detail: String,
     pub errors: Option<Vec<FieldError>>,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::bounded;
-
-    #[test]
-    fn long_text_is_cut_on_a_character_boundary() {
-        assert_eq!(bounded("short", 10), "short");
-        let cut = bounded(&"é".repeat(100), 11);
-        assert!(cut.len() <= 11 && cut.ends_with('…'), "{cut}");
-        assert_eq!(bounded("abcdefghij", 4), "a…");
-    }
 }

@@ -51,8 +51,7 @@ use crate::{
 use ehds_core::{
     dev_issuer::DevIssuer,
     domain::{
-        audit::{Actor, AuditAction, AuditSubject, NewAuditEvent, Outcome},
-        audit_details::{Refusal, RefusalsSummarised},
+        audit::{Actor, AuditSubject, NewAuditEvent},
         optout::PseudonymKey,
     },
 };
@@ -144,12 +143,8 @@ pub(crate) async fn list_visible<T, V>(
             visible.push(view(row));
         }
     }
-    tx.append_audit(caller.audit(list, subject).details(
-        &ehds_core::domain::audit_details::Listed {
-            returned: visible.len(),
-        },
-    ))
-    .await?;
+    crate::app::reads::record_list(&mut *tx, &caller.requester(), list, subject, visible.len())
+        .await?;
     tx.commit().await?;
     Ok(visible)
 }
@@ -285,24 +280,7 @@ pub fn layers(app: Router, settings: &Settings) -> Router {
 /// Appends the counts of refusals held back from the audit trail in the last minute, if any.
 pub async fn record_refusal_summary(state: &AppState) -> anyhow::Result<()> {
     let counts = state.unauthenticated.take_summary();
-    if counts.is_empty() {
-        return Ok(());
-    }
-    let total: u64 = counts.values().sum();
-    let mut tx = state.store.begin().await?;
-    let mut event = NewAuditEvent::success(
-        &Actor::anonymous(),
-        AuditAction::HttpRefusalsSummarised,
-        AuditSubject::Requests,
-    )
-    .details(&RefusalsSummarised {
-        refusals: total,
-        by_code: &counts,
-        window_seconds: 60,
-    });
-    event.outcome = Outcome::Denied;
-    tx.append_audit(event).await?;
-    tx.commit().await?;
+    crate::app::refusals::record_refusal_summary(state.store.as_ref(), &counts, 60).await?;
     Ok(())
 }
 
@@ -477,34 +455,20 @@ pub(crate) async fn record_refusal(
     status: StatusCode,
     problem: ProblemInfo,
 ) {
-    let event = NewAuditEvent {
+    let refused = crate::app::refusals::RefusedRequest {
         actor,
-        action: problem
-            .action
-            .unwrap_or_else(|| AuditAction::refused_request(method)),
-        outcome: if status.is_server_error() {
-            Outcome::Failure
-        } else {
-            Outcome::Denied
-        },
-        resource_type: problem.resource_type.unwrap_or("request").to_owned(),
+        action: problem.action,
+        method,
+        path,
+        request_id,
+        status: status.as_u16(),
+        code: problem.code,
+        detail: &problem.detail,
+        resource_type: problem.resource_type,
         resource_id: problem.resource_id,
         permit_id: problem.permit_id,
-        request_id,
-        http_status: Some(status.as_u16()),
-        detail: serde_json::Value::Null,
-    }
-    .details(&Refusal {
-        code: problem.code,
-        detail: error::bounded(&problem.detail, error::MAX_STORED_DETAIL),
-        method,
-        path: error::bounded(path, error::MAX_STORED_PATH),
-    });
-    let recorded = async {
-        let mut tx = state.store.begin().await?;
-        tx.append_audit(event).await?;
-        tx.commit().await
     };
+    let recorded = crate::app::refusals::record_refusal(state.store.as_ref(), refused);
     if let Err(e) = recorded.await {
         // The refusal stands; failing to record it is itself an incident for the operators.
         tracing::error!(error = %e, "failed to audit a refused request");

@@ -21,6 +21,7 @@ use super::{
     AppState,
 };
 pub use crate::app::optouts::ImportReport;
+use crate::app::reads::{self, Read};
 use crate::{
     app::optouts,
     authz::{Action, Resource},
@@ -196,8 +197,12 @@ pub async fn read(
     state.authorize(&caller, action, &Resource::OptOutRegistry)?;
     let mut tx = state.store.begin().await?;
     let events = load_record(&mut *tx, id, action).await?;
-    tx.append_audit(caller.audit(action, AuditSubject::OptOut(id)))
-        .await?;
+    reads::record_read(
+        &mut *tx,
+        &caller.requester(),
+        Read::of(action, AuditSubject::OptOut(id)),
+    )
+    .await?;
     tx.commit().await?;
     Ok(Json(OptOutRecordView::new(id, events)))
 }

@@ -18,6 +18,7 @@ use super::{
     extract::{ApiJson, ApiPath, ApiQuery, Caller},
     AppState,
 };
+use crate::app::reads::{self, Read};
 use crate::federation::Change;
 use crate::{
     app::permits::{self, PermitError},
@@ -168,12 +169,8 @@ pub async fn read(
     state
         .authorize(&caller, Action::PermitRead, &Resource::Permit(&p))
         .map_err(|e| e.on(AuditSubject::Permit(id)))?;
-    tx.append_audit(
-        caller
-            .audit(Action::PermitRead, AuditSubject::Permit(id))
-            .permit(id),
-    )
-    .await?;
+    let read = Read::of(Action::PermitRead, AuditSubject::Permit(id)).under(id);
+    reads::record_read(&mut *tx, &caller.requester(), read).await?;
     tx.commit().await?;
     Ok(with_etag(&p, PermitView::new(&p, time::now())))
 }
@@ -193,12 +190,8 @@ pub async fn versions(
         .authorize(&caller, Action::PermitVersions, &Resource::Permit(&p))
         .map_err(|e| e.on(AuditSubject::Permit(id)))?;
     let versions = tx.list_permit_versions(id).await?;
-    tx.append_audit(
-        caller
-            .audit(Action::PermitVersions, AuditSubject::Permit(id))
-            .permit(id),
-    )
-    .await?;
+    let read = Read::of(Action::PermitVersions, AuditSubject::Permit(id)).under(id);
+    reads::record_read(&mut *tx, &caller.requester(), read).await?;
     tx.commit().await?;
     Ok(Json(versions))
 }

@@ -19,6 +19,7 @@ use super::{
     permits::load_permit,
     AppState,
 };
+use crate::app::reads::{self, Read};
 use crate::{
     app::statistics::{self, ResultError, ReviewError, RunError, RunRequest},
     authz::{Action, Resource},
@@ -28,7 +29,6 @@ use crate::{
 use ehds_core::{
     domain::{
         audit::{AuditAction, AuditSubject},
-        audit_details::Listed,
         statistics::{
             Answer, Charge, NotCounted, Review, ReviewDecision, RunStatus, StatisticsRun,
         },
@@ -292,12 +292,13 @@ pub async fn list(
             visible.push(StatisticsRunView::new(&run, officer, now));
         }
     }
-    tx.append_audit(
-        caller
-            .audit(action, AuditSubject::StatisticsRuns)
-            .details(&Listed {
-                returned: visible.len(),
-            }),
+    let subject = AuditSubject::StatisticsRuns;
+    reads::record_list(
+        &mut *tx,
+        &caller.requester(),
+        action,
+        subject,
+        visible.len(),
     )
     .await?;
     tx.commit().await?;
@@ -335,12 +336,8 @@ pub async fn read(
     let action = Action::StatisticsRead;
     let mut tx = state.store.begin().await?;
     let StoredRun { run, .. } = authorized_run(&state, &caller, &mut *tx, id, action).await?;
-    tx.append_audit(
-        caller
-            .audit(action, AuditSubject::StatisticsRun(id))
-            .permit(run.permit_id),
-    )
-    .await?;
+    let read = Read::of(action, AuditSubject::StatisticsRun(id)).under(run.permit_id);
+    reads::record_read(&mut *tx, &caller.requester(), read).await?;
     tx.commit().await?;
     Ok(Json(StatisticsRunView::new(
         &run,

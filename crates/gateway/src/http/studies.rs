@@ -21,6 +21,7 @@ use super::{
     permits::load_permit,
     AppState,
 };
+use crate::app::reads::{self, Read};
 use crate::federation::Change;
 use crate::{
     app::studies::{
@@ -32,7 +33,6 @@ use crate::{
 };
 use ehds_core::domain::{
     audit::AuditSubject,
-    audit_details::StudyViewed,
     data_quality::DataQuality,
     small_cell::SmallCellRule,
     study::{
@@ -272,12 +272,8 @@ pub async fn read(
     let mut tx = state.store.begin().await?;
     let study = authorized_study(&state, &caller, &mut *tx, id, Action::StudyRead).await?;
     let data_quality = holders_data_quality(&mut *tx, id, state.small_cells()).await?;
-    tx.append_audit(
-        caller
-            .audit(Action::StudyRead, AuditSubject::Study(id))
-            .permit(study.spec.permit_id),
-    )
-    .await?;
+    let read = Read::of(Action::StudyRead, AuditSubject::Study(id)).under(study.spec.permit_id);
+    reads::record_read(&mut *tx, &caller.requester(), read).await?;
     tx.commit().await?;
     Ok(Json(StudyView {
         data_quality,
@@ -479,13 +475,10 @@ pub async fn rounds(
     let mut tx = state.store.begin().await?;
     let study = authorized_study(&state, &caller, &mut *tx, id, Action::StudyRead).await?;
     let view = rounds_view(&mut *tx, &study, state.small_cells()).await?;
-    tx.append_audit(
-        caller
-            .audit(Action::StudyRead, AuditSubject::Study(id))
-            .permit(study.spec.permit_id)
-            .details(&StudyViewed { view: "rounds" }),
-    )
-    .await?;
+    let read = Read::of(Action::StudyRead, AuditSubject::Study(id))
+        .under(study.spec.permit_id)
+        .view("rounds");
+    reads::record_read(&mut *tx, &caller.requester(), read).await?;
     tx.commit().await?;
     Ok(Json(view))
 }

@@ -31,10 +31,9 @@ use super::{
     studies::{authorized_study, rounds_view},
     AppState,
 };
+use crate::app::reads::{self, Read};
 use crate::authz::Action;
-use ehds_core::domain::{
-    audit::AuditSubject, audit_details::StudyViewed, study::StudyStatus, StudyId,
-};
+use ehds_core::domain::{audit::AuditSubject, study::StudyStatus, StudyId};
 
 /// Longest wait between two looks at the database.
 const POLL: Duration = Duration::from_secs(1);
@@ -67,13 +66,10 @@ pub async fn events(
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
     let mut tx = state.store.begin().await?;
     let study = authorized_study(&state, &caller, &mut *tx, id, Action::StudyRead).await?;
-    tx.append_audit(
-        caller
-            .audit(Action::StudyRead, AuditSubject::Study(id))
-            .permit(study.spec.permit_id)
-            .details(&StudyViewed { view: "events" }),
-    )
-    .await?;
+    let read = Read::of(Action::StudyRead, AuditSubject::Study(id))
+        .under(study.spec.permit_id)
+        .view("events");
+    reads::record_read(&mut *tx, &caller.requester(), read).await?;
     tx.commit().await?;
 
     let follower = Follower {
