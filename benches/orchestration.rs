@@ -41,7 +41,11 @@
 //!
 //! The simulated nodes run on a tokio runtime of their own (threads named `sim-node`), so that a
 //! sampler thread can split the process's CPU per round between the nodes and the gateway (the
-//! rest of the process).
+//! rest of the process). With `--separate-nodes` they run in a second process instead (the bench
+//! started again with the internal flag `--sim-nodes` and a file naming its nodes and their
+//! tokens, reporting its counts on its standard output): the gateway's process then
+//! holds one socket per node instead of two, which 10,000 holders need where the open-file limit
+//! is 20,000, and its peak RSS is the gateway's alone; the nodes' CPU is that process's.
 //!
 //! Run: `cargo bench -p ehds-gateway --bench orchestration -- [options]`
 //!
@@ -53,13 +57,14 @@
 //! * `--params 10000,1000000`: an MLP of about this many parameters instead of the logistic
 //!   model (default with `--secure`: 10000,1000000);
 //! * `--secure`: each case with and without secure aggregation, alternately;
-//! * `--pairs P`: with `--secure`, studies of each kind per case (default 2).
+//! * `--pairs P`: with `--secure`, studies of each kind per case (default 2);
+//! * `--separate-nodes`: the simulated nodes in a process of their own.
 //!
 //! `TEST_POSTGRES_URL` names the administrative PostgreSQL URL (default
 //! `postgres://postgres@127.0.0.1:5432/postgres`); a database is created per run and dropped.
 //! Each configuration runs in a process of its own (the bench starts itself again with the
 //! internal flag `--run-one`), so its peak RSS (`VmHWM`) is that run's: the gateway and the
-//! simulated nodes together.
+//! simulated nodes together, or the gateway alone with `--separate-nodes`.
 
 use std::{
     path::Path,
@@ -138,11 +143,13 @@ struct Config {
     /// The store's commit mode (`--commit group|each`), for the ratio against one flush per
     /// transaction.
     commit: CommitMode,
+    /// The simulated nodes in a process of their own.
+    separate_nodes: bool,
 }
 
 const USAGE: &str = "options: --backend sqlite|postgres|both  --nodes 4,100,1000  --rounds R  \
                      --rounds-large R (N >= 1000)  --timeout SECONDS  --params 10000,1000000  \
-                     --secure  --pairs P  --commit group|each";
+                     --secure  --pairs P  --commit group|each  --separate-nodes";
 
 fn number_list(v: &str, flag: &str) -> anyhow::Result<Vec<usize>> {
     v.split(',')
@@ -164,6 +171,7 @@ impl Config {
             pairs: 2,
             run_one: false,
             commit: CommitMode::Group,
+            separate_nodes: false,
         };
         // given or the mode's default
         let (mut nodes, mut rounds, mut rounds_large, mut params) = (None, None, None, None);
@@ -175,6 +183,10 @@ impl Config {
             }
             if arg == "--run-one" {
                 cfg.run_one = true;
+                continue;
+            }
+            if arg == "--separate-nodes" {
+                cfg.separate_nodes = true;
                 continue;
             }
             let (flag, inline) = match arg.split_once('=') {
@@ -271,13 +283,14 @@ fn peak_rss_mib() -> Option<f64> {
     Some(kib / 1024.0)
 }
 
-/// The CPU counters at one instant: the machine's (busy, total) ticks, this process's, and its
-/// simulated nodes' threads'.
+/// The CPU counters at one instant: the machine's (busy, total) ticks, the gateway's (this
+/// process less its simulated nodes' threads) and the simulated nodes' (their threads, or their
+/// process).
 #[derive(Clone, Copy)]
 struct CpuSample {
     at: DateTime<Utc>,
     machine: (u64, u64),
-    process: u64,
+    gateway: u64,
     nodes: u64,
 }
 
@@ -290,18 +303,20 @@ struct CpuSampler {
 }
 
 impl CpuSampler {
-    fn start() -> Self {
+    /// Samples until finished; `node_process` is the simulated nodes' process, if apart.
+    fn start(node_process: Option<u32>) -> Self {
         let samples: Arc<Mutex<Vec<CpuSample>>> = Default::default();
         let stop: Arc<std::sync::atomic::AtomicBool> = Default::default();
         let thread = std::thread::spawn({
             let (samples, stop) = (samples.clone(), stop.clone());
             move || {
                 while !stop.load(Ordering::Relaxed) {
+                    let node_threads = cpu::thread_ticks(NODE_THREADS);
                     let sample = CpuSample {
                         at: Utc::now(),
                         machine: cpu::machine_ticks().unwrap_or_default(),
-                        process: cpu::self_ticks(),
-                        nodes: cpu::thread_ticks(NODE_THREADS),
+                        gateway: cpu::self_ticks().saturating_sub(node_threads),
+                        nodes: node_threads + node_process.map_or(0, cpu::pid_ticks),
                     };
                     if let Ok(mut s) = samples.lock() {
                         s.push(sample);
@@ -331,8 +346,7 @@ impl CpuSampler {
     }
 }
 
-/// CPU seconds that the gateway (the process less its node threads) and the simulated nodes
-/// used from `a` to `b`, taken between the last sample before `a` and the first after `b`.
+/// CPU seconds that the gateway and the simulated nodes used from `a` to `b`, taken between the last sample before `a` and the first after `b`.
 fn cpu_between(samples: &[CpuSample], a: DateTime<Utc>, b: DateTime<Utc>) -> Option<(f64, f64)> {
     let from = samples.iter().rev().find(|s| s.at <= a)?;
     let to = samples.iter().find(|s| s.at >= b)?;
@@ -346,8 +360,8 @@ fn cpu_between(samples: &[CpuSample], a: DateTime<Utc>, b: DateTime<Utc>) -> Opt
     // ticks over all ticks, times the CPUs, is cores in use; times the wall time, seconds
     let seconds = |ticks: u64| ticks as f64 / total as f64 * cpus * wall;
     let nodes = to.nodes.saturating_sub(from.nodes);
-    let process = to.process.saturating_sub(from.process);
-    Some((seconds(process.saturating_sub(nodes)), seconds(nodes)))
+    let gateway = to.gateway.saturating_sub(from.gateway);
+    Some((seconds(gateway), seconds(nodes)))
 }
 
 #[path = "common/env.rs"]
@@ -548,6 +562,188 @@ impl NodeStats {
             slot.get_or_insert(e);
         }
     }
+
+    /// The counts as the node process reports them, one JSON line each time.
+    fn report(&self) -> Value {
+        json!({
+            "polling": self.polling.load(Ordering::Relaxed),
+            "requests": self.requests.load(Ordering::Relaxed),
+            "retries": self.retries.load(Ordering::Relaxed),
+            "errors": self.errors.load(Ordering::Relaxed),
+            "first_error": self.first_error.lock().ok().and_then(|e| e.clone()),
+        })
+    }
+
+    /// Takes the counts of a node process's report.
+    fn take(&self, report: &Value) {
+        let count = |k: &str| report[k].as_u64().unwrap_or(0);
+        self.polling
+            .store(count("polling") as usize, Ordering::Relaxed);
+        self.requests.store(count("requests"), Ordering::Relaxed);
+        self.retries.store(count("retries"), Ordering::Relaxed);
+        self.errors.store(count("errors"), Ordering::Relaxed);
+        if let (Some(e), Ok(mut slot)) = (report["first_error"].as_str(), self.first_error.lock()) {
+            slot.get_or_insert_with(|| e.to_owned());
+        }
+    }
+}
+
+/// A simulated holder as the bench sets it up: its organisation, its token and the
+/// training-example count it reports.
+struct Seat {
+    holder: String,
+    token: String,
+    examples: u64,
+}
+
+/// The simulated nodes of a run: tasks on a runtime of this process, or a process of their own.
+enum SimNodes {
+    InProcess {
+        runtime: tokio::runtime::Runtime,
+        tasks: Vec<tokio::task::JoinHandle<()>>,
+    },
+    Process {
+        child: tokio::process::Child,
+        reader: tokio::task::JoinHandle<()>,
+    },
+}
+
+impl SimNodes {
+    /// Starts the nodes of `seats` on a runtime of their own in this process, whose threads
+    /// live as long as the run so that their CPU can be read.
+    async fn in_process(
+        client: &GatewayClient,
+        seats: Vec<Seat>,
+        stats: &Arc<NodeStats>,
+    ) -> anyhow::Result<Self> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(std::thread::available_parallelism().map_or(2, |n| n.get()))
+            .thread_name(NODE_THREADS)
+            .thread_keep_alive(Duration::from_secs(24 * 3600))
+            .enable_all()
+            .build()?;
+        let mut tasks = Vec::with_capacity(seats.len());
+        for (i, seat) in seats.into_iter().enumerate() {
+            let node = Node::of(client, seat, stats)?;
+            tasks.push(runtime.spawn(node.run()));
+            // open the connections gradually rather than all in one burst
+            if i % 50 == 49 {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+        Ok(Self::InProcess { runtime, tasks })
+    }
+
+    /// Starts the nodes of `seats` in a process of their own (this bench with `--sim-nodes`),
+    /// whose reports keep `stats`.
+    fn process(base: &str, seats: &[Seat], stats: &Arc<NodeStats>) -> anyhow::Result<Self> {
+        use std::io::Write;
+        use tokio::io::AsyncBufReadExt;
+        let order = json!({
+            "base": base,
+            "seats": seats
+                .iter()
+                .map(|s| json!({"holder": s.holder, "token": s.token, "examples": s.examples}))
+                .collect::<Vec<_>>(),
+        });
+        let dir = tempfile::tempdir()?;
+        let order_file = dir.path().join("seats.json");
+        std::fs::File::create(&order_file)?.write_all(order.to_string().as_bytes())?;
+        let mut child = tokio::process::Command::new(std::env::current_exe()?)
+            .arg("--sim-nodes")
+            .arg(&order_file)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()?;
+        let stdout = child
+            .stdout
+            .take()
+            .context("the node process has no stdout")?;
+        let stats = stats.clone();
+        let reader = tokio::spawn(async move {
+            // the order file goes once the nodes have read it, with this task
+            let _dir = dir;
+            let mut lines = tokio::io::BufReader::new(stdout).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                match serde_json::from_str::<Value>(&line) {
+                    Ok(report) => stats.take(&report),
+                    Err(_) => println!("  node process: {line}"),
+                }
+            }
+        });
+        Ok(Self::Process { child, reader })
+    }
+
+    /// The nodes' process, when they run in one.
+    fn pid(&self) -> Option<u32> {
+        match self {
+            Self::InProcess { .. } => None,
+            Self::Process { child, .. } => child.id(),
+        }
+    }
+
+    async fn stop(self) {
+        match self {
+            Self::InProcess { runtime, tasks } => {
+                for t in &tasks {
+                    t.abort();
+                }
+                runtime.shutdown_background();
+            }
+            Self::Process { mut child, reader } => {
+                let _ = child.kill().await;
+                reader.abort();
+            }
+        }
+    }
+}
+
+/// The simulated nodes' process (`--sim-nodes FILE`): runs the nodes the file names against
+/// its gateway and prints their counts as a JSON line every 50 ms, until it is stopped.
+async fn sim_nodes(order_file: &Path) -> anyhow::Result<()> {
+    use std::io::Write;
+    let order: Value = serde_json::from_slice(&std::fs::read(order_file)?)?;
+    let seats: Vec<Seat> = order["seats"]
+        .as_array()
+        .context("no seats")?
+        .iter()
+        .map(|s| Seat {
+            holder: s["holder"].as_str().unwrap_or_default().to_owned(),
+            token: s["token"].as_str().unwrap_or_default().to_owned(),
+            examples: s["examples"].as_u64().unwrap_or(100),
+        })
+        .collect();
+    room_for_descriptors(seats.len())?;
+    let base = order["base"].as_str().context("no base")?;
+    let client = GatewayClient::builder(base)
+        .timeout(NODE_REQUEST_TIMEOUT)
+        .build()?;
+    let stats = Arc::new(NodeStats::default());
+    let report = tokio::spawn({
+        let stats = stats.clone();
+        async move {
+            let mut out = std::io::stdout();
+            loop {
+                // the bench is gone when its end of the pipe is
+                if writeln!(out, "{}", stats.report())
+                    .and_then(|_| out.flush())
+                    .is_err()
+                {
+                    std::process::exit(0);
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    });
+    for (i, seat) in seats.into_iter().enumerate() {
+        tokio::spawn(Node::of(&client, seat, &stats)?.run());
+        if i % 50 == 49 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    report.await?;
+    Ok(())
 }
 
 struct Node {
@@ -572,6 +768,15 @@ impl Node {
                 stats.retries.fetch_add(1, Ordering::Relaxed);
                 stats.requests.fetch_add(1, Ordering::Relaxed);
             }))
+    }
+
+    fn of(client: &GatewayClient, seat: Seat, stats: &Arc<NodeStats>) -> anyhow::Result<Self> {
+        Ok(Node {
+            gateway: Node::client(client, seat.token, stats),
+            holder: OrgId::parse(&seat.holder).map_err(|(_, m)| anyhow::anyhow!(m))?,
+            examples: seat.examples,
+            stats: stats.clone(),
+        })
     }
 
     /// Counts a request's first attempt (the retry hook counts the others).
@@ -1085,40 +1290,31 @@ async fn run(
         append_ms: median(&append),
     };
 
-    // The study's permit and its N nodes, on a runtime of their own (with their own connection
-    // pool), whose threads live as long as the run so that their CPU can be read.
+    // The study's permit and its N nodes.
     // `node-0000`, ...; five digits from 10,000 holders on
     let width = if n > 10_000 { 5 } else { 4 };
     let holders: Vec<String> = (0..n).map(|i| format!("node-{i:0width$}")).collect();
     let permit = issue_permit(&researcher, &officer, &officer_token, &holders, cfg.secure).await?;
-    let node_runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(std::thread::available_parallelism().map_or(2, |n| n.get()))
-        .thread_name(NODE_THREADS)
-        .thread_keep_alive(Duration::from_secs(24 * 3600))
-        .enable_all()
-        .build()?;
     // a secure-aggregation message of a large model can wait minutes for the store's lock; a
     // shorter timeout would retry it and add to the load
     let node_client = client(NODE_REQUEST_TIMEOUT)?;
     let stats = Arc::new(NodeStats::default());
-    let mut node_tasks = Vec::with_capacity(n);
-    for (i, h) in holders.iter().enumerate() {
-        let node = Node {
-            gateway: Node::client(
-                &node_client,
-                mint(&format!("agent-{h}"), "data_holder", h)?,
-                &stats,
-            ),
-            holder: OrgId::parse(h).map_err(|(_, m)| anyhow::anyhow!(m))?,
-            examples: 100 + (i as u64 % 200),
-            stats: stats.clone(),
-        };
-        node_tasks.push(node_runtime.spawn(node.run()));
-        // open the connections gradually rather than all in one burst
-        if i % 50 == 49 {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
+    let seats = holders
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            Ok(Seat {
+                holder: h.clone(),
+                token: mint(&format!("agent-{h}"), "data_holder", h)?,
+                examples: 100 + (i as u64 % 200),
+            })
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let sim = if cfg.separate_nodes {
+        SimNodes::process(&base, &seats, &stats)?
+    } else {
+        SimNodes::in_process(&node_client, seats, &stats).await?
+    };
     let ready_by = Instant::now() + Duration::from_secs(60);
     while stats.polling.load(Ordering::Relaxed) < n {
         if Instant::now() > ready_by {
@@ -1130,7 +1326,7 @@ async fn run(
     // them all in (a poll that arrives after the round starts finds its task at once anyway).
     tokio::time::sleep(Duration::from_millis(200 + n as u64)).await;
 
-    let sampler = CpuSampler::start();
+    let sampler = CpuSampler::start(sim.pid());
     let harness = Harness {
         store: store.clone(),
         researcher: researcher.clone(),
@@ -1170,10 +1366,7 @@ async fn run(
     }
     drop(harness);
     sampler.finish();
-    for t in &node_tasks {
-        t.abort();
-    }
-    node_runtime.shutdown_background();
+    sim.stop().await;
     let reads = match (cfg.secure, first_study, &failed) {
         (false, Some(id), None) => Some(store_reads(store.as_ref(), id, &holders).await?),
         _ => None,
@@ -1609,6 +1802,9 @@ async fn run_all(cfg: &Config) -> anyhow::Result<bool> {
                 if cfg.secure {
                     args.push("--secure".to_owned());
                 }
+                if cfg.separate_nodes {
+                    args.push("--separate-nodes".to_owned());
+                }
                 let mut child = tokio::process::Command::new(&exe)
                     .args(&args)
                     .stdout(std::process::Stdio::piped())
@@ -1653,6 +1849,13 @@ async fn run_all(cfg: &Config) -> anyhow::Result<bool> {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1);
+    if args.next().as_deref() == Some("--sim-nodes") {
+        let order = args
+            .next()
+            .context("--sim-nodes takes the file of its nodes")?;
+        return sim_nodes(Path::new(&order)).await;
+    }
     let cfg = Config::from_args()?;
     if cfg.run_one {
         let features: Value = serde_json::from_slice(
@@ -1693,9 +1896,13 @@ async fn main() -> anyhow::Result<()> {
         }
     );
     println!(
-        "  {} CPUs visible; each run in a process of its own, where the gateway and the simulated \
-         nodes run on two tokio runtimes",
-        std::thread::available_parallelism().map_or(0, |n| n.get())
+        "  {} CPUs visible; each run in a process of its own, where {}",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        if cfg.separate_nodes {
+            "the gateway runs; the simulated nodes run in a second process"
+        } else {
+            "the gateway and the simulated nodes run on two tokio runtimes"
+        }
     );
     println!("  load average (1/5/15 min) at start: {}", loadavg());
     println!();

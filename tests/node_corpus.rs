@@ -714,7 +714,7 @@ fn node_check_reports_without_a_gateway() {
 
 #[test]
 fn study_data_sets_lay_rows_out_as_the_study_reads_them() {
-    use ehds_core::domain::study::{RowLayout, StudyTask};
+    use ehds_core::domain::study::StudyTask;
     // time series: [series | mask | static], series time-major
     let s = spec("timeseries");
     let rows = read_site(&s, "south");
@@ -722,7 +722,7 @@ fn study_data_sets_lay_rows_out_as_the_study_reads_them() {
     let data = tensors
         .site_data("south", rows.task, StudyTask::Binary)
         .unwrap();
-    let layout = RowLayout::of(&s);
+    let layout = s.row_layout();
     let (t, k, d) = (24, 6, tensors.n_features);
     assert_eq!((layout.steps, layout.channels, layout.statics()), (t, k, d));
     assert_eq!(data.train.n_features(), layout.width());
@@ -760,7 +760,7 @@ fn study_data_sets_lay_rows_out_as_the_study_reads_them() {
     let data = tensors
         .site_data("west", rows.task, StudyTask::Survival)
         .unwrap();
-    assert_eq!(data.test.n_features(), RowLayout::of(&s).width());
+    assert_eq!(data.test.n_features(), s.row_layout().width());
     let (time, event) = data.test.survival_targets().unwrap();
     assert_eq!(time, tensors.test.time);
     let events: Vec<bool> = tensors.test.labels.iter().map(|&l| l == 1).collect();

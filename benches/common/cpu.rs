@@ -53,6 +53,15 @@ pub fn self_ticks() -> u64 {
         .unwrap_or(0)
 }
 
+/// CPU ticks of process `pid`, all its threads (0 once it has gone).
+#[allow(dead_code)] // not every bench runs a second process
+pub fn pid_ticks(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| process_ticks(&s))
+        .unwrap_or(0)
+}
+
 /// CPU ticks of this process's live threads whose name starts with `prefix` (a thread that
 /// exited is no longer counted, so the threads measured must live through the measurement).
 #[allow(dead_code)] // not every bench splits its process by thread

@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod model;
 pub mod params;
 pub mod repro;
+pub mod request;
 pub mod seeds;
 pub mod sim;
 pub mod stats;

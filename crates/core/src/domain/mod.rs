@@ -36,64 +36,7 @@ pub use ids::{
 pub use permit::{Permit, PermitState, PermitTerms};
 pub use purpose::Purpose;
 
-/// One field that failed to parse, reported back to the caller all at once.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct FieldError {
-    /// JSON pointer-like path of the offending field, e.g. `purposes[1]`.
-    pub field: String,
-    /// Stable machine-readable code.
-    pub code: &'static str,
-    pub message: String,
-}
-
-impl FieldError {
-    pub fn new(field: impl Into<String>, code: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            field: field.into(),
-            code,
-            message: message.into(),
-        }
-    }
-}
-
-/// Collects field errors while parsing a request so the caller sees every problem in one answer.
-#[derive(Debug, Default)]
-pub struct Errors(pub Vec<FieldError>);
-
-impl Errors {
-    pub fn push(
-        &mut self,
-        field: impl Into<String>,
-        code: &'static str,
-        message: impl Into<String>,
-    ) {
-        self.0.push(FieldError::new(field, code, message));
-    }
-
-    /// Records the error of a fallible parse and returns the value if it succeeded.
-    pub fn take<T>(
-        &mut self,
-        field: impl Into<String>,
-        result: Result<T, (&'static str, String)>,
-    ) -> Option<T> {
-        match result {
-            Ok(v) => Some(v),
-            Err((code, message)) => {
-                self.push(field, code, message);
-                None
-            }
-        }
-    }
-
-    pub fn into_result<T>(self, value: impl FnOnce() -> T) -> Result<T, Vec<FieldError>> {
-        if self.0.is_empty() {
-            Ok(value())
-        } else {
-            Err(self.0)
-        }
-    }
-}
+pub use fl_engine::request::{Errors, FieldError};
 
 /// The error of parsing one value: a stable code plus a human message.
 pub type ParseResult<T> = Result<T, (&'static str, String)>;

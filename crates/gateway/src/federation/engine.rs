@@ -189,7 +189,7 @@ pub fn initial_checkpoint(study: &Study) -> anyhow::Result<Checkpoint> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ehds_core::domain::{study_request::fixtures, OrgId};
+    use ehds_core::domain::study_request::fixtures;
     use std::cell::Cell;
 
     fn median() -> Aggregation {
@@ -211,7 +211,7 @@ mod tests {
         );
         // FLTrust's root update is not covered by central noise
         spec.aggregation = Aggregation::FlTrust {
-            root_holder: OrgId::parse("hosp-1").unwrap(),
+            root_holder: "hosp-1".into(),
         };
         assert!(Combination::of(&spec).is_err());
         // client-level DP under secure aggregation: the holders' distributed noise in the sum

@@ -631,6 +631,31 @@ pub struct FeatureSpec {
 }
 
 impl FeatureSpec {
+    /// Where each part of this specification lies in the row a node builds for a subject.
+    pub fn row_layout(&self) -> fl_engine::request::RowLayout {
+        let (steps, channels) = self
+            .series
+            .as_ref()
+            .map_or((0, 0), |s| (s.steps(), s.channels.len()));
+        let image = self.image.as_ref().map(|i| (i.channels, i.height, i.width));
+        let mut at = image.map_or(0, |(c, h, w)| c * h * w) + 2 * steps * channels;
+        let features = self
+            .features
+            .iter()
+            .map(|f| {
+                let w = f.columns().len();
+                at += w;
+                (f.name.clone(), at - w..at)
+            })
+            .collect();
+        fl_engine::request::RowLayout {
+            image,
+            steps,
+            channels,
+            features,
+        }
+    }
+
     /// Parse a JSON specification.
     pub fn from_json(text: &str) -> Result<Self, SpecError> {
         let raw: RawSpec = serde_json::from_str(text)?;

@@ -6,15 +6,14 @@
 //! tasks are plain records written by the round loop, each in the same transaction as the audit
 //! entry that records it.
 
-mod aggregation;
 mod dp;
 mod lifecycle;
 mod release;
 mod round;
 mod spec;
 
-pub use aggregation::Aggregation;
 pub use dp::{epsilon_of_rounds, DpLevel, DpPlan, RoundMechanism, StudyAccountant};
+pub use fl_engine::request::Aggregation;
 pub use lifecycle::{Study, StudyStatus};
 pub use release::{choose_release, ModelRelease, ReleaseChoice};
 pub use round::{

@@ -8,7 +8,6 @@
 mod assess;
 #[cfg(any(test, feature = "fixtures"))]
 pub mod fixtures;
-mod model;
 mod privacy;
 #[cfg(test)]
 mod tests;
@@ -21,19 +20,21 @@ use serde::Deserialize;
 use super::{
     application::{non_blank, parse_list},
     optout::FilterPolicy,
-    study::{Aggregation, DpLevel, ModelRelease, OutputCheck, RowLayout, StudySpec, StudyTask},
+    study::{Aggregation, DpLevel, ModelRelease, OutputCheck, StudySpec, StudyTask},
     DataCategory, Errors, FieldError, OrgId, PermitId, Purpose,
 };
 use crate::domain::feature_spec::FeatureSpec;
+use fl_engine::request::in_range;
 // named only in the OpenAPI schema attributes
 #[cfg(feature = "openapi")]
 use {super::study::DecisionThreshold, fl_engine::StrategyConfig};
 
 pub use assess::{assess, StudyReason, StudyRefusal};
-pub use model::{BackboneRequest, InputsRequest, ModelRequest, MAX_CNN_STAGES, MAX_HIDDEN_WIDTH};
+pub use fl_engine::request::{
+    BackboneRequest, InputsRequest, ModelRequest, MAX_CNN_STAGES, MAX_HIDDEN_WIDTH,
+};
 pub use privacy::DEFAULT_DISTRIBUTED_MODULUS_BITS;
 
-use model::parse_model;
 use privacy::{
     check_aggregation, parse_dp, parse_secure_aggregation, plan_distributed, DistributedRequest,
 };
@@ -252,13 +253,13 @@ pub fn parse_study(
             );
         }
     }
-    let layout = spec.as_ref().map(RowLayout::of);
+    let layout = spec.as_ref().map(FeatureSpec::row_layout);
     let task = spec.as_ref().and_then(|s| parse_task(&mut e, req.task, s));
     let loss = task.map(|t| parse_loss(&mut e, req.loss.as_ref(), t));
     let threshold = parse_threshold(&mut e, req.threshold.as_ref(), task);
     // without a valid task the model is checked at the width of a binary one
     let outputs = task.map_or(1, StudyTask::outputs);
-    let model = parse_model(&mut e, &req.model, layout.as_ref(), outputs);
+    let model = req.model.parse(&mut e, layout.as_ref(), outputs);
     // built only from widths in range: the count builds the model's variables
     let model_fields_ok = |e: &Errors| e.0.iter().all(|f| !f.field.starts_with("model"));
     let mut parameter_count = None;
@@ -523,20 +524,4 @@ fn positive(e: &mut Errors, field: &str, v: f64) -> bool {
         );
     }
     ok
-}
-
-fn in_range<T: PartialOrd + std::fmt::Display + Copy>(
-    e: &mut Errors,
-    field: &str,
-    v: T,
-    lo: T,
-    hi: T,
-) {
-    if v < lo || v > hi {
-        e.push(
-            field,
-            "out_of_range",
-            format!("`{field}` must lie in [{lo}, {hi}], got {v}"),
-        );
-    }
 }

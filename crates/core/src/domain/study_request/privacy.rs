@@ -151,7 +151,7 @@ pub(super) fn check_aggregation(
         }
     }
     if let Some(root) = aggregation.root_holder() {
-        if !data_holders.contains(root) {
+        if !data_holders.iter().any(|h| h.as_str() == root) {
             e.push(
                 "aggregation.root_holder",
                 "root_holder_not_a_study_holder",

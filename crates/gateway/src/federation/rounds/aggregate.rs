@@ -47,7 +47,7 @@ pub(super) async fn aggregate(
     let (global, _) = load_safetensors(&checkpoint.global)?;
     // FLTrust weighs every update against its root holder's: without it nothing can be
     // combined (no other rule stands in), so the round fails like one that missed its quorum
-    if let Some(root) = spec.aggregation.root_holder() {
+    if let Some(root) = spec.root_holder() {
         let sent = tasks
             .iter()
             .any(|t| &t.data_holder == root && t.status == TaskStatus::Completed);
@@ -101,7 +101,7 @@ pub(super) async fn aggregate(
             .context("a completed task has no result")?;
         let (all, _) = load_safetensors(&bytes)?;
         let (params, extras) = split_extras(&all)?;
-        if spec.aggregation.root_holder() == Some(&t.data_holder) {
+        if spec.root_holder() == Some(&t.data_holder) {
             // FLTrust's root update g0 = w_root - w, as the engine's server-trained one; it
             // weighs the others and is not itself combined
             global

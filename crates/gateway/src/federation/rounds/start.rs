@@ -132,7 +132,7 @@ pub(super) async fn start_round(
         .cloned()
         .collect();
     let mut reasons = governance(fed, &study, &permit, &participants, epsilon, now)?;
-    if let Some(root) = study.spec.aggregation.root_holder() {
+    if let Some(root) = study.spec.root_holder() {
         if !participants.contains(root) {
             reasons.push(RoundRefusal::Round(RoundReason::RootHolderRemoved {
                 holder: root.clone(),

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::OrgId;
+use crate::strategy::{Bulyan, CoordinateMedian, FlTrust, Krum, RobustRule, Trim, TrimmedMean};
 
 /// How the gateway combines the holders' updates each round. `mean` is the method's own
 /// averaging (DP-FedAvg under client-level DP, an equal-weight mean under record-level DP, the
@@ -42,7 +42,7 @@ pub enum Aggregation {
     #[serde(rename = "fltrust")]
     FlTrust {
         /// One of the study's data holders, trusted to hold the clean root data set.
-        root_holder: OrgId,
+        root_holder: String,
     },
 }
 
@@ -60,7 +60,7 @@ impl Aggregation {
     }
 
     /// FLTrust's root holder, whose update is each round's root update.
-    pub fn root_holder(&self) -> Option<&OrgId> {
+    pub fn root_holder(&self) -> Option<&str> {
         match self {
             Self::FlTrust { root_holder } => Some(root_holder),
             _ => None,
@@ -82,17 +82,16 @@ impl Aggregation {
     pub fn robust_rule(
         &self,
         root_update: Option<Vec<f32>>,
-    ) -> fl_engine::Result<Option<Box<dyn fl_engine::strategy::RobustRule>>> {
-        use fl_engine::strategy::{Bulyan, CoordinateMedian, FlTrust, Krum, Trim, TrimmedMean};
-        Ok(match *self {
+    ) -> crate::Result<Option<Box<dyn RobustRule>>> {
+        Ok(match self {
             Self::Mean => None,
-            Self::Krum { f } => Some(Box::new(Krum::new(f))),
-            Self::MultiKrum { f, m } => Some(Box::new(Krum::multi(f, m)?)),
+            Self::Krum { f } => Some(Box::new(Krum::new(*f))),
+            Self::MultiKrum { f, m } => Some(Box::new(Krum::multi(*f, *m)?)),
             Self::Median => Some(Box::new(CoordinateMedian::new())),
             Self::TrimmedMean { per_side } => {
-                Some(Box::new(TrimmedMean::new(Trim::Count(per_side))?))
+                Some(Box::new(TrimmedMean::new(Trim::Count(*per_side))?))
             }
-            Self::Bulyan { f } => Some(Box::new(Bulyan::new(f))),
+            Self::Bulyan { f } => Some(Box::new(Bulyan::new(*f))),
             Self::FlTrust { .. } => {
                 let mut rule = FlTrust::supplied();
                 if let Some(g0) = root_update {

@@ -2,17 +2,13 @@
 //! extractors) and its parsing into the engine's [`ModelSpec`], each extractor reading its
 //! part of the study's row.
 
-use fl_engine::{
-    model::{
-        Backbone, Cell, CnnConfig, ColumnRange, MaskLayout, MlpConfig, Norm, Readout, SeqConfig,
-        MAX_RECURRENT_LAYERS,
-    },
-    ModelSpec,
-};
 use serde::Deserialize;
 
-use super::in_range;
-use crate::domain::{study::RowLayout, Errors};
+use super::{in_range, Errors, RowLayout};
+use crate::model::{
+    Backbone, Cell, CnnConfig, ColumnRange, MaskLayout, MlpConfig, ModelSpec, Norm, Readout,
+    SeqConfig, MAX_RECURRENT_LAYERS,
+};
 
 pub const MAX_HIDDEN_WIDTH: usize = 4096;
 pub const MAX_CNN_STAGES: usize = 6;
@@ -142,7 +138,21 @@ fn dropout_ok(e: &mut Errors, field: &str, dropout: f32) {
     }
 }
 
-pub(super) fn parse_model(
+impl ModelRequest {
+    /// The engine's model for this request over `layout` (none when the study has no feature
+    /// specification: a one-input placeholder), with `outputs` as the task needs; every problem
+    /// is recorded in `e`.
+    pub fn parse(
+        &self,
+        e: &mut Errors,
+        layout: Option<&RowLayout>,
+        outputs: usize,
+    ) -> Option<ModelSpec> {
+        parse_model(e, self, layout, outputs)
+    }
+}
+
+fn parse_model(
     e: &mut Errors,
     m: &ModelRequest,
     layout: Option<&RowLayout>,
