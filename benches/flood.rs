@@ -16,6 +16,10 @@
 //! the setting's, 1000; 0 answers throttled sources at once); PostgreSQL at
 //! `TEST_POSTGRES_URL`, default `postgres://postgres@127.0.0.1:5432/postgres`).
 
+// The gateway in this process runs on the allocator the `ehds-gateway` program ships with.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::{
     sync::{
         atomic::{AtomicBool, AtomicU64, Ordering},

@@ -33,6 +33,10 @@
 //!
 //! A positional argument `sqlite` or `postgres` also selects the backend.
 
+// The gateway in this process runs on the allocator the `ehds-gateway` program ships with.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::{
     future::Future,
     path::Path,

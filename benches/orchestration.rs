@@ -66,6 +66,10 @@
 //! internal flag `--run-one`), so its peak RSS (`VmHWM`) is that run's: the gateway and the
 //! simulated nodes together, or the gateway alone with `--separate-nodes`.
 
+// The gateway in this process runs on the allocator the `ehds-gateway` program ships with.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::{
     path::Path,
     sync::{
@@ -1692,13 +1696,13 @@ fn secure_rows(r: &RunResult) -> Vec<(usize, String)> {
     rows
 }
 
-/// Raises this process's open-file limit to what `n` simulated nodes need: gateway and nodes
-/// share the process, and each node's connection is a socket at both ends, so 10,000 nodes
-/// need over 20,000 descriptors, more than many systems' default soft limit. The hard limit
-/// is raised too where the process may (one with CAP_SYS_RESOURCE); otherwise the run says
-/// how.
-fn room_for_descriptors(n: usize) -> anyhow::Result<()> {
-    let needed = (2 * n + 1024) as libc::rlim_t;
+/// Raises this process's open-file limit to what `sockets` node connections need, with room
+/// to spare: where gateway and nodes share the process each node's connection is a socket at
+/// both ends, so 10,000 nodes need over 20,000 descriptors, more than many systems' default
+/// soft limit. The hard limit is raised too where the process may (one with
+/// CAP_SYS_RESOURCE); otherwise the run says how (or to run the nodes apart).
+fn room_for_descriptors(sockets: usize) -> anyhow::Result<()> {
+    let needed = (sockets + 1024) as libc::rlim_t;
     let mut limit = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -1717,8 +1721,9 @@ fn room_for_descriptors(n: usize) -> anyhow::Result<()> {
     // SAFETY: `wanted` is a valid rlimit; the call only reads it.
     if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &wanted) } != 0 {
         bail!(
-            "{n} nodes need about {needed} open files in this process, and the limit is {} \
-             (hard {}): raise it (`ulimit -n {needed}`) and run again",
+            "{sockets} node sockets need about {needed} open files in this process, and the \
+             limit is {} (hard {}): raise it (`ulimit -n {needed}`), or run the nodes apart \
+             (`--separate-nodes`), and run again",
             limit.rlim_cur,
             limit.rlim_max
         );
@@ -1732,7 +1737,8 @@ const ROW_MARK: &str = "@row";
 /// Runs one configuration in this process and prints its details and its table rows.
 async fn run_one(cfg: &Config, features: &Value) -> anyhow::Result<()> {
     let (backend, n) = (cfg.backends[0], cfg.nodes[0]);
-    room_for_descriptors(n)?;
+    // one socket a node for the gateway, and one more each where the nodes share its process
+    room_for_descriptors(if cfg.separate_nodes { n } else { 2 * n })?;
     let t = Instant::now();
     let r = bench_run(backend, n, cfg.params.first().copied(), cfg, features).await?;
     print_rounds(&r);
