@@ -27,8 +27,7 @@ class AggregationType6:
     round needs it and at least one other; a round without it fails.
 
         Attributes:
-            root_holder (str): An organisation: an applicant's organisation or a data holder. Matches the organisation claim
-                of the caller's token.
+            root_holder (str): One of the study's data holders, trusted to hold the clean root data set.
             rule (AggregationType6Rule):
      """
 
