@@ -106,7 +106,9 @@ use serde_json::{json, Value};
 const POLL_WAIT_SECONDS: u64 = 10;
 /// Operations per baseline measurement (after as many again for warm-up, at most).
 const BASELINE_OPS: usize = 300;
-/// How long a simulated node waits for an answer before it retries.
+/// How long a simulated node waits for an answer before it retries: a secure-aggregation
+/// message of a large model can wait minutes for the store's lock, and a shorter timeout would
+/// retry it and add to the load.
 const NODE_REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
 /// Name prefix of the simulated nodes' runtime threads.
 const NODE_THREADS: &str = "sim-node";
@@ -627,14 +629,10 @@ impl SimNodes {
             .enable_all()
             .build()?;
         let mut tasks = Vec::with_capacity(seats.len());
-        for (i, seat) in seats.into_iter().enumerate() {
-            let node = Node::of(client, seat, stats)?;
-            tasks.push(runtime.spawn(node.run()));
-            // open the connections gradually rather than all in one burst
-            if i % 50 == 49 {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        }
+        start_gradually(client, seats, stats, |node| {
+            tasks.push(runtime.spawn(node.run()))
+        })
+        .await?;
         Ok(Self::InProcess { runtime, tasks })
     }
 
@@ -740,13 +738,28 @@ async fn sim_nodes(order_file: &Path) -> anyhow::Result<()> {
             }
         }
     });
+    start_gradually(&client, seats, &stats, |node| {
+        tokio::spawn(node.run());
+    })
+    .await?;
+    report.await?;
+    Ok(())
+}
+
+/// Hands a node for each seat to `start`, pausing every 50 so that the nodes open their
+/// connections gradually rather than in one burst.
+async fn start_gradually(
+    client: &GatewayClient,
+    seats: Vec<Seat>,
+    stats: &Arc<NodeStats>,
+    mut start: impl FnMut(Node),
+) -> anyhow::Result<()> {
     for (i, seat) in seats.into_iter().enumerate() {
-        tokio::spawn(Node::of(&client, seat, &stats)?.run());
+        start(Node::of(client, seat, stats)?);
         if i % 50 == 49 {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
-    report.await?;
     Ok(())
 }
 
@@ -1299,9 +1312,6 @@ async fn run(
     let width = if n > 10_000 { 5 } else { 4 };
     let holders: Vec<String> = (0..n).map(|i| format!("node-{i:0width$}")).collect();
     let permit = issue_permit(&researcher, &officer, &officer_token, &holders, cfg.secure).await?;
-    // a secure-aggregation message of a large model can wait minutes for the store's lock; a
-    // shorter timeout would retry it and add to the load
-    let node_client = client(NODE_REQUEST_TIMEOUT)?;
     let stats = Arc::new(NodeStats::default());
     let seats = holders
         .iter()
@@ -1317,7 +1327,7 @@ async fn run(
     let sim = if cfg.separate_nodes {
         SimNodes::process(&base, &seats, &stats)?
     } else {
-        SimNodes::in_process(&node_client, seats, &stats).await?
+        SimNodes::in_process(&client(NODE_REQUEST_TIMEOUT)?, seats, &stats).await?
     };
     let ready_by = Instant::now() + Duration::from_secs(60);
     while stats.polling.load(Ordering::Relaxed) < n {
@@ -1378,7 +1388,7 @@ async fn run(
 
     let chain = verify_chain(store.as_ref()).await?;
     let first_error = stats.first_error.lock().ok().and_then(|e| e.clone());
-    drop((client_of_bench, node_client, researcher, officer));
+    drop((client_of_bench, researcher, officer));
     let _ = stop.send(());
     let _ = tokio::time::timeout(Duration::from_secs(10), server).await;
     drop(store);

@@ -11,7 +11,10 @@ mod model;
 
 pub use aggregation::Aggregation;
 pub use layout::RowLayout;
-pub use model::{BackboneRequest, InputsRequest, ModelRequest, MAX_CNN_STAGES, MAX_HIDDEN_WIDTH};
+pub use model::{
+    BackboneRequest, InputsRequest, ModelRequest, RecurrentRequest, MAX_CNN_STAGES,
+    MAX_HIDDEN_WIDTH,
+};
 
 /// One field that failed to parse, reported back to the caller all at once.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

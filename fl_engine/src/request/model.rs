@@ -83,26 +83,9 @@ pub enum BackboneRequest {
         inputs: InputsRequest,
     },
     /// A GRU over the hourly series (masked missing bins).
-    Gru {
-        hidden: usize,
-        /// Stacked layers (1 to 4, default 1).
-        #[serde(default = "one")]
-        layers: usize,
-        /// `last` (default) or `mean` over observed steps.
-        #[serde(default)]
-        #[cfg_attr(feature = "openapi", schema(value_type = String))]
-        readout: Readout,
-    },
+    Gru(RecurrentRequest),
     /// An LSTM over the hourly series (masked missing bins).
-    Lstm {
-        hidden: usize,
-        /// Stacked layers (1 to 4, default 1).
-        #[serde(default = "one")]
-        layers: usize,
-        #[serde(default)]
-        #[cfg_attr(feature = "openapi", schema(value_type = String))]
-        readout: Readout,
-    },
+    Lstm(RecurrentRequest),
     /// The recurrent network over the series fused with an MLP over the static columns.
     Fusion {
         /// `lstm` or `gru`.
@@ -121,6 +104,21 @@ pub enum BackboneRequest {
     /// width]`, or, without one, over the series as a `[2, steps, channels]` image (values and
     /// presence mask). Every stage after the first halves the image.
     Cnn { stages: Vec<usize>, groups: usize },
+}
+
+/// A recurrent network over the hourly series; its cell is the backbone's `kind`.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RecurrentRequest {
+    pub hidden: usize,
+    /// Stacked layers (1 to 4, default 1).
+    #[serde(default = "one")]
+    pub layers: usize,
+    /// `last` (default) or `mean` over observed steps.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub readout: Readout,
 }
 
 fn hidden_widths(e: &mut Errors, field: &str, hidden: &[usize]) {
@@ -437,22 +435,13 @@ fn parse_backbone(
                 },
             ))
         }
-        BackboneRequest::Gru {
-            hidden,
-            layers,
-            readout,
-        }
-        | BackboneRequest::Lstm {
-            hidden,
-            layers,
-            readout,
-        } => {
-            let cell = if matches!(b, BackboneRequest::Gru { .. }) {
+        BackboneRequest::Gru(r) | BackboneRequest::Lstm(r) => {
+            let cell = if matches!(b, BackboneRequest::Gru(_)) {
                 Cell::Gru
             } else {
                 Cell::Lstm
             };
-            let seq = seq(e, cell, *hidden, *layers, *readout);
+            let seq = seq(e, cell, r.hidden, r.layers, r.readout);
             if !needs_series(e, "recurrent network") {
                 return None;
             }

@@ -256,6 +256,7 @@ from .query_form import QueryForm
 from .range_form import RangeForm
 from .reason import Reason
 from .reason_request import ReasonRequest
+from .recurrent_request import RecurrentRequest
 from .register_entry import RegisterEntry
 from .register_page import RegisterPage
 from .register_summary import RegisterSummary
@@ -640,6 +641,7 @@ __all__ = (
     "RangeForm",
     "Reason",
     "ReasonRequest",
+    "RecurrentRequest",
     "RegisterEntry",
     "RegisterPage",
     "RegisterSummary",

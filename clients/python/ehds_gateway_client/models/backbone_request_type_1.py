@@ -35,7 +35,6 @@ class BackboneRequestType1:
     kind: BackboneRequestType1Kind
     layers: int | Unset = UNSET
     readout: str | Unset = UNSET
-    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
 
 
@@ -52,7 +51,7 @@ class BackboneRequestType1:
 
 
         field_dict: dict[str, Any] = {}
-        field_dict.update(self.additional_properties)
+
         field_dict.update({
             "hidden": hidden,
             "kind": kind,
@@ -87,22 +86,5 @@ class BackboneRequestType1:
             readout=readout,
         )
 
-
-        backbone_request_type_1.additional_properties = d
         return backbone_request_type_1
 
-    @property
-    def additional_keys(self) -> list[str]:
-        return list(self.additional_properties.keys())
-
-    def __getitem__(self, key: str) -> Any:
-        return self.additional_properties[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self.additional_properties[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        del self.additional_properties[key]
-
-    def __contains__(self, key: str) -> bool:
-        return key in self.additional_properties

@@ -637,23 +637,19 @@ impl FeatureSpec {
             .series
             .as_ref()
             .map_or((0, 0), |s| (s.steps(), s.channels.len()));
-        let image = self.image.as_ref().map(|i| (i.channels, i.height, i.width));
-        let mut at = image.map_or(0, |(c, h, w)| c * h * w) + 2 * steps * channels;
-        let features = self
-            .features
-            .iter()
-            .map(|f| {
-                let w = f.columns().len();
-                at += w;
-                (f.name.clone(), at - w..at)
-            })
-            .collect();
-        fl_engine::request::RowLayout {
-            image,
+        let mut layout = fl_engine::request::RowLayout {
+            image: self.image.as_ref().map(|i| (i.channels, i.height, i.width)),
             steps,
             channels,
-            features,
+            features: Vec::with_capacity(self.features.len()),
+        };
+        let mut at = layout.statics_start();
+        for f in &self.features {
+            let w = f.columns().len();
+            layout.features.push((f.name.clone(), at..at + w));
+            at += w;
         }
+        layout
     }
 
     /// Parse a JSON specification.

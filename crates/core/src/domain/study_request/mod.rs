@@ -31,7 +31,8 @@ use {super::study::DecisionThreshold, fl_engine::StrategyConfig};
 
 pub use assess::{assess, StudyReason, StudyRefusal};
 pub use fl_engine::request::{
-    BackboneRequest, InputsRequest, ModelRequest, MAX_CNN_STAGES, MAX_HIDDEN_WIDTH,
+    BackboneRequest, InputsRequest, ModelRequest, RecurrentRequest, MAX_CNN_STAGES,
+    MAX_HIDDEN_WIDTH,
 };
 pub use privacy::DEFAULT_DISTRIBUTED_MODULUS_BITS;
 
