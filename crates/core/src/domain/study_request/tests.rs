@@ -59,6 +59,33 @@ fn model(v: serde_json::Value) -> ModelRequest {
 }
 
 #[test]
+fn a_recurrent_backbone_takes_its_own_settings_and_nothing_else() {
+    let parse = |backbone: serde_json::Value| {
+        serde_json::from_value::<ModelRequest>(
+            serde_json::json!({"architecture": "net", "backbone": backbone}),
+        )
+    };
+    for kind in ["gru", "lstm"] {
+        let r = parse(serde_json::json!({"kind": kind, "hidden": 4})).unwrap();
+        let Some(BackboneRequest::Gru(b) | BackboneRequest::Lstm(b)) = r.backbone else {
+            panic!("{kind}: {:?}", r.backbone);
+        };
+        assert_eq!((b.hidden, b.layers, b.readout), (4, 1, Readout::Last));
+        // a setting of the fusion backbone is not one of these
+        let e = parse(serde_json::json!({"kind": kind, "hidden": 4, "cell": "gru"})).unwrap_err();
+        assert!(
+            e.to_string().contains("unknown field `cell`"),
+            "{kind}: {e}"
+        );
+        let e = parse(serde_json::json!({"kind": kind})).unwrap_err();
+        assert!(
+            e.to_string().contains("missing field `hidden`"),
+            "{kind}: {e}"
+        );
+    }
+}
+
+#[test]
 fn a_survival_label_trains_a_cox_model_and_series_feed_the_sequence_models() {
     let mut r = survival_series_request();
     // the row: 2 steps x 2 channels of values, their mask, then age and sex
