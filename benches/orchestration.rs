@@ -47,7 +47,7 @@
 //! holds one socket per node instead of two, which 10,000 holders need where the open-file limit
 //! is 20,000, and its peak RSS is the gateway's alone; the nodes' CPU is that process's.
 //!
-//! Run: `cargo bench -p ehds-gateway --bench orchestration -- [options]`
+//! Run: `cargo bench -p ehds-tools --bench orchestration -- [options]`
 //!
 //! * `--backend sqlite|postgres|both` (default both);
 //! * `--nodes 4,100,1000` (default; 10,100 with `--secure`);

@@ -6,7 +6,9 @@ use anyhow::Context;
 use async_trait::async_trait;
 use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
 
-use super::{rows::RowCache, tree::TreeEdge, CommitMode, Result, Store, Subscription, Tx};
+use super::{
+    migrations, rows::RowCache, tree::TreeEdge, CommitMode, Result, Store, Subscription, Tx,
+};
 
 /// Key of the transaction-scoped advisory lock that orders audit and registry appends: the
 /// chain needs every writer to see the previous head, and registry versions must be committed
@@ -33,7 +35,7 @@ impl PgStore {
             .connect(url)
             .await
             .context("Failed to connect to PostgreSQL")?;
-        sqlx::migrate!("../../migrations/postgres")
+        migrations::postgres()
             .run(&pool)
             .await
             .context("Failed to migrate PostgreSQL")?;
@@ -131,6 +133,9 @@ impl Store for PgStore {
     }
     fn backend(&self) -> &'static str {
         "postgres"
+    }
+    fn writers_take_turns(&self) -> bool {
+        false
     }
     async fn publish(&self, payload: &str) -> Result<()> {
         sqlx::query("select pg_notify($1, $2)")

@@ -33,7 +33,9 @@ use sqlx::{
 };
 use tokio::sync::{oneshot, Mutex, OwnedMutexGuard};
 
-use super::{rows::RowCache, tree::TreeEdge, CommitMode, Result, Store, StoreError, Tx};
+use super::{
+    migrations, rows::RowCache, tree::TreeEdge, CommitMode, Result, Store, StoreError, Tx,
+};
 
 #[derive(Clone)]
 pub struct SqliteStore {
@@ -66,7 +68,7 @@ impl SqliteStore {
             .connect_with(options.clone())
             .await
             .context("Failed to open SQLite database")?;
-        sqlx::migrate!("../../migrations/sqlite")
+        migrations::sqlite()
             .run(&pool)
             .await
             .context("Failed to migrate SQLite")?;
@@ -499,6 +501,9 @@ impl Store for SqliteStore {
     }
     fn backend(&self) -> &'static str {
         "sqlite"
+    }
+    fn writers_take_turns(&self) -> bool {
+        true
     }
     // One process owns an SQLite database (it holds the writer lock), so nobody else listens.
     async fn publish(&self, _payload: &str) -> Result<()> {
