@@ -81,14 +81,6 @@ impl PgTx {
         Ok(())
     }
 
-    /// Never known without reading: other replicas append between this one's transactions,
-    /// and the read comes after the write order is taken.
-    fn known_audit_head(&self) -> Option<(i64, String)> {
-        None
-    }
-
-    fn appended_audit(&mut self, _seq: i64, _hash: &str) {}
-
     async fn order_writes(&mut self) -> Result<()> {
         if !self.ordered {
             if self.group.is_some() {

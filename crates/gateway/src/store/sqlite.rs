@@ -281,10 +281,6 @@ impl Writer {
             }
             return;
         }
-        if let Some(open) = batch.open.as_mut() {
-            // the head may be one of the appends undone now
-            open.audit_head = None;
-        }
         let undone = async {
             sqlx::query("ROLLBACK TO SAVEPOINT writer")
                 .execute(batch.connection())
@@ -351,23 +347,6 @@ impl std::ops::DerefMut for Access {
 impl SqliteTx {
     async fn order_writes(&mut self) -> Result<()> {
         Ok(())
-    }
-
-    /// The audit chain's head, when an append earlier in the open SQLite transaction (this
-    /// writer's or one before it in the group) left it known.
-    fn known_audit_head(&self) -> Option<(i64, String)> {
-        match &self.tx {
-            Access::Write(turn) => turn.batch.as_ref()?.open.as_ref()?.audit_head.clone(),
-            Access::Read(_) => None,
-        }
-    }
-
-    fn appended_audit(&mut self, seq: i64, hash: &str) {
-        if let Access::Write(turn) = &mut self.tx {
-            if let Some(open) = turn.batch.as_mut().and_then(|b| b.open.as_mut()) {
-                open.audit_head = Some((seq, hash.to_owned()));
-            }
-        }
     }
 
     async fn commit_transaction(self) -> Result<()> {
@@ -440,10 +419,6 @@ impl Drop for WriterTurn {
 struct OpenTransaction {
     connection: Option<PoolConnection<Sqlite>>,
     open: bool,
-    /// The audit chain's head as the last append in this transaction left it: no other
-    /// connection writes while it is open, so the writers after that append need not read
-    /// the head again. Forgotten when a writer's savepoint is rolled back.
-    audit_head: Option<(i64, String)>,
 }
 
 impl OpenTransaction {
@@ -457,7 +432,6 @@ impl OpenTransaction {
         Ok(Self {
             connection: Some(connection),
             open: true,
-            audit_head: None,
         })
     }
 }
@@ -661,53 +635,6 @@ mod tests {
         tx.commit().await.unwrap();
         let mut check = store.begin().await.unwrap();
         assert_eq!(check.audit_tree_size().await.unwrap(), 2);
-    }
-
-    /// The writers of a group append after the head the one before them left, without reading
-    /// it again; a writer that rolls back takes its appends out of that head too, so the
-    /// writer after it chains to the last entry that stays.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn the_writer_after_a_rolled_back_one_chains_to_the_entry_that_stays() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = fresh_store(&dir, CommitMode::Group).await;
-        let mut first = store.begin().await.unwrap();
-        first.append_audit(sample_audit_event()).await.unwrap();
-        let refused = {
-            let store = store.clone();
-            tokio::spawn(async move {
-                let mut tx = store.begin().await.unwrap();
-                let seq = tx.append_audit(sample_audit_event()).await.unwrap().seq;
-                tx.append_audit(sample_audit_event()).await.unwrap();
-                seq
-                // dropped uncommitted: a refusal
-            })
-        };
-        writers_waiting(&store, 1).await;
-        let after = {
-            let store = store.clone();
-            tokio::spawn(async move {
-                let mut tx = store.begin().await.unwrap();
-                let seq = tx.append_audit(sample_audit_event()).await.unwrap().seq;
-                tx.commit().await.unwrap();
-                seq
-            })
-        };
-        writers_waiting(&store, 2).await;
-        first.commit().await.unwrap();
-        // the refused writer appended after the first's entry, in the same transaction
-        assert_eq!(refused.await.unwrap(), 2);
-        assert_eq!(after.await.unwrap(), 2);
-        let mut check = store.read().await.unwrap();
-        let entries = check
-            .list_audit(&crate::store::AuditFilter {
-                limit: 10,
-                ..Default::default()
-            })
-            .await
-            .unwrap();
-        let mut chain = ehds_core::domain::audit::ChainVerifier::default();
-        assert!(entries.iter().all(|e| chain.feed(e)), "{entries:?}");
-        assert_eq!(chain.finish().entries_checked, 2);
     }
 
     /// A reader sees the last committed state while a writer holds its turn, without waiting

@@ -19,14 +19,10 @@ use crate::store::{tree, AuditFilter, AuditSpan, AuditTx, Result, StoreError, St
 impl AuditTx for DbTx {
     async fn append_audit(&mut self, event: NewAuditEvent) -> Result<AuditEntry> {
         self.order_writes().await?;
-        let head: Option<(i64, String)> = match self.known_audit_head() {
-            Some(head) => Some(head),
-            None => {
-                sqlx::query_as("select seq, hash from audit_event order by seq desc limit 1")
-                    .fetch_optional(&mut *self.tx)
-                    .await?
-            }
-        };
+        let head: Option<(i64, String)> =
+            sqlx::query_as("select seq, hash from audit_event order by seq desc limit 1")
+                .fetch_optional(&mut *self.tx)
+                .await?;
         let (seq, prev) = head
             .map(|(s, h)| (s + 1, h))
             .unwrap_or((1, GENESIS_HASH.to_owned()));
@@ -69,7 +65,6 @@ impl AuditTx for DbTx {
         .execute(&mut *self.tx)
         .await?;
         self.edge.keep(e.seq, &e.hash, edge);
-        self.appended_audit(e.seq, &e.hash);
         self.observed.audit_appended();
         Ok(e)
     }

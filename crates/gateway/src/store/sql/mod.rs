@@ -1,7 +1,7 @@
 //! The SQL of the transaction traits, written once for both backends: `sqlite.rs` and
 //! `postgres.rs` each compile this module (through `#[path]`) after naming their sqlx database
-//! `Db` and their transaction `DbTx`, which has the fields `tx`, `observed`, `edge` and `rows` and the
-//! methods `order_writes`, `known_audit_head` and `appended_audit`. Queries use `$n` placeholders, which PostgreSQL and sqlx's SQLite
+//! `Db` and their transaction `DbTx`, which has the fields `tx`, `observed`, `edge` and `rows` and an
+//! `order_writes` method. Queries use `$n` placeholders, which PostgreSQL and sqlx's SQLite
 //! driver both accept; column types differ only in the migrations.
 
 mod audit;
