@@ -27,13 +27,10 @@ use ehds_core::{
             TaskStatus,
         },
         time::Timestamp,
-        OrgId, PermitState, StudyId, TaskId,
+        OrgId, PermitState, StudyId,
     },
     secure_aggregation::{self as sa, NodeMessage, Relayed, SecaggView},
-    wire::{
-        decode_update, encode_fit_ins, NodeEvaluation, NodeStudy, NodeTask, TaskResultBody,
-        UpdateError,
-    },
+    wire::{decode_update, encode_fit_ins, NodeStudy, NodeTask, TaskResultBody, UpdateError},
 };
 
 /// The study behind a task, when the task may still be worked on: the study running and its
@@ -56,26 +53,30 @@ async fn live_study(
     Ok(active.then_some(study))
 }
 
-/// At most `limit` open tasks of `holder` whose study may still be worked on. Reads only: it
-/// may look at a snapshot beside the writer (then the write turn runs [`recheck_delivery`]).
-#[tracing::instrument(name = "Finding node tasks", skip(look))]
+/// At most `limit` open tasks of `holder` whose study may still be worked on; the delivery is
+/// audited when there is any. The caller commits only then (nothing is written otherwise).
+#[tracing::instrument(name = "Delivering node tasks", skip(tx, by))]
 pub async fn open_tasks(
-    look: &mut dyn Tx,
+    tx: &mut dyn Tx,
+    by: &Requester<'_>,
     holder: &OrgId,
     limit: i64,
     now: Timestamp,
 ) -> Result<Vec<NodeTask>, StoreError> {
-    let pending = look.pending_tasks_for(holder, now, limit).await?;
+    let pending = tx.pending_tasks_for(holder, now, limit).await?;
+    if pending.is_empty() {
+        return Ok(vec![]);
+    }
     let mut studies: HashMap<StudyId, Option<Study>> = HashMap::new();
     let mut out = Vec::new();
     for t in pending {
         if let std::collections::hash_map::Entry::Vacant(slot) = studies.entry(t.study_id) {
-            slot.insert(live_study(look, t.study_id, now).await?);
+            slot.insert(live_study(tx, t.study_id, now).await?);
         }
         let Some(study) = studies.get(&t.study_id).and_then(Option::as_ref) else {
             continue;
         };
-        let Some(registry_version) = look.round_registry_version(t.round_id).await? else {
+        let Some(registry_version) = tx.round_registry_version(t.round_id).await? else {
             continue;
         };
         out.push(NodeTask {
@@ -90,61 +91,15 @@ pub async fn open_tasks(
             study: NodeStudy::from(&*study.spec),
         });
     }
-    Ok(out)
-}
-
-/// Tasks found in an earlier snapshot, as the write turn sees them: those still open whose
-/// study and permit are still live. What a task carries besides needs no second look (a
-/// round's registry version and a study's specification are fixed).
-pub async fn recheck_delivery(
-    tx: &mut dyn Tx,
-    holder: &OrgId,
-    found: Vec<NodeTask>,
-    now: Timestamp,
-) -> Result<Vec<NodeTask>, StoreError> {
-    if found.is_empty() {
-        return Ok(found);
-    }
-    let limit = i64::try_from(found.len()).unwrap_or(i64::MAX);
-    let open: std::collections::HashSet<_> = tx
-        .pending_tasks_for(holder, now, limit)
-        .await?
-        .into_iter()
-        .map(|t| t.id)
-        .collect();
-    let mut live: HashMap<StudyId, bool> = HashMap::new();
-    let mut out = Vec::with_capacity(found.len());
-    for t in found {
-        if !open.contains(&t.task_id) {
-            continue;
-        }
-        if let std::collections::hash_map::Entry::Vacant(slot) = live.entry(t.study_id) {
-            slot.insert(live_study(tx, t.study_id, now).await?.is_some());
-        }
-        if live[&t.study_id] {
-            out.push(t);
-        }
+    if !out.is_empty() {
+        let delivered = out.iter().map(|t| t.task_id.to_string()).collect();
+        tx.append_audit(
+            by.audit(Action::NodeTasks, AuditSubject::Tasks)
+                .details(&TasksDelivered { delivered }),
+        )
+        .await?;
     }
     Ok(out)
-}
-
-/// Audits the delivery of `tasks` (nothing when there is none), in the write turn.
-#[tracing::instrument(name = "Delivering node tasks", skip_all)]
-pub async fn deliver(
-    tx: &mut dyn Tx,
-    by: &Requester<'_>,
-    tasks: &[NodeTask],
-) -> Result<(), StoreError> {
-    if tasks.is_empty() {
-        return Ok(());
-    }
-    let delivered = tasks.iter().map(|t| t.task_id.to_string()).collect();
-    tx.append_audit(
-        by.audit(Action::NodeTasks, AuditSubject::Tasks)
-            .details(&TasksDelivered { delivered }),
-    )
-    .await?;
-    Ok(())
 }
 
 /// Why the server's side of a task could not be set up.
@@ -285,35 +240,25 @@ async fn fit_ins_and_server(
     configure(study, task, checkpoint)
 }
 
-/// The parameters a task starts from, checked and ready to send: what [`send_parameters`]
-/// audits and sends.
-pub struct Download {
-    task: Task,
-    study: Study,
-    file: Bytes,
-}
-
-/// The parameters `task` starts from, as safetensors, once the task is open and its study and
-/// permit live. Reads only: it may look at a snapshot beside the writer (then the write turn
-/// runs [`recheck_download`]). The file is built once per round and checkpoint
-/// (`ParameterFiles`).
-#[tracing::instrument(name = "Preparing task parameters", skip_all, fields(task = %task.id))]
+/// The parameters `task` starts from, as safetensors; the download is audited. The file is
+/// built once per round and checkpoint (`ParameterFiles`).
+#[tracing::instrument(name = "Sending task parameters", skip_all, fields(task = %task.id))]
 pub async fn parameters(
-    look: &mut dyn Tx,
-    task: Task,
+    tx: &mut dyn Tx,
+    by: &Requester<'_>,
+    task: &Task,
     files: &ParameterFiles,
     now: Timestamp,
-) -> Result<Download, TaskError> {
-    let study = workable(look, &task, now).await?;
-    let checkpoint = task_checkpoint(look, &study, &task)
+) -> Result<Bytes, TaskError> {
+    let study = workable(tx, task, now).await?;
+    let checkpoint = task_checkpoint(tx, &study, task)
         .await
         .map_err(TaskError::Setup)?;
-    let file = match files.get(study.id, task.round, task.kind, &checkpoint) {
+    let bytes = match files.get(study.id, task.round, task.kind, &checkpoint) {
         Some(file) => file,
         None => {
             // once per round: the copy is kept to recognise the checkpoint
-            let (ins, _) =
-                configure(&study, &task, checkpoint.clone()).map_err(TaskError::Setup)?;
+            let (ins, _) = configure(&study, task, checkpoint.clone()).map_err(TaskError::Setup)?;
             let file = Bytes::from(
                 encode_fit_ins(&ins, study.id).map_err(|e| TaskError::Internal(e.into()))?,
             );
@@ -321,60 +266,17 @@ pub async fn parameters(
             file
         }
     };
-    Ok(Download { task, study, file })
-}
-
-/// A download prepared in an earlier snapshot, as the write turn sees it: refused if the task
-/// closed or the study or permit stopped since. The file needs no second look: while the task
-/// is open its round has not been aggregated, so the checkpoint it starts from is the one the
-/// snapshot read.
-pub async fn recheck_download(
-    tx: &mut dyn Tx,
-    download: Download,
-    now: Timestamp,
-) -> Result<Download, TaskError> {
-    let (task, study) = still_workable(tx, download.task.id, now).await?;
-    Ok(Download {
-        task,
-        study,
-        ..download
-    })
-}
-
-/// Audits the download, in the write turn, and hands out the file.
-#[tracing::instrument(name = "Sending task parameters", skip_all, fields(task = %download.task.id))]
-pub async fn send_parameters(
-    tx: &mut dyn Tx,
-    by: &Requester<'_>,
-    download: Download,
-) -> Result<Bytes, TaskError> {
-    let Download { task, study, file } = download;
     tx.append_audit(
         by.audit(AuditAction::NodeTaskParameters, AuditSubject::Task(task.id))
             .permit(study.spec.permit_id)
             .details(&ParametersSent {
                 study: study.id,
                 round: task.round,
-                bytes: file.len(),
+                bytes: bytes.len(),
             }),
     )
     .await?;
-    Ok(file)
-}
-
-/// Task `id` (read in an earlier snapshot, so it exists) and its study, as the write turn
-/// sees them, if the task is still open and the study and permit still live.
-async fn still_workable(
-    tx: &mut dyn Tx,
-    id: TaskId,
-    now: Timestamp,
-) -> Result<(Task, Study), TaskError> {
-    let task = tx
-        .get_task(id)
-        .await?
-        .ok_or_else(|| TaskError::Internal(anyhow::anyhow!("task {id} vanished")))?;
-    let study = workable(tx, &task, now).await?;
-    Ok((task, study))
+    Ok(bytes)
 }
 
 /// Whether a holder's metrics are sane: finite, rates within [0, 1].
@@ -400,30 +302,20 @@ pub fn metric_ok(m: &fl_engine::MetricSummary) -> bool {
         && m.integrated_brier.is_none_or(unit)
 }
 
-/// A result that passed every check of [`check_result`]: what [`store_result`] stores.
-pub struct CheckedResult {
-    task: Task,
-    study: Study,
-    report: TaskReport,
-    evaluation: Option<NodeEvaluation>,
-    /// The update as received (fit tasks outside secure aggregation).
-    update: Option<Vec<u8>>,
-}
-
-/// Checks the result of `task`: the task open, the study and permit live, the registry
-/// version, the counts and metrics, and the update against the model the task started from.
-/// Reads only: it may look at a snapshot beside the writer (then the write turn runs
-/// [`recheck_result`]). `max_update_bytes` bounds the decoded update.
-#[tracing::instrument(name = "Checking a task result", skip_all, fields(task = %task.id))]
-pub async fn check_result(
-    look: &mut dyn Tx,
-    task: Task,
+/// Accepts the result of `task` once everything about it checks out: stores the update (fit)
+/// and the holder's evaluation of the model it received, completes the task, audits the
+/// counts. `max_update_bytes` bounds the decoded update.
+#[tracing::instrument(name = "Accepting a task result", skip_all, fields(task = %task.id))]
+pub async fn accept_result(
+    tx: &mut dyn Tx,
+    by: &Requester<'_>,
+    task: &mut Task,
     body: TaskResultBody,
     max_update_bytes: usize,
     now: Timestamp,
-) -> Result<CheckedResult, TaskError> {
-    let study = workable(look, &task, now).await?;
-    let registry_version = look
+) -> Result<(), TaskError> {
+    let study = workable(tx, task, now).await?;
+    let registry_version = tx
         .round_registry_version(task.round_id)
         .await?
         .ok_or_else(|| TaskError::Internal(anyhow::anyhow!("task without round")))?;
@@ -441,7 +333,7 @@ pub async fn check_result(
         }
     }
     let secure = study.spec.secure_aggregation.is_some();
-    let update = match (task.kind, &body.parameters) {
+    let stored = match (task.kind, &body.parameters) {
         // the update reaches the gateway only masked, inside the secure sum
         (TaskKind::Fit, Some(_)) if secure => return Err(TaskError::ClearUpdateRefused),
         (TaskKind::Fit, None) if secure => None,
@@ -457,7 +349,7 @@ pub async fn check_result(
                 &task.data_holder,
             )
             .map_err(TaskError::Update)?;
-            let (ins, mut server) = fit_ins_and_server(look, &study, &task)
+            let (ins, mut server) = fit_ins_and_server(tx, &study, task)
                 .await
                 .map_err(TaskError::Setup)?;
             let res = FitRes {
@@ -472,70 +364,20 @@ pub async fn check_result(
             Some(bytes)
         }
     };
-    Ok(CheckedResult {
-        report: TaskReport {
-            num_examples: body.num_examples,
-            excluded_subjects: body.excluded_subjects,
-            registry_version: body.registry_version,
-            train_loss: body.train_loss.filter(|l| l.is_finite()),
-            local_steps: body.local_steps,
-            data_quality: body.data_quality,
-        },
-        evaluation: body.evaluation,
-        update,
-        task,
-        study,
-    })
-}
-
-/// A result checked in an earlier snapshot, as the write turn sees it: refused if the task
-/// closed or the study or permit stopped since. Nothing else needs a second look while the
-/// task is open: a round's registry version is fixed, and its checkpoint moves on only with
-/// the aggregation that closes its open tasks.
-pub async fn recheck_result(
-    tx: &mut dyn Tx,
-    checked: CheckedResult,
-    now: Timestamp,
-) -> Result<CheckedResult, TaskError> {
-    let (task, study) = still_workable(tx, checked.task.id, now).await?;
-    Ok(CheckedResult {
-        task,
-        study,
-        ..checked
-    })
-}
-
-/// Stores a checked result in the write turn: the update (fit), the holder's evaluation of
-/// the model it received, the task completed, the counts audited.
-#[tracing::instrument(name = "Accepting a task result", skip_all, fields(task = %checked.task.id))]
-pub async fn store_result(
-    tx: &mut dyn Tx,
-    by: &Requester<'_>,
-    checked: CheckedResult,
-    now: Timestamp,
-) -> Result<(), TaskError> {
-    let CheckedResult {
-        mut task,
-        study,
-        report,
-        evaluation,
-        update,
-    } = checked;
-    let audited = ResultAccepted {
-        study: study.id,
-        round: task.round,
-        kind: task.kind.as_str(),
-        num_examples: report.num_examples,
-        excluded_subjects: report.excluded_subjects,
-        bytes: update.as_ref().map(Vec::len),
-    };
     task.status = TaskStatus::Completed;
     task.completed_at = Some(now);
-    task.report = Some(report);
-    tx.complete_task(&task, update.as_deref())
+    task.report = Some(TaskReport {
+        num_examples: body.num_examples,
+        excluded_subjects: body.excluded_subjects,
+        registry_version: body.registry_version,
+        train_loss: body.train_loss.filter(|l| l.is_finite()),
+        local_steps: body.local_steps,
+        data_quality: body.data_quality,
+    });
+    tx.complete_task(task, stored.as_deref())
         .await
         .map_err(|_| TaskError::AlreadyCompleted)?;
-    if let Some(ev) = evaluation {
+    if let Some(ev) = body.evaluation {
         // a fit task evaluates the model it received: the previous round's
         let evaluated = match task.kind {
             TaskKind::Fit => task.round - 1,
@@ -552,7 +394,14 @@ pub async fn store_result(
     tx.append_audit(
         by.audit(AuditAction::NodeTaskResult, AuditSubject::Task(task.id))
             .permit(study.spec.permit_id)
-            .details(&audited),
+            .details(&ResultAccepted {
+                study: study.id,
+                round: task.round,
+                kind: task.kind.as_str(),
+                num_examples: body.num_examples,
+                excluded_subjects: body.excluded_subjects,
+                bytes: stored.as_ref().map(Vec::len),
+            }),
     )
     .await?;
     Ok(())

@@ -144,61 +144,25 @@ where
     }
 }
 
-/// The write transaction of a request whose checks only read, and what the checks found:
-/// `checked_then_written!(state, |look| check, |tx, found| recheck)` evaluates to
-/// `(tx, found)`. Where writers take turns (SQLite) `check` runs in a snapshot beside the
-/// writer, so that it holds up no other writer, and `recheck` then re-reads in the write turn
-/// what may have changed since; elsewhere (PostgreSQL) `check` runs in the write transaction
-/// itself and nothing needs a second look. (A macro: the handlers' futures must be `Send`,
-/// which a helper taking async closures cannot promise.)
-macro_rules! checked_then_written {
-    ($state:expr, |$look:ident| $check:expr, |$tx:ident, $found:ident| $recheck:expr $(,)?) => {{
-        if $state.store.writers_take_turns() {
-            let found = {
-                let mut snapshot = $state.store.read().await?;
-                let $look: &mut dyn Tx = &mut *snapshot;
-                $check
-            };
-            let mut turn = $state.store.begin().await?;
-            let found = {
-                let $tx: &mut dyn Tx = &mut *turn;
-                let $found = found;
-                $recheck
-            };
-            (turn, found)
-        } else {
-            let mut turn = $state.store.begin().await?;
-            let found = {
-                let $look: &mut dyn Tx = &mut *turn;
-                $check
-            };
-            (turn, found)
-        }
-    }};
-}
-
 async fn open_tasks(
     state: &AppState,
     caller: &Caller,
     holder: &ehds_core::domain::OrgId,
     limit: i64,
 ) -> ApiResult<Vec<NodeTask>> {
-    let now = time::now();
-    // most polls find nothing: one look beside the writer, and no write transaction
+    // most polls find nothing: look beside the writer first, and take the write turn (the
+    // delivery is audited) only when there is something to deliver
     let pending = {
         let mut look = state.store.read().await?;
-        look.pending_tasks_for(holder, now, 1).await?
+        look.pending_tasks_for(holder, time::now(), 1).await?
     };
     if pending.is_empty() {
         return Ok(vec![]);
     }
-    let (mut tx, tasks) = checked_then_written!(
-        state,
-        |look| node_tasks::open_tasks(look, holder, limit, now).await?,
-        |tx, found| node_tasks::recheck_delivery(tx, holder, found, now).await?,
-    );
+    let mut tx = state.store.begin().await?;
+    let tasks =
+        node_tasks::open_tasks(&mut *tx, &caller.requester(), holder, limit, time::now()).await?;
     if !tasks.is_empty() {
-        node_tasks::deliver(&mut *tx, &caller.requester(), &tasks).await?;
         tx.commit().await?;
     }
     Ok(tasks)
@@ -332,25 +296,12 @@ pub async fn parameters(
     ApiPath(id): ApiPath<TaskId>,
 ) -> ApiResult<Response> {
     const ACTION: AuditAction = AuditAction::NodeTaskParameters;
-    let refused = task_refusal(ACTION, id);
+    let mut tx = state.store.begin().await?;
+    let task = assigned_task(&state, &caller, &mut *tx, id, ACTION).await?;
     let files = &state.federation.parameter_files;
-    let (mut tx, download) = checked_then_written!(
-        state,
-        |look| {
-            let task = assigned_task(&state, &caller, look, id, ACTION).await?;
-            node_tasks::parameters(look, task, files, time::now())
-                .await
-                .map_err(&refused)?
-        },
-        |tx, download| {
-            node_tasks::recheck_download(tx, download, time::now())
-                .await
-                .map_err(&refused)?
-        },
-    );
-    let bytes = node_tasks::send_parameters(&mut *tx, &caller.requester(), download)
+    let bytes = node_tasks::parameters(&mut *tx, &caller.requester(), &task, files, time::now())
         .await
-        .map_err(&refused)?;
+        .map_err(task_refusal(ACTION, id))?;
     tx.commit().await?;
     let mut response = bytes.into_response();
     response.headers_mut().insert(
@@ -389,25 +340,12 @@ pub async fn result(
 ) -> ApiResult<Json<serde_json::Value>> {
     const ACTION: AuditAction = AuditAction::NodeTaskResult;
     let now = time::now();
-    let refused = task_refusal(ACTION, id);
+    let mut tx = state.store.begin().await?;
+    let mut task = assigned_task(&state, &caller, &mut *tx, id, ACTION).await?;
     let limit = state.settings.federation.max_update_bytes;
-    let (mut tx, checked) = checked_then_written!(
-        state,
-        |look| {
-            let task = assigned_task(&state, &caller, look, id, ACTION).await?;
-            node_tasks::check_result(look, task, body, limit, now)
-                .await
-                .map_err(&refused)?
-        },
-        |tx, checked| {
-            node_tasks::recheck_result(tx, checked, now)
-                .await
-                .map_err(&refused)?
-        },
-    );
-    node_tasks::store_result(&mut *tx, &caller.requester(), checked, now)
+    node_tasks::accept_result(&mut *tx, &caller.requester(), &mut task, body, limit, now)
         .await
-        .map_err(&refused)?;
+        .map_err(task_refusal(ACTION, id))?;
     tx.commit().await?;
     state.federation.changed(Change::NodeResult);
     Ok(Json(json!({ "task_id": id, "status": "completed" })))

@@ -216,11 +216,6 @@ pub trait Store: Send + Sync + 'static {
     /// A transaction for reads only: it sees one consistent state of the database and never
     /// waits for a writer (on SQLite it does not take the write turn; its writes are refused).
     async fn read(&self) -> Result<Box<dyn Tx>>;
-    /// Whether a write transaction holds the only write turn for as long as it is open
-    /// (SQLite): work that needs only a snapshot is then better done in [`Store::read`]
-    /// beside it, where it holds up no other writer. Where writers run side by side
-    /// (PostgreSQL), a second transaction would only add its round trips.
-    fn writers_take_turns(&self) -> bool;
     async fn ping(&self) -> Result<()>;
     /// Connections of the pool, for `/metrics`.
     fn pool_usage(&self) -> crate::observability::PoolUsage;

@@ -134,9 +134,6 @@ impl Store for PgStore {
     fn backend(&self) -> &'static str {
         "postgres"
     }
-    fn writers_take_turns(&self) -> bool {
-        false
-    }
     async fn publish(&self, payload: &str) -> Result<()> {
         sqlx::query("select pg_notify($1, $2)")
             .bind(FLEET_CHANNEL)

@@ -502,9 +502,6 @@ impl Store for SqliteStore {
     fn backend(&self) -> &'static str {
         "sqlite"
     }
-    fn writers_take_turns(&self) -> bool {
-        true
-    }
     // One process owns an SQLite database (it holds the writer lock), so nobody else listens.
     async fn publish(&self, _payload: &str) -> Result<()> {
         Ok(())
