@@ -1,9 +1,9 @@
 //! The schema's migrations, embedded in the binary.
 //!
-//! Each backend's list names the files of `migrations/<backend>/`; the version, description and
-//! checksum are derived from the file as sqlx's own directory resolver derives them, so a
-//! database migrated by any earlier release (whose binary embedded them through sqlx's
-//! `migrate!` macro) sees the same checksums. Building the list here rather than through the
+//! One list names the files of `migrations/sqlite/` and `migrations/postgres/`; the version,
+//! description and checksum are derived from each file as sqlx's own directory resolver derives
+//! them, so a database migrated by any earlier release (whose binary embedded them through
+//! sqlx's `migrate!` macro) sees the same checksums. Building the list here rather than through the
 //! macro keeps sqlx's proc-macro crate, and the second copy of every database driver it
 //! compiles for the build host, out of the build.
 
@@ -12,30 +12,19 @@ use std::borrow::Cow;
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::{AssertSqlSafe, SqlSafeStr};
 
-/// `(file name, contents)` of every migration of one backend, in version order.
+/// `SQLITE` and `POSTGRES`: `(file name, contents)` of every migration of each backend, in
+/// version order. The two directories hold the same file names, one per schema change, so the
+/// names are listed once.
 macro_rules! embed {
-    ($backend:literal: $($file:literal),+ $(,)?) => {
-        &[$(($file, include_str!(concat!("../../../../migrations/", $backend, "/", $file)))),+]
+    ($($file:literal),+ $(,)?) => {
+        const SQLITE: &[(&str, &str)] =
+            &[$(($file, include_str!(concat!("../../../../migrations/sqlite/", $file)))),+];
+        const POSTGRES: &[(&str, &str)] =
+            &[$(($file, include_str!(concat!("../../../../migrations/postgres/", $file)))),+];
     };
 }
 
-const SQLITE: &[(&str, &str)] = embed!("sqlite":
-    "0001_governance.sql",
-    "0002_studies.sql",
-    "0003_audit_log_tree.sql",
-    "0004_webhook_cursor.sql",
-    "0005_secure_aggregation.sql",
-    "0006_audit_tree_in_rows.sql",
-    "0007_secagg_masked_sum.sql",
-    "0008_secagg_received.sql",
-    "0009_optout_match.sql",
-    "0010_application_procedure.sql",
-    "0011_statistics.sql",
-    "0012_catalogue.sql",
-    "0013_leases.sql",
-);
-
-const POSTGRES: &[(&str, &str)] = embed!("postgres":
+embed!(
     "0001_governance.sql",
     "0002_studies.sql",
     "0003_audit_log_tree.sql",
