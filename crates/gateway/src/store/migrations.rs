@@ -3,8 +3,8 @@
 //! One list names the files of `migrations/sqlite/` and `migrations/postgres/`; the version,
 //! description and checksum are derived from each file as sqlx's own directory resolver derives
 //! them, so a database migrated by any earlier release (whose binary embedded them through
-//! sqlx's `migrate!` macro) sees the same checksums. Building the list here rather than through the
-//! macro keeps sqlx's proc-macro crate, and the second copy of every database driver it
+//! sqlx's `migrate!` macro) sees the same checksums. Building the list here rather than through
+//! the macro keeps sqlx's proc-macro crate, and the second copy of every database driver it
 //! compiles for the build host, out of the build.
 
 use std::borrow::Cow;
